@@ -1,0 +1,236 @@
+"""What every agent module shares: the `Session` record and helpers for reading native stores.
+
+An agent module (`agents/<name>.py`) is this small interface, and nothing else is needed to add
+an agent:
+
+    NAME = "claude"          # short name: file names, listings, --agent
+    PREFIX = "cl"            # short-id prefix
+    ATIF_NAME = "claude-code"  # agent.name in the ATIF document
+
+    def sources(env) -> Iterable[str]
+        Paths that may hold sessions (files or databases), found without opening them.
+    def scan(source, env) -> list[Session]
+        Cheap metadata for the sessions in one source: id, start, cwd, first message, reading
+        only the head of a file (or one query of a database).
+    def translate(session, env) -> dict
+        The full ATIF document (use atif.build.TrajectoryBuilder).
+
+Optional: `dependencies(source, env) -> list[str]`, other files whose change changes a
+session's translation (side files, sub-agent transcripts); `VERSION`, bumped when a
+translation changes, which invalidates cached sizes and documents.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+from atif.serialize import loads
+
+HEAD_BYTES = 256 * 1024
+
+
+@dataclass(slots=True)
+class Session:
+    agent: str
+    native_id: str
+    source: str
+    started: float | None = None      # epoch seconds of the first record
+    cwd: str | None = None
+    title: str = ""                   # the first user message
+    model: str | None = None
+    locator: str | None = None        # where in `source` the session lives, if it shares it
+    extra: dict = field(default_factory=dict)
+    short_id: str = ""                # assigned by the catalog, unique in the listing
+
+    def to_cache(self) -> list:
+        data = asdict(self)
+        del data["short_id"]
+        return list(data.values())
+
+    @classmethod
+    def from_cache(cls, values: list) -> "Session":
+        return cls(*values)
+
+
+def home(env) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def env_dir(env, variable: str, *default: str) -> str:
+    """`$variable` if set, else `$HOME/<default...>`."""
+    value = env.get(variable)
+    return value if value else os.path.join(home(env), *default)
+
+
+# timestamps -------------------------------------------------------------------------------------
+_ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
+
+
+def epoch(value) -> float | None:
+    """Seconds since the epoch from whatever a store wrote: ISO 8601 (naive means local time),
+    or a number in seconds, milliseconds, microseconds or nanoseconds."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+        if number != number or number <= 0:
+            return None
+        while number > 1e11:  # ms, us, ns -> s
+            number /= 1000.0
+        return number
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if text.isdigit():
+            return epoch(int(text))
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed.timestamp()
+    return None
+
+
+def iso(value) -> str | None:
+    """An RFC 3339 UTC timestamp (`2026-06-10T08:01:02.345Z`) from any `epoch()` input."""
+    if isinstance(value, str) and _ISO_Z.match(value):
+        return value
+    seconds = epoch(value)
+    if seconds is None:
+        return None
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+# reading files ----------------------------------------------------------------------------------
+def open_binary(path: str):
+    """A binary file object; `.zst` files are decompressed as they are read."""
+    handle = open(path, "rb")
+    if not path.endswith(".zst"):
+        return handle
+    import zstandard  # only archived Codex sessions need it
+
+    reader = zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)
+    return io.BufferedReader(reader)
+
+
+def head_records(path: str, limit: int = HEAD_BYTES):
+    """Parsed JSON records from the first `limit` bytes of a JSONL file, skipping bad lines.
+    For discovery: never reads a whole session."""
+    with open_binary(path) as handle:
+        data = handle.read(limit)
+    lines = data.split(b"\n")
+    if len(data) >= limit:
+        lines.pop()  # cut mid-line
+    for line in lines:
+        if line.strip():
+            try:
+                record = loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+class JsonlReader:
+    """Iterate the records of a JSONL file, counting what could not be read instead of failing.
+
+    `problems()` afterwards gives warnings fit for a document's `extra` (malformed lines, a
+    truncated last line, records that are not objects)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.bad_lines: list[int] = []
+        self.first_error = ""
+        self.non_objects = 0
+        self.truncated = False
+
+    def __iter__(self):
+        with open_binary(self.path) as handle:
+            number = 0
+            for line in handle:
+                number += 1
+                if not line.strip():
+                    continue
+                try:
+                    record = loads(line)
+                except ValueError as exc:
+                    if not line.endswith(b"\n"):
+                        self.truncated = True
+                    else:
+                        self.bad_lines.append(number)
+                        self.first_error = self.first_error or str(exc)[:120]
+                    continue
+                if isinstance(record, dict):
+                    yield record
+                else:
+                    self.non_objects += 1
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.bad_lines:
+            found.append(f"{len(self.bad_lines)} malformed line(s) skipped, first at line "
+                         f"{self.bad_lines[0]}: {self.first_error}")
+        if self.truncated:
+            found.append("the last line is incomplete (truncated, or still being written); it was skipped")
+        if self.non_objects:
+            found.append(f"{self.non_objects} line(s) that are not JSON objects skipped")
+        return found
+
+
+# content helpers --------------------------------------------------------------------------------
+def text_of(content, sep: str = "\n") -> str:
+    """Plain text from the usual content shapes: a string, a list of blocks with `text`, or a
+    block. Non-text blocks are skipped."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        value = content.get("text")
+        if isinstance(value, str):
+            return value
+        return text_of(content.get("content"), sep) if "content" in content else ""
+    if isinstance(content, list):
+        return sep.join(t for t in (text_of(item, sep) for item in content) if t)
+    return str(content)
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """A first message fit for a listing: whitespace collapsed, cut at `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def as_int(value) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def as_dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+

@@ -1,0 +1,54 @@
+"""trajectoriz's own small caches, under `${XDG_CACHE_HOME:-~/.cache}/trajectoriz`.
+
+Every entry is keyed by the fingerprint (size and mtime) of the native files it was computed
+from, so a cache can be stale only in what it skips, never in what it serves. Files are written
+atomically (temporary file, then rename): concurrent commands may lose an update, never corrupt
+the cache. A cache that cannot be read or written is simply not used.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import orjson
+
+from agents.base import home
+
+
+def cache_dir(env) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(home(env), ".cache")
+    return os.path.join(base, "trajectoriz")
+
+
+def fingerprint(paths) -> list:
+    """[size, mtime_ns] per path (None for a missing one): changes whenever the content may have."""
+    found = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            found.append([st.st_size, st.st_mtime_ns])
+        except OSError:
+            found.append(None)
+    return found
+
+
+def load(env, name: str) -> dict:
+    try:
+        with open(os.path.join(cache_dir(env), name), "rb") as handle:
+            data = orjson.loads(handle.read())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def save(env, name: str, data: dict) -> None:
+    directory = cache_dir(env)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(orjson.dumps(data))
+        os.replace(tmp, os.path.join(directory, name))
+    except (OSError, TypeError):
+        pass

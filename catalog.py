@@ -1,0 +1,207 @@
+"""Which sessions exist, what they are called, and which project they belong to.
+
+Discovery asks every agent module for its sources, re-scans only the sources whose fingerprint
+changed since the last run (`index` cache), gives each session a short id that is unique in
+the whole catalog, and sorts newest first. Nothing here parses a session beyond its head.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import agents
+import cache
+from agents.base import Session
+from errors import UserError
+
+INDEX_FILE = "index-v1.json"
+SHORT_HEX = 8
+
+
+@dataclass
+class SourceProblem:
+    agent: str
+    source: str
+    reason: str
+
+
+@dataclass
+class Catalog:
+    sessions: list[Session]
+    problems: list[SourceProblem] = field(default_factory=list)
+    sources: dict = field(default_factory=dict)   # agent -> list of source paths seen
+
+    def by_agent(self, name: str) -> list[Session]:
+        return [s for s in self.sessions if s.agent == name]
+
+
+def module_version(module) -> str:
+    return str(getattr(module, "VERSION", 1))
+
+
+def dependencies(module, source: str, env) -> list[str]:
+    deps = getattr(module, "dependencies", None)
+    return deps(source, env) if deps else [source]
+
+
+def discover(env, names=None, use_cache: bool = True) -> Catalog:
+    index = cache.load(env, INDEX_FILE) if use_cache else {}
+    fresh: dict = {}
+    sessions: list[Session] = []
+    problems: list[SourceProblem] = []
+    sources_seen: dict = {}
+    for module in agents.modules(names):
+        cached = index.get(module.NAME) or {}
+        entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
+        kept: dict = {}
+        seen_ids: set = set()
+        sources_seen[module.NAME] = []
+        try:
+            source_list = list(module.sources(env))
+        except OSError as exc:
+            problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
+            source_list = []
+        for source in source_list:
+            sources_seen[module.NAME].append(source)
+            fp = cache.fingerprint(dependencies(module, source, env))
+            entry = entries.get(source)
+            if entry and entry[0] == fp:
+                found = [Session.from_cache(values) for values in entry[1]]
+            else:
+                found = _scan(module, source, env, problems)
+            kept[source] = [fp, [s.to_cache() for s in found]]
+            for session in found:
+                if session.native_id not in seen_ids:  # the first source of an id wins
+                    seen_ids.add(session.native_id)
+                    sessions.append(session)
+        fresh[module.NAME] = {"version": module_version(module), "sources": kept}
+    if use_cache and _changed(index, fresh, names):
+        cache.save(env, INDEX_FILE, {**index, **fresh})
+    assign_short_ids(sessions)
+    sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
+    return Catalog(sessions, problems, sources_seen)
+
+
+def _changed(old: dict, new: dict, names) -> bool:
+    return any(old.get(name) != value for name, value in new.items())
+
+
+def _scan(module, source: str, env, problems: list) -> list[Session]:
+    """The module's scan, or, when the source cannot be read at all, one placeholder session so
+    that the failure stays visible in listings, the mount and the health report."""
+    try:
+        return list(module.scan(source, env))
+    except Exception as exc:  # a broken source must not hide the others
+        reason = f"{type(exc).__name__}: {exc}"
+        problems.append(SourceProblem(module.NAME, source, reason))
+        try:
+            started = os.stat(source).st_mtime
+        except OSError:
+            started = None
+        return [Session(agent=module.NAME, native_id=os.path.basename(source), source=source,
+                        started=started, title="(unreadable session)", extra={"scan_error": reason})]
+
+
+# identity ------------------------------------------------------------------------------------------
+def full_hash(session: Session) -> str:
+    return hashlib.sha256(f"{session.agent}:{session.native_id}".encode()).hexdigest()
+
+
+def assign_short_ids(sessions: list[Session]) -> None:
+    """`<prefix>-<hex>` from a hash of the native id: stable across runs, and lengthened (8, 12,
+    16, ... hex digits) for exactly the sessions whose shorter ids would collide."""
+    prefixes = {name: getattr(agents.load(name), "PREFIX", name[:2]) for name in
+                {s.agent for s in sessions}}
+    pending = [(s, full_hash(s)) for s in sessions]
+    width = SHORT_HEX
+    while pending:
+        groups: dict = {}
+        for session, digest in pending:
+            groups.setdefault(digest[:width], []).append((session, digest))
+        pending = []
+        for key, members in groups.items():
+            if len(members) == 1 or width >= 64:
+                for session, _ in members:
+                    session.short_id = f"{prefixes[session.agent]}-{key}"
+            else:
+                pending.extend(members)
+        width += 4
+
+
+def local_date(session: Session) -> str:
+    if session.started is None:
+        return "unknown"
+    return datetime.fromtimestamp(session.started).strftime("%Y-%m-%d")
+
+
+def file_name(session: Session) -> str:
+    date = local_date(session) if session.started is not None else "0000-00-00"
+    return f"{date}_{session.agent}_{session.short_id}.atif.json"
+
+
+def find(catalog: Catalog, ident: str) -> Session:
+    """A session by short id (or a longer prefix of its hash), mount file name, or native id
+    (or a unique prefix of it)."""
+    ident = ident.strip()
+    if ident.endswith(".atif.json"):
+        ident = os.path.basename(ident)[: -len(".atif.json")].rsplit("_", 1)[-1]
+    matches = [s for s in catalog.sessions if s.short_id == ident or s.native_id == ident]
+    if not matches and "-" in ident:
+        prefix, _, hex_part = ident.partition("-")
+        if hex_part and all(c in "0123456789abcdef" for c in hex_part.lower()):
+            matches = [s for s in catalog.sessions if s.short_id.split("-", 1)[0] == prefix
+                       and full_hash(s).startswith(hex_part.lower())]
+    if not matches and len(ident) >= 4:
+        matches = [s for s in catalog.sessions if s.native_id.startswith(ident)]
+    if not matches:
+        raise UserError(f"no session with id {ident!r} (try: trajectoriz list --all, or trajectoriz search)")
+    if len(matches) > 1:
+        listed = ", ".join(s.short_id for s in matches[:5])
+        raise UserError(f"id {ident!r} is ambiguous: it matches {listed}")
+    return matches[0]
+
+
+# projects ----------------------------------------------------------------------------------------
+def project_root(directory: str) -> str:
+    """The project a directory belongs to: the enclosing git work tree, else the directory."""
+    start = os.path.realpath(directory)
+    current = start
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return start
+        current = parent
+
+
+def _components(path: str) -> tuple:
+    return tuple(part for part in os.path.realpath(path).split(os.sep) if part)
+
+
+class Scope:
+    """Which sessions belong to a project: those whose working directory is the project or
+    inside it, comparing path components after resolving symlinks, never string prefixes
+    (`/src/proj-2` is not inside `/src/proj`). A session with no known directory belongs to no
+    project."""
+
+    def __init__(self, project: str):
+        self.project = os.path.realpath(project)
+        self._root = _components(project)
+        self._memo: dict = {}
+
+    def contains(self, session: Session) -> bool:
+        cwd = session.cwd
+        if not cwd or not os.path.isabs(cwd):
+            return False
+        inside = self._memo.get(cwd)
+        if inside is None:
+            inside = _components(cwd)[: len(self._root)] == self._root
+            self._memo[cwd] = inside
+        return inside
+
+    def filter(self, sessions: list[Session]) -> list[Session]:
+        return [s for s in sessions if self.contains(s)]

@@ -1,0 +1,148 @@
+"""The bodies of `list`, `show`, `export` and `validate`, and the project selection every
+command shares (`--all`, `--dir P`, or the current project)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+import orjson
+
+import catalog
+import documents
+import guide
+from atif.serialize import dumps, loads
+from atif.validate import validate
+from errors import UserError
+from output import cell, table
+
+
+def chosen_project(args) -> str:
+    """`--dir P` as given, else the current project: the git work tree around the current
+    directory, or the directory itself."""
+    directory = getattr(args, "dir", None)
+    if directory:
+        if not os.path.isdir(directory):
+            raise UserError(f"--dir {directory}: no such directory")
+        return os.path.realpath(directory)
+    return catalog.project_root(os.getcwd())
+
+
+def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
+    """The catalog, the sessions the command is about, and the project (None for --all)."""
+    found = catalog.discover(env)
+    sessions = found.sessions
+    if getattr(args, "agent", None):
+        sessions = [s for s in sessions if s.agent == args.agent]
+    if getattr(args, "all", False):
+        return found, sessions, None
+    project = chosen_project(args)
+    return found, catalog.Scope(project).filter(sessions), project
+
+
+def write(text: str | bytes) -> None:
+    out = sys.stdout.buffer
+    out.write(text.encode() if isinstance(text, str) else text)
+    out.flush()
+
+
+# list ---------------------------------------------------------------------------------------------
+def run_list(args, env) -> int:
+    _, sessions, project = selected(args, env)
+    facts = documents.Facts(env)
+    try:
+        rows = [(s, facts.of(s)) for s in sessions]
+    finally:
+        facts.save()
+    if args.json:
+        write(b"".join(orjson.dumps(listing_record(s, f)) + b"\n" for s, f in rows))
+        return 0
+    where = "every project" if project is None else project
+    body = table(["ID", "Agent", "Date", "Steps", "First message"],
+                 [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]),
+                   cell(s.title, 80)] for s, f in rows])
+    write(f"## Sessions of {where} — {len(rows)} session(s)\n\n{body}\n")
+    return 0
+
+
+def listing_record(session, facts: dict | None = None) -> dict:
+    record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
+              "started": session.started, "native_id": session.native_id, "cwd": session.cwd,
+              "model": session.model, "first_message": session.title,
+              "file": catalog.file_name(session), "source": session.source}
+    if facts:
+        record["steps"], record["bytes"] = facts["steps"], facts["size"]
+    return record
+
+
+# show ---------------------------------------------------------------------------------------------
+def run_show(args, env) -> int:
+    session = catalog.find(catalog.discover(env), args.id)
+    if args.step is None:
+        write(documents.render(session, env))
+        return 0
+    steps = documents.translate(session, env)["steps"]
+    if not 1 <= args.step <= len(steps):
+        raise UserError(f"session {session.short_id} has steps 1..{len(steps)}, not {args.step}")
+    write(dumps(steps[args.step - 1]))
+    return 0
+
+
+# export -------------------------------------------------------------------------------------------
+def run_export(args, env) -> int:
+    _, sessions, project = selected(args, env)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    facts = documents.Facts(env)
+    wanted = set()
+    try:
+        for session in sessions:
+            name = catalog.file_name(session)
+            doc = documents.translate(session, env)
+            data = dumps(doc)
+            facts.record(session, documents.cache_stamp(session, env), data, doc)
+            _write_file(os.path.join(out, name), data)
+            wanted.add(name)
+    finally:
+        facts.save()
+    for stale in glob.glob(os.path.join(glob.escape(out), "*_*_*.atif.json")):
+        if os.path.basename(stale) not in wanted:
+            os.remove(stale)
+    _write_file(os.path.join(out, "README.md"), guide.readme(project or "every project", len(wanted)))
+    print(f"Exported {len(wanted)} session(s) to {out}", file=sys.stderr)
+    return 0
+
+
+def _write_file(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+# validate -----------------------------------------------------------------------------------------
+def run_validate(args, env) -> int:
+    invalid = 0
+    for path in args.files:
+        try:
+            with open(path, "rb") as handle:
+                doc = loads(handle.read())
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc.strerror}", file=sys.stderr)
+            invalid += 1
+            continue
+        except ValueError as exc:
+            print(f"{path}: not valid JSON: {exc}")
+            invalid += 1
+            continue
+        errors, warnings = validate(doc, base_dir=os.path.dirname(os.path.abspath(path)))
+        for warning in warnings:
+            print(f"{path}: warning: {warning}")
+        if errors:
+            invalid += 1
+            for error in errors:
+                print(f"{path}: {error}")
+        elif not args.quiet:
+            print(f"{path}: valid {doc.get('schema_version', 'ATIF-v1.7')}")
+    return 1 if invalid else 0

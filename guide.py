@@ -1,0 +1,61 @@
+"""The README.md that sits beside the session files (in the mount and in an export): written
+for an agent that just found the directory and knows nothing about trajectoriz."""
+
+from __future__ import annotations
+
+
+def readme(project: str, count: int) -> bytes:
+    return f"""# Trajectory memory of {project}
+
+This directory holds the past coding-agent sessions of this project ({count} session(s)):
+one file per session, written by Claude Code, Codex, Gemini CLI, opencode, Copilot CLI and
+other agents, all translated into one format. It is read-only and generated on the fly by
+`trajectoriz`; nothing here is stored, and nothing you do here changes the agents' own files.
+
+## File names
+
+    <date>_<agent>_<id>.atif.json      e.g. 2026-06-10_claude_cl-eb1c6529.atif.json
+
+- `date`: the day the session started (local time).
+- `agent`: the agent that recorded it (claude, codex, gemini, opencode, copilot, ...).
+- `id`: the session's short id, the same id `trajectoriz search`, `trajectoriz show` and
+  `trajectoriz list` print.
+
+## What a file holds
+
+Each file is one JSON document in ATIF v1.7 (Agent Trajectory Interchange Format):
+
+- `.session_id`, `.agent.name`, `.agent.model_name`: the session and who ran it.
+- `.steps[i]`: the conversation in order. `.steps[i].source` is `user`, `agent` or `system`;
+  `.steps[i].message` is the text (the user's prompt, the agent's answer); `.steps[i].timestamp`.
+- `.steps[i].reasoning_content`: the agent's reasoning, when it was recorded.
+- `.steps[i].tool_calls[]`: `.function_name` and `.arguments` of each tool the agent called.
+- `.steps[i].observation.results[]`: what the tools returned, in `.content`, joined to the call
+  by `.source_call_id` (= the call's `.tool_call_id`).
+- `.steps[i].metrics` and `.final_metrics`: tokens (`prompt_tokens`, `completion_tokens`,
+  `cached_tokens`) and cost where the agent recorded them.
+- `.subagent_trajectories[]`: sessions of sub-agents this session spawned, each a complete
+  trajectory of its own.
+- `.extra`: the session's working directory (`cwd`), the native file it came from (`source`),
+  and `warnings` when part of the native record could not be read.
+
+Secrets that looked like API keys, tokens or passwords were replaced by `«REDACTED:<kind>:<hash>»`.
+
+## Finding a session without reading them all
+
+    trajectoriz search "words from the first prompt"    # fast: first messages, ids, agents
+    trajectoriz search --content "error text"           # slower: every message and tool output
+    ls | grep <id>                                       # then read that one file
+
+Reading every file (`grep -r` over this directory) translates every session; prefer the
+search above, then open one file.
+
+## jq recipes
+
+    jq -r '.steps[] | select(.source == "user") | .message' FILE        # what the user asked
+    jq -r '.steps[-1].message' FILE                                     # how it ended
+    jq -r '.steps[].tool_calls[]? | .function_name' FILE | sort | uniq -c   # tools used
+    jq '.steps[] | select(.tool_calls[]?.arguments.command? // "" | test("pytest"))' FILE
+    jq '.final_metrics' FILE                                            # tokens and cost
+    jq -r '.steps[].observation.results[]?.content | strings' FILE | grep -n "Traceback"
+""".encode()

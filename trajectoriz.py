@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""trajectoriz: every coding agent's past sessions, as ATIF documents and as memory.
+
+The command line only: each command's work lives in its own module, imported when the command
+runs, so that `--version` or a search never pays for the mount.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from version import VERSION
+
+EXIT_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trajectoriz",
+        description="Turn the sessions every coding agent records (Claude Code, Codex, Gemini "
+                    "CLI, opencode, Copilot CLI, ...) into ATIF v1.7 documents: list, show, "
+                    "search and export them, or mount them as a read-only memory/ directory.",
+        epilog="Exit status: 0 success, 1 nothing found (search) or invalid documents "
+               "(validate), 2 error.")
+    parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    listing = commands.add_parser(
+        "list", help="list sessions of this project (or all) as a table",
+        description="List sessions, newest first: those of the current project (its git work "
+                    "tree, or the current directory) unless --all or --dir says otherwise.")
+    _scope_options(listing)
+    listing.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per session, for scripts")
+
+    show = commands.add_parser(
+        "show", help="print one session as an ATIF document",
+        description="Print a session as its ATIF v1.7 document, byte-identical to its file in "
+                    "the memory mount. ID is a short id (cl-eb1c6529), a mount file name, or "
+                    "the agent's own session id (or a unique prefix of it).")
+    show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    show.add_argument("--step", type=int, metavar="N", help="print only step N (1-based)")
+
+    export = commands.add_parser(
+        "export", help="write the memory files to a directory (no FUSE needed)",
+        description="Write exactly the files the memory mount would show, with its README.md, "
+                    "into a plain directory: the way to use trajectoriz where FUSE is missing "
+                    "(CI containers). Files of sessions that no longer exist are removed.")
+    _scope_options(export)
+    export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
+
+    check = commands.add_parser(
+        "validate", help="check ATIF documents against the v1.7 spec",
+        description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
+                    "each violation with its JSON path. Exit 1 when any file is invalid.")
+    check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files")
+    check.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    return parser
+
+
+def _scope_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_mutually_exclusive_group()
+    group.add_argument("--all", action="store_true", help="sessions of every project")
+    group.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
+
+
+def dispatch(args, env) -> int:
+    import commands  # the command bodies; imported only once a command runs
+
+    handlers = {"list": commands.run_list, "show": commands.run_show,
+                "export": commands.run_export, "validate": commands.run_validate}
+    return handlers[args.command](args, env)
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_ERROR
+    from errors import UserError
+
+    try:
+        return dispatch(args, os.environ)
+    except UserError as exc:
+        print(f"trajectoriz: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # the promise is one clear line, never a traceback
+        if os.environ.get("TRAJECTORIZ_DEBUG"):
+            raise
+        print(f"trajectoriz: internal error: {type(exc).__name__}: {exc} "
+              f"(set TRAJECTORIZ_DEBUG=1 for details)", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())
