@@ -9,6 +9,7 @@ import sys
 
 import orjson
 
+import agents
 import catalog
 import documents
 import guide
@@ -33,8 +34,12 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
     """The catalog, the sessions the command is about, and the project (None for --all)."""
     found = catalog.discover(env)
     sessions = found.sessions
-    if getattr(args, "agent", None):
-        sessions = [s for s in sessions if s.agent == args.agent]
+    agent = getattr(args, "agent", None)
+    if agent:
+        known = agents.names()
+        if agent not in known:
+            raise UserError(f"unknown agent {agent!r} (known: {', '.join(known)})")
+        sessions = [s for s in sessions if s.agent == agent]
     if getattr(args, "all", False):
         return found, sessions, None
     project = chosen_project(args)

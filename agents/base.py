@@ -15,9 +15,28 @@ an agent:
     def translate(session, env) -> dict
         The full ATIF document (use atif.build.TrajectoryBuilder).
 
-Optional: `dependencies(source, env) -> list[str]`, other files whose change changes a
-session's translation (side files, sub-agent transcripts); `VERSION`, bumped when a
-translation changes, which invalidates cached sizes and documents.
+Optional: `dependencies(source, env) -> list[str]`, every file whose change changes the
+sessions of `source` or their translation (side files, sub-agent transcripts, a database's
+-wal); `VERSION`, bumped when a translation changes, which invalidates cached documents.
+
+Conventions every translator follows, so that one jq filter works on every agent:
+- `user` steps are what the human typed. Text the harness injected (system prompts, reminders,
+  environment context, slash-command output, hook feedback) is a `system` step whose
+  `extra.kind` names it.
+- One `agent` step per model inference (`llm_call_count: 1`), with `model_name`, the text as
+  `message`, reasoning as `reasoning_content`, its tool calls, and their results joined to it
+  (`TrajectoryBuilder.tool_result`). A failed tool result carries `extra.is_error: true`
+  (and `extra.exit_code` when known).
+- Metrics: `prompt_tokens` counts every input token, cached ones included; `cached_tokens` the
+  cache reads among them; `completion_tokens` every output token (reasoning included). Other
+  counts (cache writes, reasoning tokens) go to `metrics.extra`. Count a native usage record once.
+- Timestamps through `iso()`; session start through `epoch()`; never the translation time.
+- Sub-agents are embedded (`TrajectoryBuilder.embed`) and referenced from the spawning call's
+  result.
+- What cannot be read is skipped with a warning (`TrajectoryBuilder.warn`), never an exception
+  for bad data: a truncated or malformed session yields what could be read.
+- `Session.extra["format"]` names the native format variant (e.g. "jsonl", "legacy-json"): the
+  health report (`trajectoriz agents`) counts them.
 """
 
 from __future__ import annotations
