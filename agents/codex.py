@@ -13,7 +13,7 @@ never consulted):
 
 How a rollout becomes steps:
 - Codex writes most things twice: the model-facing `response_item`s and the UI-facing
-  `event_msg`s. One stream is picked per file (`Plan`): user prompts from `event_msg`
+  `event_msg`s. One stream is picked per turn (`Plan`): user prompts from `event_msg`
   `user_message` (the clean prompt; the `response_item` user messages also carry injected
   context), else from `item_completed` UserMessage events (0.17x), else from the response items;
   assistant text and reasoning from the response items, else from the events.
@@ -98,21 +98,29 @@ def id_from_name(path: str) -> str:
 
 def scan(source: str, env) -> list[Session]:
     rollout = Rollout(source)
-    lines, head = OwnLines(rollout, env, head=True), Head()
-    for line in lines:
-        head.see(line)
-    extra = {"format": rollout.format, **lines.lineage()}
+    own = OwnLines(rollout, env, head=True)
+    lines = list(own)
+    head = Head(lines, Plan(lines))
     return [Session(agent=NAME, native_id=head.session_id or id_from_name(source), source=source,
-                    started=epoch(head.started), cwd=head.cwd, title=head.title(), model=head.model,
-                    extra=extra)]
+                    started=epoch(head.started), cwd=head.cwd, title=head.title, model=head.model,
+                    extra={"format": rollout.format, **own.lineage()})]
 
 
 class Head:
-    """What a listing needs, gathered from the first records of a rollout."""
+    """What a listing needs, from the first lines of a rollout: the first session_meta's id and
+    cwd (else the first turn_context's, else the environment context's), the first timestamp,
+    the first model, and the first prompt from the stream the plan picks for its turn."""
 
-    def __init__(self):
+    def __init__(self, lines: list, plan: "Plan"):
         self.session_id = self.started = self.cwd = self.model = None
-        self.prompts: dict[str, str] = {}   # prompt source -> first prompt seen from it
+        self.title = ""
+        turn = 0
+        for line in lines:
+            turn += starts_turn(line)
+            self.see(line)
+            source, prompt = prompt_of(line)
+            if source and not self.title and source == plan.prompts(turn):
+                self.title = one_line(title_text(prompt))
 
     def see(self, line: "Line") -> None:
         payload = line.payload
@@ -124,17 +132,8 @@ class Head:
         elif line.type == "turn_context":
             self.cwd = self.cwd or as_str(payload.get("cwd"))
             self.model = self.model or as_str(payload.get("model"))
-        source, prompt = prompt_of(line)
-        if source and source not in self.prompts:
-            self.prompts[source] = prompt
-        if line.type == "response_item" and payload.get("role") == "user" and self.cwd is None:
+        elif line.type == "response_item" and payload.get("role") == "user" and self.cwd is None:
             self.cwd = cwd_in_context(message_text(payload))
-
-    def title(self) -> str:
-        for source in PROMPT_SOURCES:
-            if source in self.prompts:
-                return one_line(title_text(self.prompts[source]))
-        return ""
 
 
 def title_text(prompt: str | list) -> str:
@@ -167,9 +166,8 @@ class Rollout:
         if self.format == "legacy-json":
             yield from self._document_lines()
             return
-        records = head_records(self.path, HEAD_BYTES) if head else self._all_records()
         first = True
-        for record in records:
+        for record in self._records(head):
             line = self._line(record, first)
             first = False
             if line is not None:
@@ -194,10 +192,10 @@ class Rollout:
         self.unrecognized["(record without a type)"] += 1
         return None
 
-    def _all_records(self):
+    def _records(self, head: bool):
         reader = JsonlReader(self.path)
         try:
-            yield from reader
+            yield from head_records(self.path, HEAD_BYTES) if head else reader
         except Exception as exc:  # zstandard's error has no narrower common base: _is_read_error
             if not _is_read_error(exc):
                 raise
@@ -593,33 +591,50 @@ class TokenCounter:
 
 
 # the plan: choices made over a whole file before translating it ---------------------------------
+def starts_turn(line: Line) -> bool:
+    return line.type == "event_msg" and line.payload.get("type") in ("task_started", "turn_started")
+
+
 class Plan:
-    """Which stream supplies prompts, text and reasoning, whether usage events mark the model
-    calls, and how each tool call ended (from events that may come before or after its output)."""
+    """Which stream supplies the prompts, text and reasoning of each turn (a resumed session can
+    mix Codex versions), whether usage events mark the model calls, and how each tool call ended
+    (from events that may come before or after its output). Turns are counted from 1 at each
+    `task_started`; lines before the first one are turn 0."""
 
     def __init__(self, lines):
-        seen: set = set()
+        self.turns: list[set] = [set()]
         self.outcomes: dict[str, dict] = {}
-        tokens = TokenCounter()
         self.usage_events = False
+        tokens = TokenCounter()
         for line in lines:
-            payload, kind = line.payload, line.payload.get("type")
-            source, _ = prompt_of(line)
-            if source:
-                seen.add(("prompt", source))
-            if line.type == "response_item" and kind == "message" and payload.get("role") == "assistant":
-                seen.add("response_text")
-            elif line.type == "response_item" and kind == "reasoning" and reasoning_text(payload):
-                seen.add("response_reasoning")
-            elif line.type == "event_msg" and kind == "token_count" and tokens.usage(payload):
-                self.usage_events = True
-            elif line.type == "event_msg":
-                call_id, found = outcome(payload)
-                if call_id and found:
-                    self.outcomes.setdefault(call_id, {}).update(found)
-        self.prompts = next((s for s in PROMPT_SOURCES if ("prompt", s) in seen), "response")
-        self.text = "response" if "response_text" in seen else "event"
-        self.reasoning = "response" if "response_reasoning" in seen else "event"
+            if starts_turn(line):
+                self.turns.append(set())
+            self.see(line, self.turns[-1], tokens)
+
+    def see(self, line: Line, seen: set, tokens: TokenCounter) -> None:
+        payload, kind = line.payload, line.payload.get("type")
+        source, _ = prompt_of(line)
+        if source:
+            seen.add(source)
+        if line.type == "response_item" and kind == "message" and payload.get("role") == "assistant":
+            seen.add("response_text")
+        elif line.type == "response_item" and kind == "reasoning" and reasoning_text(payload):
+            seen.add("response_reasoning")
+        elif line.type == "event_msg" and kind == "token_count" and tokens.usage(payload):
+            self.usage_events = True
+        elif line.type == "event_msg":
+            call_id, found = outcome(payload)
+            if call_id and found:
+                self.outcomes.setdefault(call_id, {}).update(found)
+
+    def prompts(self, turn: int) -> str:
+        return next((s for s in PROMPT_SOURCES if s in self.turns[turn]), "response")
+
+    def text(self, turn: int) -> str:
+        return "response" if "response_text" in self.turns[turn] else "event"
+
+    def reasoning(self, turn: int) -> str:
+        return "response" if "response_reasoning" in self.turns[turn] else "event"
 
 
 # translation ------------------------------------------------------------------------------------
@@ -659,6 +674,7 @@ class Translator:
         self.web_searches: list[str] = []
         self.tokens = TokenCounter()
         self.unrecognized: Counter = Counter()
+        self.turn = 0                    # counted as in `Plan`
 
     def run(self) -> dict:
         """Two passes: the first makes the file-wide choices (`Plan`), the second translates."""
@@ -682,6 +698,7 @@ class Translator:
 
     # dispatch ------------------------------------------------------------------------------------
     def handle(self, line: Line) -> None:
+        self.turn += starts_turn(line)
         if line.type == "session_meta":
             self.on_session_meta(line)
         elif line.type == "turn_context":
@@ -795,19 +812,19 @@ class Translator:
     def on_message(self, line: Line) -> None:
         payload, role = line.payload, line.payload.get("role")
         if role == "assistant":
-            if self.plan.text == "response":
+            if self.plan.text(self.turn) == "response":
                 self.add_text(line, message_text(payload))
         elif role == "user":
             kind = message_kind(payload)
             if kind is not None:
                 self.system(line, content_of(payload.get("content")), kind)
-            elif self.plan.prompts == "response":
+            elif self.plan.prompts(self.turn) == "response":
                 self.user(line, content_of(payload.get("content")))
         else:
             self.system(line, content_of(payload.get("content")), f"{role or 'unknown'}_message")
 
     def on_reasoning(self, line: Line) -> None:
-        if self.plan.reasoning == "response":
+        if self.plan.reasoning(self.turn) == "response":
             self.add_reasoning(line, reasoning_text(line.payload))
         else:
             self.agent_step(line)  # encrypted reasoning is still the model's output
@@ -884,15 +901,15 @@ class Translator:
     # events ------------------------------------------------------------------------------------
     def on_user_event(self, line: Line) -> None:
         source, prompt = prompt_of(line)
-        if source is not None and source == self.plan.prompts:
+        if source is not None and source == self.plan.prompts(self.turn):
             self.user(line, prompt)
 
     def on_agent_message_event(self, line: Line) -> None:
-        if self.plan.text == "event":
+        if self.plan.text(self.turn) == "event":
             self.add_text(line, as_str(line.payload.get("message")) or "")
 
     def on_reasoning_event(self, line: Line) -> None:
-        if self.plan.reasoning == "event":
+        if self.plan.reasoning(self.turn) == "event":
             self.add_reasoning(line, as_str(line.payload.get("text")) or "")
 
     def on_token_count(self, line: Line) -> None:
