@@ -804,7 +804,8 @@ class Translator:
         for key in ("agent_nickname", "agent_role"):
             if as_str(meta.get(key)):
                 self.b.extra[key] = meta[key]
-        instructions = as_dict(meta.get("base_instructions")).get("text") or meta.get("instructions")
+        base = meta.get("base_instructions")
+        instructions = as_dict(base).get("text") or as_str(base) or meta.get("instructions")
         if isinstance(instructions, str) and instructions.strip():
             self.system(line, instructions, "base_instructions")
 

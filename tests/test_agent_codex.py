@@ -18,6 +18,7 @@ import zstandard
 
 import catalog
 from agents import codex
+from agents.base import epoch
 from atif.serialize import dumps
 from helpers import LIVE, ROOT, SAMPLES, assert_valid, base_env, cli
 
@@ -257,7 +258,7 @@ def test_discovery_finds_dated_archived_and_legacy_files_and_nothing_else(tmp_pa
     place(env, "sessions/2026/11/29/notes.jsonl", b"")
     place(env, "state_5.sqlite", b"")
     assert codex.sources(env) == expected
-    assert codex.sources({"HOME": str(tmp_path / "codex-home" / "..")}) == []  # ~/.codex absent
+    assert codex.sources({"HOME": str(tmp_path)}) == []  # no CODEX_HOME and no ~/.codex: nothing
 
 
 LEGACY_ID = "5973b6c0-94b8-487b-a530-2aeb6098ae0e"
@@ -285,7 +286,7 @@ def test_bare_jsonl_of_the_early_rust_cli(tmp_path):
         {"record_type": "state", "previous_response_id": "resp_1"}))
     session, = codex.scan(path, env)
     assert (session.native_id, session.cwd, session.title) == (LEGACY_ID, "/src/legacy", "run the tests")
-    assert session.started == codex.epoch("2025-05-07T17:24:21.123Z") and session.extra["format"] == "legacy-jsonl"
+    assert session.started == epoch("2025-05-07T17:24:21.123Z") and session.extra["format"] == "legacy-jsonl"
     doc = codex.translate(session, env)
     assert_valid(doc)
     assert [s["source"] for s in doc["steps"]] == ["system", "user", "agent", "agent"]
@@ -431,7 +432,7 @@ def test_a_subagent_without_a_copied_prefix_keeps_all_its_lines():
 
 
 # damaged input ----------------------------------------------------------------------------------------
-def damaged_copies(tmp_path) -> dict:
+def damaged_copies() -> dict:
     data = read(LIVE_S1)
     middle = data.index(b"\n", len(data) // 2) + 1
     return {"truncated mid-line": data[: middle + 40],
@@ -445,7 +446,7 @@ def damaged_copies(tmp_path) -> dict:
                                     "empty"])
 def test_damaged_rollout_gives_a_valid_document_with_a_warning(tmp_path, damage):
     env = codex_env(tmp_path)
-    path = place(env, "sessions/2026/11/29/rollout-damaged.jsonl", damaged_copies(tmp_path)[damage])
+    path = place(env, "sessions/2026/11/29/rollout-damaged.jsonl", damaged_copies()[damage])
     doc = translate(path, env)
     assert_valid(doc)
     assert doc["extra"]["warnings"]
