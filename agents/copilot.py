@@ -443,9 +443,9 @@ def on_session_start(t: EventTranslator, record: dict, data: dict, agent: Agent)
     builder.version = as_str(data.get("copilotVersion")) or builder.version
     t.model = as_str(data.get("selectedModel")) or t.model
     context = as_dict(data.get("context"))
-    for key in ("gitRoot", "repository", "branch"):
-        if as_str(context.get(key)) and key not in builder.extra:
-            builder.extra[key] = context[key]
+    for key, name in (("gitRoot", "git_root"), ("repository", "repository"), ("branch", "branch")):
+        if as_str(context.get(key)) and name not in builder.extra:
+            builder.extra[name] = context[key]
 
 
 def on_resume(t: EventTranslator, record: dict, data: dict, agent: Agent) -> None:

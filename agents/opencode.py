@@ -386,6 +386,7 @@ class SessionTranslator:
         else:
             parts = self.store.parts(messages, row["id"])
         children = self.children(row)
+        builder.model_name = next((model_name(m) for m in messages if model_name(m)), None)
         for message in messages:
             MessageTranslator(builder, message, parts.get(message["id"], []), children).translate()
         self.embed_children(builder, children)
