@@ -276,19 +276,21 @@ class NativeTotals:
 
 
 def shutdown_usage(data: dict) -> Usage | None:
-    total, seen = Usage(), False
-    for entry in as_dict(data.get("modelMetrics")).values():
-        usage = as_dict(as_dict(entry).get("usage"))
-        if usage:
+    """A shutdown's totals over every model (`modelMetrics.<model>.usage`), or, in the earliest
+    logs, its `tokenDetails` by kind."""
+    models = [as_dict(m) for m in as_dict(data.get("modelMetrics")).values()]
+    usages = [as_dict(m.get("usage")) for m in models if as_dict(m.get("usage"))]
+    if usages:
+        total = Usage()
+        for usage in usages:
             total.add(Usage.of(usage))
-            seen = True
+        total.calls = sum(as_int(as_dict(m.get("requests")).get("count")) or 0 for m in models)
+        return total
     details = as_dict(data.get("tokenDetails"))
-    if not seen and details:  # early shutdowns: totals by kind only
+    if details:
         count = lambda key: as_int(as_dict(details.get(key)).get("tokenCount")) or 0  # noqa: E731
         return Usage(count("input"), count("output"), count("cache_read"), count("cache_write"))
-    total.calls = sum(as_int(as_dict(as_dict(e).get("requests")).get("count")) or 0
-                      for e in as_dict(data.get("modelMetrics")).values())
-    return total if seen else None
+    return None
 
 
 @dataclass
@@ -304,7 +306,6 @@ class EventTranslator:
     """One pass over the events, routing each to the agent (main or sub-agent) it belongs to."""
 
     def __init__(self, session: Session, events: list[dict]):
-        self.session = session
         self.events = events
         self.session_id = session.native_id
         self.main = Agent(TrajectoryBuilder(ATIF_NAME, session_id=self.session_id))
@@ -342,10 +343,12 @@ class EventTranslator:
     def document(self) -> dict:
         for record in self.events:
             data = event_data(record)
-            handler = HANDLERS.get(record.get("type"))
+            kind = record.get("type")
+            if kind in IGNORED:
+                continue
+            handler = HANDLERS.get(kind)
             if handler is None:
-                kind = str(record.get("type"))
-                self.skipped[kind] = self.skipped.get(kind, 0) + 1
+                self.skipped[str(kind)] = self.skipped.get(str(kind), 0) + 1
                 continue
             handler(self, record, data, self.agent_of(record, data))
         return self.finish()
@@ -431,7 +434,8 @@ def usage_records(events: list[dict]) -> dict[str, Usage]:
     for record in events:
         if record.get("type") == "session.usage_record":
             usage = as_dict(event_data(record).get("usage"))
-            call = as_str(usage.get("apiCallId")) or as_str(as_dict(usage.get("accounting")).get("usageId"))
+            call = (as_str(usage.get("apiCallId"))
+                    or as_str(as_dict(usage.get("accounting")).get("usageId")))
             if call and call not in found:
                 found[call] = Usage.of(usage)
     return found
@@ -648,11 +652,12 @@ HANDLERS = {
     "subagent.completed": on_subagent_completed,
     "subagent.failed": on_subagent_completed,
 }
-# Events that carry nothing for a trajectory (lifecycle, telemetry, UI state).
-for _kind in ("session.usage_record", "session.usage_checkpoint", "session.info",
-              "session.permissions_changed", "session.auto_mode_resolved", "assistant.turn_start",
-              "assistant.turn_end", "hook.start", "hook.end", "session.compaction_start"):
-    HANDLERS[_kind] = lambda t, record, data, agent: None
+# Events that carry nothing for a trajectory: lifecycle, telemetry, UI state (usage records are
+# read before the pass).
+IGNORED = frozenset(("session.usage_record", "session.usage_checkpoint", "session.info",
+                     "session.permissions_changed", "session.auto_mode_resolved",
+                     "assistant.turn_start", "assistant.turn_end", "hook.start", "hook.end",
+                     "session.compaction_start"))
 
 
 # legacy documents -------------------------------------------------------------------------------

@@ -116,8 +116,7 @@ _cached: dict = {}
 def open_database(path: str) -> sqlite3.Connection:
     """A snapshot of the database (WAL applied, see `sqlite_ro`), kept while its files are
     unchanged: translating every session of a large store must not copy it once per session."""
-    stamp = [(os.stat(p).st_size, os.stat(p).st_mtime_ns) if os.path.exists(p) else None
-             for p in sqlite_ro.fingerprint_paths(path)]
+    stamp = [_stamp(p) for p in sqlite_ro.fingerprint_paths(path)]
     with _cache_lock:
         entry = _cached.get(path)
         if entry is None or entry[0] != stamp:
@@ -127,78 +126,88 @@ def open_database(path: str) -> sqlite3.Connection:
         return entry[1]
 
 
+def _stamp(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 class DbStore:
     """Rows of the SQLite store as the same dicts the JSON store reads."""
 
     def __init__(self, path: str):
         self.path = path
         self.db = open_database(path)
-        self.columns = {t: sqlite_ro.columns(self.db, t) for t in ("session", "message", "part", "project")}
+        tables = ("session", "message", "part", "project")
+        self.columns = {table: sqlite_ro.columns(self.db, table) for table in tables}
         if not self.columns["session"] or not self.columns["message"]:
             raise sqlite_ro.StoreError(f"{path} has no opencode session/message tables")
 
     def column(self, table: str, name: str, alias: str, fallback: str = "NULL") -> str:
         return f"{alias}.{name}" if name in self.columns[table] else fallback
 
-    def session_select(self) -> str:
+    SESSION_KEYS = ("id", "parent_id", "directory", "title", "version", "created", "worktree")
+
+    def sessions(self, where: str = "", args: tuple = (), extra: tuple = ()) -> list[dict]:
+        """Session rows as dicts of `SESSION_KEYS` (NULL for a column this schema lacks), plus
+        one value per `(key, SQL expression)` of `extra`."""
         s = lambda name: self.column("session", name, "s")  # noqa: E731
-        worktree = "NULL"
-        join = ""
+        worktree, join = "NULL", ""
         if "worktree" in self.columns["project"] and "project_id" in self.columns["session"]:
             worktree, join = "p.worktree", " LEFT JOIN project p ON p.id = s.project_id"
         fields = [s("id"), s("parent_id"), s("directory"), s("title"), s("version"),
-                  s("time_created"), worktree]
-        return f"SELECT {', '.join(fields)} FROM session s{join}"
-
-    def sessions(self, where: str = "", args: tuple = ()) -> list[dict]:
-        rows = self.db.execute(f"{self.session_select()} {where}", args).fetchall()
-        keys = ("id", "parent_id", "directory", "title", "version", "created", "worktree")
-        return [dict(zip(keys, row)) for row in rows]
+                  s("time_created"), worktree] + [expression for _, expression in extra]
+        keys = self.SESSION_KEYS + tuple(key for key, _ in extra)
+        rows = self.db.execute(f"SELECT {', '.join(fields)} FROM session s{join} {where}", args)
+        return [dict(zip(keys, row)) for row in rows.fetchall()]
 
     def session(self, session_id: str) -> dict | None:
         found = self.sessions("WHERE s.id = ?", (session_id,))
         return found[0] if found else None
 
-    def children(self, session_id: str) -> list[dict]:
+    def children(self, row: dict) -> list[dict]:
         if "parent_id" not in self.columns["session"]:
             return []
-        return self.sessions("WHERE s.parent_id = ? ORDER BY s.time_created, s.id", (session_id,))
+        return self.sessions("WHERE s.parent_id = ? ORDER BY s.time_created, s.id", (row["id"],))
+
+    def message_order(self) -> str:
+        return "m.time_created, m.id" if "time_created" in self.columns["message"] else "m.id"
 
     def messages(self, session_id: str) -> list[dict]:
-        order = "m.time_created, m.id" if "time_created" in self.columns["message"] else "m.id"
         rows = self.db.execute(f"SELECT m.id, m.data FROM message m WHERE m.session_id = ? "
-                               f"ORDER BY {order}", (session_id,)).fetchall()
+                               f"ORDER BY {self.message_order()}", (session_id,)).fetchall()
         return [with_id(row[0], row[1]) for row in rows]
 
-    def parts(self, messages: list[dict]) -> dict[str, list[dict]]:
-        found: dict[str, list[dict]] = {m["id"]: [] for m in messages}
-        if not found or not self.columns["part"]:
+    def parts(self, session_id: str, messages: list[dict]) -> dict[str, list[dict]]:
+        """The session's parts by message id, in id (= creation) order."""
+        found: dict[str, list[dict]] = {}
+        if not self.columns["part"]:
             return found
-        marks = ",".join("?" * len(found))
-        rows = self.db.execute(f"SELECT id, message_id, data FROM part WHERE message_id IN ({marks}) "
-                               f"ORDER BY id", tuple(found)).fetchall()
+        rows = self.db.execute("SELECT p.id, p.message_id, p.data FROM part p JOIN message m "
+                               "ON m.id = p.message_id WHERE m.session_id = ? ORDER BY p.id",
+                               (session_id,)).fetchall()
         for part_id, message_id, data in rows:
-            found[message_id].append(with_id(part_id, data))
+            found.setdefault(message_id, []).append(with_id(part_id, data))
         return found
 
     def listing(self) -> list[dict]:
         """Every session with its first typed prompt and first model, in one query."""
         if not self.columns["part"]:
             return [{**s, "first_text": None, "model": None} for s in self.sessions()]
-        order = "m.time_created, m.id" if "time_created" in self.columns["message"] else "m.id"
+        order = self.message_order()
         first_text = (
-            "(SELECT json_extract(pt.data, '$.text') FROM message m JOIN part pt ON pt.message_id = m.id "
-            "WHERE m.session_id = s.id AND json_extract(m.data, '$.role') = 'user' "
+            "(SELECT json_extract(pt.data, '$.text') FROM message m "
+            "JOIN part pt ON pt.message_id = m.id WHERE m.session_id = s.id "
+            "AND json_extract(m.data, '$.role') = 'user' "
             "AND json_extract(pt.data, '$.type') = 'text' "
             "AND coalesce(json_extract(pt.data, '$.synthetic'), 0) = 0 "
             f"ORDER BY {order}, pt.id LIMIT 1)")
-        model = ("(SELECT coalesce(json_extract(m.data, '$.modelID'), json_extract(m.data, '$.model.modelID')) "
-                 "FROM message m WHERE m.session_id = s.id AND json_extract(m.data, '$.role') = 'assistant' "
-                 f"ORDER BY {order} LIMIT 1)")
-        query = self.session_select().replace(" FROM session s", f", {first_text}, {model} FROM session s", 1)
-        keys = ("id", "parent_id", "directory", "title", "version", "created", "worktree",
-                "first_text", "model")
-        return [dict(zip(keys, row)) for row in self.db.execute(query).fetchall()]
+        model = ("(SELECT coalesce(json_extract(m.data, '$.modelID'), "
+                 "json_extract(m.data, '$.model.modelID')) FROM message m WHERE m.session_id = s.id "
+                 f"AND json_extract(m.data, '$.role') = 'assistant' ORDER BY {order} LIMIT 1)")
+        return self.sessions(extra=(("first_text", first_text), ("model", model)))
 
 
 def with_id(object_id: str, data) -> dict:
@@ -243,12 +252,12 @@ class JsonStore:
                 "created": as_dict(data.get("time")).get("created"),
                 "worktree": as_str(project.get("worktree")), "file": path}
 
-    def children(self, session_id: str, session_file: str) -> list[dict]:
+    def children(self, row: dict) -> list[dict]:
         found = []
-        for path in json_files(os.path.dirname(session_file)):
-            if path != session_file:
+        for path in json_files(os.path.dirname(row["file"])):
+            if path != row["file"]:
                 child = self.session_dict(path)
-                if child and child["parent_id"] == session_id:
+                if child and child["parent_id"] == row["id"]:
                     found.append(child)
         return sorted(found, key=lambda c: (epoch(c["created"]) or 0, c["id"]))
 
@@ -263,13 +272,14 @@ class JsonStore:
             if data is not None:
                 data.setdefault("id", os.path.basename(path)[:-5])
                 found.append(data)
-        return sorted(found, key=lambda m: (epoch(as_dict(m.get("time")).get("created")) or 0, str(m["id"])))
+        return sorted(found, key=lambda m: (epoch(as_dict(m.get("time")).get("created")) or 0,
+                                            str(m["id"])))
 
     def part_files(self, session_id: str, message_id: str) -> list[str]:
         return (json_files(os.path.join(self.storage, "part", message_id))
                 or json_files(os.path.join(self.storage, "session", "part", session_id, message_id)))
 
-    def parts(self, messages: list[dict], session_id: str) -> dict[str, list[dict]]:
+    def parts(self, session_id: str, messages: list[dict]) -> dict[str, list[dict]]:
         found: dict[str, list[dict]] = {m["id"]: [] for m in messages}
         for message_id in found:
             for path in self.part_files(session_id, message_id):
@@ -291,7 +301,7 @@ class JsonStore:
         session = self.session_dict(session_file)
         if session is None:
             return paths
-        for sid in [session["id"]] + [c["id"] for c in self.children(session["id"], session_file)]:
+        for sid in [session["id"]] + [c["id"] for c in self.children(session)]:
             paths.append(os.path.join(self.storage, "message", sid))
             for message_file in self.message_files(sid):
                 message_id = os.path.basename(message_file)[:-5]
@@ -327,7 +337,7 @@ def scan_json(source: str, family: Family) -> list[Session]:
         if message.get("role") == "assistant" and model is None:
             model = model_id(message)
         if message.get("role") == "user" and first_text is None:
-            parts = store.parts([message], row["id"])[message["id"]]
+            parts = store.parts(row["id"], [message])[message["id"]]
             first_text = prompt_text(parts) or None
         if first_text is not None and model is not None:
             break
@@ -348,13 +358,14 @@ def model_id(message: dict) -> str | None:
 def model_name(message: dict) -> str | None:
     """`provider/model`, the way opencode names models (`opencode run -m provider/model`)."""
     model = model_id(message)
-    provider = as_str(message.get("providerID")) or as_str(as_dict(message.get("model")).get("providerID"))
+    provider = (as_str(message.get("providerID"))
+                or as_str(as_dict(message.get("model")).get("providerID")))
     return f"{provider}/{model}" if model and provider else model
 
 
 def prompt_text(parts: list[dict]) -> str:
-    return "\n".join(p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str)
-                     and not p.get("synthetic"))
+    return "\n".join(p["text"] for p in parts if p.get("type") == "text"
+                     and isinstance(p.get("text"), str) and not p.get("synthetic"))
 
 
 # translation ------------------------------------------------------------------------------------
@@ -381,23 +392,13 @@ class SessionTranslator:
         if row["title"]:
             builder.extra["session_title"] = row["title"]
         messages = self.store.messages(row["id"])
-        if isinstance(self.store, DbStore):
-            parts = self.store.parts(messages)
-        else:
-            parts = self.store.parts(messages, row["id"])
-        children = self.children(row)
+        parts = self.store.parts(row["id"], messages)
+        children = {child["id"]: {**child, "referenced": False} for child in self.store.children(row)}
         builder.model_name = next((model_name(m) for m in messages if model_name(m)), None)
         for message in messages:
             MessageTranslator(builder, message, parts.get(message["id"], []), children).translate()
         self.embed_children(builder, children)
         return builder.build()
-
-    def children(self, row: dict) -> dict[str, dict]:
-        if isinstance(self.store, DbStore):
-            found = self.store.children(row["id"])
-        else:
-            found = self.store.children(row["id"], row["file"])
-        return {child["id"]: {**child, "referenced": False} for child in found}
 
     def embed_children(self, builder: TrajectoryBuilder, children: dict[str, dict]) -> None:
         for child_id, child in children.items():
@@ -407,7 +408,8 @@ class SessionTranslator:
                                       extra={"kind": "subagent"})
                 builder.observe(step, None, subagents=[child_ref(child_id)])
             if self.depth >= MAX_DEPTH:
-                builder.warn(f"sub-agent sessions nested deeper than {MAX_DEPTH} levels were not embedded")
+                builder.warn(f"sub-agent sessions nested deeper than {MAX_DEPTH} levels "
+                             "were not embedded")
                 stub = TrajectoryBuilder(self.family.atif_name, session_id=child_id)
                 stub.system("(not embedded: nested too deep)")
                 builder.embed(stub.build(), child_id)
@@ -502,8 +504,8 @@ class MessageTranslator:
 
     def tool(self, step, part: dict) -> None:
         state = as_dict(part.get("state"))
-        call_id = self.builder.tool_call(step, as_str(part.get("callID")), as_str(part.get("tool")) or "unknown",
-                                         state.get("input"))
+        call_id = self.builder.tool_call(step, as_str(part.get("callID")),
+                                         as_str(part.get("tool")) or "unknown", state.get("input"))
         status = state.get("status")
         if status not in ("completed", "success", "error"):
             self.builder.warn("some tool calls have no result (still pending or running when "
@@ -524,23 +526,30 @@ class MessageTranslator:
         return None
 
     def side_part(self, part: dict, step) -> None:
-        """Parts that are neither text nor tool: compaction becomes a system step; the others
-        are noted on the step they belong to."""
+        """Parts that are neither text nor tool: a compaction, or an @agent mention, becomes a
+        system step; patches and API retries are noted on the step they belong to."""
         kind = part.get("type")
         if kind == "compaction":
             self.builder.system("context compacted", self.created,
                                 extra={"kind": "compaction", "auto": part.get("auto"),
-                                       "context_management": {"type": "compaction", "boundary": "replace"}})
-        elif step is not None and kind == "patch":
-            step.extra = {**(step.extra or {}), "patched_files": as_list(part.get("files"))}
-        elif step is not None and kind == "retry":
-            retries = (step.extra or {}).get("retries", []) + [text_of(as_dict(part.get("error")).get("data"))
-                                                                or "retry"]
-            step.extra = {**(step.extra or {}), "retries": retries}
+                                       "context_management": COMPACTION})
         elif kind in ("agent", "subtask"):
             name = as_str(part.get("name")) or as_str(part.get("agent")) or "agent"
-            self.builder.system(f"@{name} " + (as_str(part.get("prompt")) or as_str(part.get("description")) or ""),
-                                self.created, extra={"kind": kind})
+            request = as_str(part.get("prompt")) or as_str(part.get("description")) or ""
+            self.builder.system(f"@{name} {request}".strip(), self.created, extra={"kind": kind})
+        elif step is not None and kind == "patch":
+            note(step, "patched_files", as_list(part.get("files")))
+        elif step is not None and kind == "retry":
+            error = as_dict(as_dict(part.get("error")).get("data"))
+            retries = (step.extra or {}).get("retries", [])
+            note(step, "retries", retries + [as_str(error.get("message")) or "retry"])
+
+
+COMPACTION = {"type": "compaction", "boundary": "replace"}
+
+
+def note(step, key: str, value) -> None:
+    step.extra = {**(step.extra or {}), key: value}
 
 
 def model_calls(parts: list[dict]) -> list[list[dict]]:

@@ -332,3 +332,22 @@ def test_golden_document():
     log = os.path.join(STATE, "7d6ca7bd-d8e7-4e4f-94f6-eea561436d31", "events.jsonl")
     doc = copilot.translate(copilot.scan(log, {})[0], {})
     assert_golden(doc, "copilot", "live-7d6ca7bd")
+
+
+def test_shutdown_totals_are_cumulative_only_when_they_carry_a_snapshot(tmp_path):
+    """Without per-call records, the resumed live session's total is its last shutdown (which
+    carries an `accountingSnapshot`); shutdowns without one (older CLIs reset on resume) add."""
+    log = os.path.join(STATE, "8f7036d2-6424-4778-ad6e-f49e7212fcef", "events.jsonl")
+    events = [e for e in events_of(log) if e["type"] != "session.usage_record"]
+    shutdowns = [data(e)["modelMetrics"]["gpt-4o"]["usage"] for e in events if e["type"] == "session.shutdown"]
+    assert len(shutdowns) == 2
+    path = write_log(tmp_path, events, "cumulative")
+    final = copilot.translate(copilot.scan(path, {})[0], {})["final_metrics"]
+    assert final["total_prompt_tokens"] == shutdowns[-1]["inputTokens"]
+    for record in events:
+        if record["type"] == "session.shutdown":
+            del record["data"]["accountingSnapshot"]
+    path = write_log(tmp_path, events, "reset")
+    final = copilot.translate(copilot.scan(path, {})[0], {})["final_metrics"]
+    assert final["total_prompt_tokens"] == sum(s["inputTokens"] for s in shutdowns)
+    assert final["extra"]["token_source"] == "session.shutdown"

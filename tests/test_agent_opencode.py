@@ -255,6 +255,40 @@ def test_json_tree_sessions(tmp_path, tree):
             json_native_counts(storage, session.native_id)
 
 
+def write_json(storage, relative: str, data: dict) -> None:
+    path = storage / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_json_tree_child_session_is_embedded(tmp_path):
+    storage = tmp_path / "home" / DATA / "storage"
+    for sid, parent in (("ses_p", None), ("ses_c", "ses_p")):
+        write_json(storage, f"session/proj/{sid}.json",
+                   {"id": sid, "parentID": parent, "directory": "/w", "title": sid, "version": "1.1.0",
+                    "projectID": "proj", "time": {"created": 1730000000000 + len(sid)}})
+        write_json(storage, f"message/{sid}/msg_{sid}_1.json",
+                   {"id": f"msg_{sid}_1", "sessionID": sid, "role": "user", "time": {"created": 1730000001000}})
+        write_json(storage, f"part/msg_{sid}_1/prt_1.json", {"id": "prt_1", "type": "text", "text": f"go {sid}"})
+        write_json(storage, f"message/{sid}/msg_{sid}_2.json",
+                   {"id": f"msg_{sid}_2", "sessionID": sid, "role": "assistant", "modelID": "m",
+                    "time": {"created": 1730000002000}, "tokens": {"input": 3, "output": 2, "cache": {"read": 1}}})
+    write_json(storage, "part/msg_ses_p_2/prt_2.json",
+               {"id": "prt_2", "type": "tool", "tool": "task", "callID": "t1",
+                "state": {"status": "completed", "input": {"prompt": "go"}, "output": "done",
+                          "metadata": {"sessionId": "ses_c"}}})
+    env = base_env(tmp_path, str(tmp_path / "home"))
+    [session] = catalog.discover(env, ["opencode"], use_cache=False).sessions
+    assert session.native_id == "ses_p" and session.title == "go ses_p"
+    doc = documents.translate(session, env)
+    assert_valid(doc)
+    assert doc["steps"][1]["observation"]["results"][0]["subagent_trajectory_ref"][0]["trajectory_id"] == "ses_c"
+    assert doc["subagent_trajectories"][0]["steps"][0]["message"] == "go ses_c"
+    assert doc["final_metrics"]["total_prompt_tokens"] == 8   # 4 of each session's model call
+    deps = opencode.dependencies(session.source, env)
+    assert str(storage / "part" / "msg_ses_c_1" / "prt_1.json") in deps
+
+
 def test_simplified_sql_dump(tmp_path):
     home = str(tmp_path / "home")
     os.makedirs(os.path.join(home, DATA))
