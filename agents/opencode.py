@@ -170,7 +170,8 @@ class DbStore:
     def children(self, row: dict) -> list[dict]:
         if "parent_id" not in self.columns["session"]:
             return []
-        return self.sessions("WHERE s.parent_id = ? ORDER BY s.time_created, s.id", (row["id"],))
+        return self.sessions("WHERE s.parent_id = ? AND s.id != ? ORDER BY s.time_created, s.id",
+                             (row["id"], row["id"]))
 
     def message_order(self) -> str:
         return "m.time_created, m.id" if "time_created" in self.columns["message"] else "m.id"
@@ -319,9 +320,21 @@ def family_scan(source: str, env, family: Family) -> list[Session]:
 
 def scan_database(source: str, family: Family) -> list[Session]:
     rows = DbStore(source).listing()
-    ids = {row["id"] for row in rows}
+    parents = {row["id"]: row["parent_id"] for row in rows}
     return [listed(family, source, row, row["first_text"], row["model"], "sqlite")
-            for row in rows if not row["parent_id"] or row["parent_id"] not in ids]
+            for row in rows if is_top_level(row["id"], parents)]
+
+
+def is_top_level(session_id: str, parents: dict) -> bool:
+    """Whether a session is listed on its own: it has no parent, or its parent is gone, or its
+    ancestry loops. Otherwise the top of its ancestry embeds it."""
+    seen, parent = {session_id}, parents.get(session_id)
+    while parent:
+        if parent not in parents or parent in seen:
+            return True
+        seen.add(parent)
+        parent = parents[parent]
+    return not parents.get(session_id)
 
 
 def scan_json(source: str, family: Family) -> list[Session]:
@@ -330,7 +343,7 @@ def scan_json(source: str, family: Family) -> list[Session]:
     if row is None:
         raise ValueError("not an opencode session file")
     parent = row["parent_id"]
-    if parent and os.path.exists(os.path.join(os.path.dirname(source), f"{parent}.json")):
+    if parent and parent != row["id"] and os.path.exists(os.path.join(os.path.dirname(source), f"{parent}.json")):
         return []
     first_text, model = None, None
     for message in store.messages(row["id"]):

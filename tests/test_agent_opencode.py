@@ -214,6 +214,13 @@ def test_unreferenced_and_orphaned_children(tmp_path):
     assert_valid(opencode.translate(sessions["ses_child_orphan"], {}))
 
 
+def test_only_sessions_no_ancestor_embeds_are_listed():
+    parents = {"root": None, "child": "root", "grandchild": "child", "orphan": "gone",
+               "loop-a": "loop-b", "loop-b": "loop-a", "self": "self"}
+    listed = {s for s in parents if opencode.is_top_level(s, parents)}
+    assert listed == {"root", "orphan", "loop-a", "loop-b", "self"}
+
+
 # the JSON tree and the older dumps ---------------------------------------------------------------
 JSON_TREES = ["agent-sessions/storage_v2", "agent-sessions/storage_legacy", "cass/storage"]
 
