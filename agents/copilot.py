@@ -318,7 +318,7 @@ class EventTranslator:
         self.starts: dict[str, dict] = {}          # toolCallId -> tool.execution_start data
         self.referenced: set[str] = set()
         self.spawner: dict[str, str] = {}          # sub-agent toolCallId -> its parent's
-        self.skipped: dict[str, int] = {}
+        self.skipped: list[str] = []               # event types not translated
 
     # routing ---------------------------------------------------------------------------------
     def agent_of(self, record: dict, data: dict) -> Agent:
@@ -348,7 +348,8 @@ class EventTranslator:
                 continue
             handler = HANDLERS.get(kind)
             if handler is None:
-                self.skipped[str(kind)] = self.skipped.get(str(kind), 0) + 1
+                if str(kind) not in self.skipped:
+                    self.skipped.append(str(kind))
                 continue
             handler(self, record, data, self.agent_of(record, data))
         return self.finish()
@@ -362,7 +363,7 @@ class EventTranslator:
         builder = self.main.builder
         builder.model_name = builder.model_name or self.model
         if self.skipped:
-            builder.extra["skipped_event_types"] = self.skipped
+            builder.extra["skipped_record_types"] = self.skipped
         doc = builder.build()
         self.native_final_metrics(doc)
         return doc

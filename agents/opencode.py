@@ -403,7 +403,7 @@ class SessionTranslator:
     def document(self, row: dict) -> dict:
         builder = TrajectoryBuilder(self.family.atif_name, version=row["version"], session_id=row["id"])
         if row["title"]:
-            builder.extra["session_title"] = row["title"]
+            builder.extra["native_title"] = row["title"]
         messages = self.store.messages(row["id"])
         parts = self.store.parts(row["id"], messages)
         children = {child["id"]: {**child, "referenced": False} for child in self.store.children(row)}
