@@ -205,7 +205,9 @@ class _Translation:
 
     def result(self, response: dict, meta: dict, at) -> None:
         content, is_error = response_content(response)
-        status = as_str(meta.get("status")) if as_str(meta.get("callId")) in (None, response.get("id")) else None
+        if as_str(meta.get("callId")) not in (None, response.get("id")):
+            meta = {}   # the record's metadata describes another call
+        status = as_str(meta.get("status"))
         extra = {}
         if is_error or status == "error":
             extra["is_error"] = True
