@@ -440,9 +440,8 @@ def read_store(path: str, builder: TrajectoryBuilder | None = None, first_user_o
         blobs = {}
         for blob_id in ids:
             blobs[blob_id] = _blob(connection, blob_id)
-            if first_user_only and as_dict(decode_message(blobs[blob_id])).get("role") == "user":
-                if _first_prompt([_store_message(decode_message(blobs[blob_id]))]):
-                    break
+            if first_user_only and _first_prompt([_store_message(decode_message(blobs[blob_id]))]):
+                break
         return _Store(meta, ids, workspace, blobs)
     finally:
         connection.close()

@@ -7,10 +7,11 @@ Formats (stores.md §5):
   every later one. A resumed session appends a new metadata line.
 - `$set.messages` is a snapshot of the model's history (written at start, on resume, after
   compression or output masking). Its copies of known messages are often poorer (no tokens,
-  tool calls flattened into parts), so a known message keeps its own record; messages only the
-  snapshot has (the `<session_context>` preamble, a compression summary, the function responses
-  of a rebuilt history) are inserted where the snapshot places them. A snapshot never deletes:
-  what was compressed away still happened, and stays in the trajectory.
+  tool calls flattened into parts), so a known message keeps its own record; messages only
+  snapshots have (the `<session_context>` preamble, a compression summary, the function
+  responses of a rebuilt history) are inserted where the snapshot places them, as their first
+  copy. A snapshot never deletes: what was compressed away still happened, and stays in the
+  trajectory.
 - Legacy `.json` (before v0.39): one `ConversationRecord`, rewritten on every update. A resumed
   legacy session is migrated to a new `.jsonl` next to it, which therefore wins (sources list
   `.jsonl` files first and the catalog keeps the first source of an id).
@@ -337,7 +338,7 @@ def _apply_snapshot(order: dict, snapshot: list, records: dict, from_snapshot: s
     for message in snapshot:
         if isinstance(message, dict) and isinstance(message.get("id"), str):
             mid = message["id"]
-            if mid not in records or mid in from_snapshot:
+            if mid not in records:   # a known message keeps its record, or its first copy
                 records[mid] = message
                 from_snapshot.add(mid)
             ids.append(mid)
@@ -470,6 +471,9 @@ class _Translation:
             result_extra["is_error"] = True
         if status and status != "success":
             result_extra["status"] = status
+        error = as_str(call.get("error"))
+        if error and error != content:
+            result_extra["error"] = error
         self.builder.tool_result(cid, content or None, extra=result_extra, subagents=subagents)
         self.answered.add(cid)
 
