@@ -120,17 +120,26 @@ def active_branch(records: list[dict], builder: TrajectoryBuilder) -> list[dict]
                     if uuid not in seen and not _is_artifact(group[0]))
     if abandoned:
         builder.extra["records_on_abandoned_branches"] = abandoned
-    return [_merge(fragments[uuid]) for uuid in reversed(chain)]
+    return [message for uuid in reversed(chain) for message in _merge(fragments[uuid])]
 
 
 def _merge_fragments(records: list[dict]) -> list[dict]:
     groups: dict = {}
     for index, record in enumerate(records):
         groups.setdefault(as_str(record.get("uuid")) or index, []).append(record)
-    return [_merge(group) for group in groups.values()]
+    return [message for group in groups.values() for message in _merge(group)]
 
 
-def _merge(group: list[dict]) -> dict:
+def _merge(group: list[dict]) -> list[dict]:
+    """The messages of the records sharing a uuid: fragments of one message, unless their
+    types differ (damaged or hand-edited files), when each type stays a message of its own."""
+    by_type: dict = {}
+    for record in group:
+        by_type.setdefault(record.get("type"), []).append(record)
+    return [_merge_message(fragments) for fragments in by_type.values()]
+
+
+def _merge_message(group: list[dict]) -> dict:
     """One message from its fragments: parts in order, the last usage, the first tool result
     metadata and model."""
     merged = dict(group[0])
