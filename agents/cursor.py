@@ -597,8 +597,8 @@ class _Translation:
             extra = {"is_error": True} if block.get("is_error") else {}
             cid = as_str(block.get("tool_use_id"))
             if not (cid and cid in self.waiting) and self.waiting:
+                extra.update({"joined_by": "order", "tool_use_id": cid} if cid else {"joined_by": "order"})
                 cid = self.waiting[0]
-                extra["joined_by"] = "order"
             if cid in self.waiting:
                 self.waiting.remove(cid)
                 self.builder.tool_result(cid, content, extra=extra, subagents=self.refs.pop(cid, None))

@@ -74,7 +74,7 @@ def doc_counts(doc: dict, nested: bool = False) -> dict:
         "user": sum(1 for s in steps if s["source"] == "user"),
         "calls": sum(len(s.get("tool_calls") or []) for s in steps),
         "results": sum(1 for s in steps for r in (s.get("observation") or {}).get("results", [])
-                       if r.get("source_call_id")),
+                       if r.get("source_call_id") and "content" in r),   # not a bare sub-agent ref
     }
 
 
