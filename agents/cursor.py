@@ -138,7 +138,9 @@ def _as_path(hint: str) -> str | None:
     hint = hint.strip()
     if hint.startswith("file://"):
         hint = unquote(urlparse(hint).path)
-    return hint.rstrip("/") or "/" if os.path.isabs(hint) else None
+    if not os.path.isabs(hint):
+        return None
+    return hint.rstrip("/") or "/"
 
 
 def _workspace_hints(texts) -> list[str]:

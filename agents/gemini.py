@@ -115,21 +115,21 @@ def _subagent_dirs(source: str, session_id: str | None = None) -> list[str]:
 
 
 def _subagent_files(directory: str) -> list[str]:
-    return [os.path.join(directory, name) for name in _listdir(directory) if name.endswith(".jsonl")]
+    return [os.path.join(directory, name) for name in _listdir(directory) if name.endswith((".jsonl", ".json"))]
 
 
 def scan(source: str, env) -> list[Session]:
     if _is_prompt_log(source):
         return _scan_prompt_log(source)
-    doc = _read_document(source) if source.endswith(".json") else None
-    if isinstance(doc, dict):
-        meta, messages, fmt = doc, _legacy_messages(doc), "legacy-json"
+    if source.endswith(".json"):   # rewritten whole on every update: no head to read
+        conversation = load_conversation(source, TrajectoryBuilder(ATIF_NAME))
+        meta, messages, fmt = conversation.meta, conversation.messages, conversation.fmt
     else:
         meta, messages, fmt = _head(source)
     project = os.path.dirname(os.path.dirname(source))
     native_id = as_str(meta.get("sessionId")) or os.path.splitext(os.path.basename(source))[0]
     started = epoch(meta.get("startTime")) or next(
-        (epoch(m.get("timestamp")) for m in messages if epoch(m.get("timestamp"))), None)
+        (epoch(_raw_time(m)) for m in messages if epoch(_raw_time(m))), None)
     model = next((as_str(m.get("model")) for m in messages
                   if _kind(m) in AGENT_TYPES and as_str(m.get("model"))), None)
     title = next((t for t in map(_prompt_text, messages) if t), "")
@@ -372,8 +372,12 @@ def _parts(message: dict) -> list[dict]:
     return parts_of(message.get("content") if "content" in message else message.get("parts"))
 
 
+def _raw_time(message: dict):
+    return message.get("timestamp") if message.get("timestamp") is not None else message.get("ts")
+
+
 def _timestamp(message: dict) -> str | None:
-    return iso(message.get("timestamp") if message.get("timestamp") is not None else message.get("ts"))
+    return iso(_raw_time(message))
 
 
 def _prompt_text(message: dict) -> str:
@@ -501,7 +505,7 @@ def _subagent_documents(source: str, session_id: str) -> list[tuple[dict, dict]]
     for directory in _subagent_dirs(source, session_id):
         for path in _subagent_files(directory):
             builder = TrajectoryBuilder(ATIF_NAME)
-            conversation = _replay_jsonl(path, builder)
+            conversation = load_conversation(path, builder)
             builder.session_id = as_str(conversation.meta.get("sessionId")) or os.path.splitext(os.path.basename(path))[0]
             _Translation(builder).messages(conversation)
             builder.model_name = _first_model(conversation.messages)
