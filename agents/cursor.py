@@ -36,7 +36,8 @@ from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import dumps, loads
 
 from agents import sqlite_ro
-from agents.base import JsonlReader, Session, as_dict, as_list, as_str, epoch, home, iso, one_line
+from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
+                         iso, one_line)
 
 NAME = "cursor"
 PREFIX = "cu"
@@ -47,6 +48,7 @@ TRANSCRIPT_SUFFIXES = (".jsonl", ".txt")
 SPAWNING_TOOLS = ("task", "agent", "subagent", "spawn_agent", "runsubagent")
 _USER_QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 _WORKSPACE_PATH = re.compile(r"Workspace Path:\s*(\S[^\n<]*)")
+_CONTEXT_BLOCK = re.compile(r"\s*<([a-z]+_[a-z_]+)>.*</\1>\s*$", re.S)
 HEAD_LINES = 200
 
 
@@ -199,10 +201,11 @@ def read_transcript(path: str, builder: TrajectoryBuilder | None = None, limit: 
     if path.endswith(".txt"):
         return _read_txt(path, builder, limit)
     reader = JsonlReader(path)
-    messages, turns = [], 0
+    messages, turns, unknown = [], 0, 0
     for record in reader:
-        if record.get("type") == "turn_ended" and "role" not in record:
-            turns += 1
+        if "role" not in record:   # `turn_ended` markers, and lines of kinds not known yet
+            turns += record.get("type") == "turn_ended"
+            unknown += record.get("type") != "turn_ended"
             continue
         message = as_dict(record.get("message"))
         content = message.get("content", record.get("content"))
@@ -214,8 +217,7 @@ def read_transcript(path: str, builder: TrajectoryBuilder | None = None, limit: 
     if builder is not None:
         for problem in reader.problems():
             builder.warn(problem)
-        if turns:
-            builder.extra["turns_ended"] = turns
+        builder.extra.update({k: v for k, v in (("turns_ended", turns), ("unknown_lines", unknown)) if v})
     return messages
 
 
@@ -240,7 +242,7 @@ def _block(block) -> dict | None:
 def _read_txt(path: str, builder, limit) -> list[_Message]:
     try:
         with open(path, "rb") as handle:
-            lines = handle.read().decode("utf-8", "replace").split("\n")
+            lines = handle.read(HEAD_BYTES if limit else -1).decode("utf-8", "replace").split("\n")
     except OSError as exc:
         if builder is not None:
             builder.warn(f"cannot read {path}: {exc}")
@@ -316,11 +318,14 @@ def _txt_arguments(body: str) -> dict:
 
 
 def _user_text(text: str) -> tuple[str, str]:
-    """(what the user typed, the context Cursor wrapped around it)."""
+    """(what the user typed, the context Cursor wrapped around it). Without a `<user_query>`,
+    a text that is one `<snake_case>` block (`<user_info>`, `<attached_files>`, ...) is context."""
     queries = _USER_QUERY.findall(text)
-    if not queries:
-        return text.strip(), ""
-    return "\n\n".join(q for q in queries if q), _USER_QUERY.sub("", text).strip()
+    if queries:
+        return "\n\n".join(q for q in queries if q), _USER_QUERY.sub("", text).strip()
+    if _CONTEXT_BLOCK.match(text):
+        return "", text.strip()
+    return text.strip(), ""
 
 
 def _first_prompt(messages: list[_Message]) -> str:

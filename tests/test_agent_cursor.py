@@ -299,3 +299,13 @@ def test_golden_chat_store(tmp_path):
     home = str(tmp_path / "home")
     path = build_store(home, PROJECT, "golden-store", conversation("list the files", PROJECT))
     check_golden("cursor", "chat-store", translate_file(path, base_env(tmp_path, home=home)))
+
+
+def test_context_only_user_message_is_not_a_prompt(tmp_path):
+    home = str(tmp_path / "home")
+    messages = [{"role": "user", "content": "<user_info>\nWorkspace Path: /tmp/agents/proj-cursor\n</user_info>"},
+                *conversation("the real question")[1:]]
+    path = build_store(home, PROJECT, "ctx", messages)
+    doc = translate_file(path, base_env(tmp_path, home=home))
+    assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == ["the real question"]
+    assert doc["steps"][0]["extra"] == {"kind": "context"}
