@@ -37,8 +37,7 @@ import os
 import re
 
 from agents import session_totals
-from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
-                         text_of)
+from agents.base import Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps, loads
 
@@ -150,7 +149,9 @@ def json_string(raw: bytes) -> str:
 
 def head_cwd(task_dir: str) -> str | None:
     found = _CWD.search(head(os.path.join(task_dir, API_HISTORY)))
-    return json_string(found.group(1)).strip() or None if found else None
+    if not found:
+        return None
+    return json_string(found.group(1)).strip() or None
 
 
 _UI_TASK = re.compile(rb'"say"\s*:\s*"task"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -175,17 +176,18 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
     if started is None:
         started = min((os.stat(p).st_mtime for p in task_dependencies(task_dir) if os.path.exists(p)),
                       default=None)
+    extra = {"format": format_name}
+    if as_str(item.get("parentTaskId")):
+        extra["parent_task"] = item["parentTaskId"]
     return Session(
         agent=agent, native_id=task_id, source=task_dir, started=started,
         cwd=item_cwd(item) or head_cwd(task_dir),
         title=one_line(as_str(item.get("task")) or head_title(task_dir)),
-        model=as_str(item.get("modelId")),
-        locator=task_id, extra={"format": format_name, "parent_task": as_str(item.get("parentTaskId"))})
+        model=as_str(item.get("modelId")), locator=task_id, extra=extra)
 
 
 # user text: who wrote it ----------------------------------------------------------------------------
 _RESULT = re.compile(r"^\[([A-Za-z0-9_\-:.]+)(?: for (?:'[^\n]*?'|\"[^\n]*?\"))?\] Result:")
-_HUMAN_TAGS = ("task", "feedback", "answer", "user_message", "user_input")
 _HUMAN = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]*)?>\n?(.*?)\n?</\1>", re.S)
 _SYSTEM_PREFIXES = (
     ("<environment_details>", "environment_details"),
@@ -410,9 +412,17 @@ def api_request(message: dict) -> dict:
         return {}
 
 
+def cache_split(record: dict, tokens_in) -> tuple:
+    """(prompt tokens, cache reads, cache writes) from Cline's `tokensIn`, which leaves out the
+    cache: the prompt is all three. A count the record does not hold stays unknown."""
+    writes, reads = as_int(record.get("cacheWrites")), as_int(record.get("cacheReads"))
+    prompt = None if tokens_in is None else tokens_in + (writes or 0) + (reads or 0)
+    return prompt, reads, writes
+
+
 def ui_metrics(request: dict) -> dict | None:
     tokens_in, tokens_out = as_int(request.get("tokensIn")), as_int(request.get("tokensOut"))
-    writes, reads = as_int(request.get("cacheWrites")) or 0, as_int(request.get("cacheReads")) or 0
+    prompt, reads, writes = cache_split(request, tokens_in)
     cost = request.get("cost")
     cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
     if tokens_in is None and tokens_out is None and cost is None:
@@ -420,8 +430,7 @@ def ui_metrics(request: dict) -> dict | None:
     extra = {"tokens_in": tokens_in}
     if writes:
         extra["cache_write_tokens"] = writes
-    prompt = None if tokens_in is None else tokens_in + writes + reads
-    return metrics(prompt, tokens_out, reads if tokens_in is not None else None, cost, extra)
+    return metrics(prompt, tokens_out, reads, cost, extra)
 
 
 def ui_kind(message: dict) -> str:
@@ -618,11 +627,10 @@ def item_totals(doc: dict, item: dict) -> None:
     """The history entry's totals, when no request recorded its own (same units as the UI's:
     `tokensIn` without the cache)."""
     tokens_in, tokens_out = as_int(item.get("tokensIn")), as_int(item.get("tokensOut"))
-    writes, reads = as_int(item.get("cacheWrites")) or 0, as_int(item.get("cacheReads")) or 0
+    prompt, reads, _ = cache_split(item, tokens_in)
     cost = item.get("totalCost")
     cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
     if tokens_in is None and tokens_out is None and cost is None:
         return
-    session_totals.apply(doc, None if tokens_in is None else tokens_in + writes + reads, tokens_out,
-                         reads if tokens_in is not None else None, cost, includes_subagents=False,
+    session_totals.apply(doc, prompt, tokens_out, reads, cost, includes_subagents=False,
                          extra={"source": "the task's history entry: no request recorded its usage"})
