@@ -92,8 +92,14 @@ def scan(source: str, env) -> list[Session]:
         agent=NAME, native_id=session_id, source=source,
         started=epoch(manifest.get("started_at") or manifest.get("created_at")),
         cwd=as_str(manifest.get("cwd")) or as_str(manifest.get("workspace_root")),
-        title=one_line(as_str(manifest.get("prompt")) or as_str(meta.get("title")) or ""),
+        title=one_line(prompt_words(as_str(manifest.get("prompt")) or as_str(meta.get("title")) or "")),
         model=as_str(manifest.get("model")), locator=session_id, extra={"format": MANIFEST_FORMAT})]
+
+
+def prompt_words(prompt: str) -> str:
+    """The human's words of a prompt the CLI recorded wrapped (`<user_input mode="act">`)."""
+    found = cline_tasks.human_parts(prompt)
+    return found[0][1] if found else prompt
 
 
 def translate(session: Session, env) -> dict:

@@ -222,6 +222,7 @@ def test_cli_sessions(store):
         messages = load(os.path.join(root, sid, f"{sid}.messages.json"))["messages"]
         doc = cline.translate(sessions[sid], env)
         assert sessions[sid].cwd == manifest["cwd"]
+        assert sessions[sid].title == " ".join(user_steps(cline.translate(sessions[sid], env))[0]["message"].split())
         native = history_counts(messages)
         assert sum(len(s.get("tool_calls", [])) for s in doc["steps"]) == native["calls"]
         assert len(results(doc)) == native["results"]
