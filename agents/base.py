@@ -42,6 +42,7 @@ Conventions every translator follows, so that one jq filter works on every agent
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -203,6 +204,68 @@ class JsonlReader:
         if self.non_objects:
             found.append(f"{self.non_objects} line(s) that are not JSON objects skipped")
         return found
+
+
+def read_json_document(path: str) -> tuple[dict, list[str]]:
+    """A whole-file JSON object (Amp threads, mini-swe-agent trajectories) and the problems met.
+    A file cut short (a crash mid-write) keeps its complete top-level members, and the complete
+    items of the array it was cut in (`salvage_json_object`)."""
+    with open_binary(path) as handle:
+        data = handle.read()
+    try:
+        found = loads(data)
+    except ValueError as exc:
+        salvaged = salvage_json_object(data.decode("utf-8", "replace"))
+        return salvaged, [f"the file is not complete JSON ({str(exc)[:80]}); its complete parts were read"]
+    if not isinstance(found, dict):
+        return {}, ["the file is not a JSON object"]
+    return found, []
+
+
+def salvage_json_object(text: str) -> dict:
+    """The complete top-level members of a truncated JSON object; for the member the cut falls
+    in, when it is an array, its complete items."""
+    decoder = json.JSONDecoder()
+    found: dict = {}
+    position = _skip(text, 0, "")
+    if not text.startswith("{", position):
+        return found
+    position += 1
+    while True:
+        position = _skip(text, position, ",")
+        try:
+            key, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return found
+        position = _skip(text, position, "")
+        if not isinstance(key, str) or not text.startswith(":", position):
+            return found
+        position = _skip(text, position + 1, "")
+        try:
+            found[key], position = decoder.raw_decode(text, position)
+        except ValueError:
+            if text.startswith("[", position):
+                found[key] = _complete_items(text, position + 1, decoder)
+            return found
+
+
+def _complete_items(text: str, position: int, decoder) -> list:
+    items = []
+    while True:
+        position = _skip(text, position, ",")
+        if position >= len(text) or text[position] == "]":
+            return items
+        try:
+            item, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return items
+        items.append(item)
+
+
+def _skip(text: str, position: int, also: str) -> int:
+    while position < len(text) and (text[position].isspace() or text[position] in also):
+        position += 1
+    return position
 
 
 # content helpers --------------------------------------------------------------------------------
