@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the agent's own session id (or a unique prefix of it).")
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
     show.add_argument("--step", type=int, metavar="N", help="print only step N (1-based)")
+    _redaction_option(show)
 
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)",
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(CI containers). Files of sessions that no longer exist are removed.")
     _scope_options(export)
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
+    _redaction_option(export)
 
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
@@ -64,6 +66,13 @@ def _scope_options(command: argparse.ArgumentParser) -> None:
     group = command.add_mutually_exclusive_group()
     group.add_argument("--all", action="store_true", help="sessions of every project")
     group.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
+
+
+def _redaction_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--no-redact", action="store_true",
+        help="keep secrets as recorded (by default API keys, tokens, private keys, passwords in "
+             "URLs and NAME_TOKEN=... assignments become «REDACTED:<kind>:<hash>»)")
 
 
 def dispatch(args, env) -> int:

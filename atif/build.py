@@ -118,6 +118,9 @@ class TrajectoryBuilder:
     def step_count(self) -> int:
         return len(self._steps)
 
+    def steps_since(self, count: int) -> list[_Step]:
+        return self._steps[count:]
+
     # tool calls and their results ------------------------------------------------------------
     def tool_call(self, step: _Step, call_id: str | None, name: str, arguments, extra=None) -> str:
         """Record a call on an agent step. A call without a native id gets a synthetic one, so
@@ -143,6 +146,25 @@ class TrajectoryBuilder:
         step.results.append(drop_none(source_call_id=call_id, content=content,
                                       subagent_trajectory_ref=subagents, extra=extra or None))
         return True
+
+    def attach_refs(self, call_id: str, refs: list[dict]) -> bool:
+        """Reference sub-agent trajectories from the result of the call that spawned them."""
+        step = self._caller.get(call_id)
+        if step is None:
+            return False
+        for i, result in enumerate(step.results):
+            if result.get("source_call_id") == call_id:
+                step.results[i] = drop_none(
+                    source_call_id=call_id, content=result.get("content"),
+                    subagent_trajectory_ref=(result.get("subagent_trajectory_ref") or []) + refs,
+                    extra=result.get("extra"))
+                return True
+        step.results.append(drop_none(source_call_id=call_id, subagent_trajectory_ref=refs))
+        return True
+
+    def all_calls(self):
+        for step in self._steps:
+            yield from step.calls
 
     def observe(self, step: _Step, content, extra: dict | None = None, subagents=None) -> None:
         """A result tied to no call (a system event's output, an orphaned tool result)."""

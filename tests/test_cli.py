@@ -1,0 +1,133 @@
+"""The CLI as a user meets it: project scoping, ids that compose across commands, export, and
+one clear line (never a traceback) for every mistake."""
+
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from helpers import LIVE, base_env, cli
+
+LIVE_CLAUDE = os.path.join(LIVE, "claude-2.1.332", ".claude")
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A $HOME with the live Claude store, its sessions recorded in two real project folders
+    whose names share a prefix (proj-claude, proj-claude-other); proj-claude is a git repo."""
+    env = base_env(tmp_path)
+    projects = tmp_path / "work"
+    for name in ("proj-claude", "proj-claude-other"):
+        (projects / name / "src").mkdir(parents=True)
+    (projects / "proj-claude" / ".git").mkdir()
+    target = os.path.join(env["HOME"], ".claude")
+    shutil.copytree(LIVE_CLAUDE, target)
+    for folder, _, files in os.walk(target):
+        for name in files:
+            path = os.path.join(folder, name)
+            text = open(path, encoding="utf-8").read().replace("/tmp/agents/", f"{projects}/")
+            open(path, "w", encoding="utf-8").write(text)
+    return env, projects
+
+
+def listing(env, *args, cwd=None):
+    result = cli("list", "--json", *args, env=env, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_list_scopes_to_the_git_project_of_the_current_directory(store):
+    env, projects = store
+    inside = listing(env, cwd=str(projects / "proj-claude" / "src"))
+    assert sorted(r["first_message"].split()[1] for r in inside) == ["claude-1", "claude-2"]
+    other = listing(env, "--dir", str(projects / "proj-claude-other"))
+    assert [r["first_message"].split()[1] for r in other] == ["claude-3"]
+    assert len(listing(env, "--all")) == 3
+    # --dir is taken as given: sessions recorded in its parent are not inside it
+    assert listing(env, "--dir", str(projects / "proj-claude" / "src")) == []
+    assert len(listing(env, cwd=str(projects))) == 3  # no git here: the directory is the project
+
+
+def test_list_table_shape(store):
+    env, projects = store
+    result = cli("list", "--all", env=env)
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == "## Sessions of every project — 3 session(s)"
+    assert lines[2] == "| ID | Agent | Date | Steps | First message |"
+    row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| SCENARIO claude-\d\w? in .*\|$")
+    assert all(row.match(line) for line in lines[4:]), lines[4:]
+
+
+def test_show_export_and_ids_compose(store, tmp_path):
+    env, _ = store
+    records = listing(env, "--all")
+    out = tmp_path / "out"
+    exported = cli("export", "--all", "--out", str(out), env=env)
+    assert exported.returncode == 0, exported.stderr
+    names = sorted(os.listdir(out))
+    assert names == sorted(["README.md"] + [r["file"] for r in records])
+    for record in records:
+        assert re.fullmatch(r"2026-11-29_claude_cl-[0-9a-f]{8}\.atif\.json", record["file"])
+        shown = cli("show", record["id"], env=env)
+        assert shown.returncode == 0
+        assert shown.stdout == (out / record["file"]).read_bytes()
+        assert json.loads(shown.stdout)["extra"]["short_id"] == record["id"]
+        by_native = cli("show", record["native_id"][:8], env=env)
+        assert by_native.stdout == shown.stdout
+        by_file = cli("show", record["file"], env=env)
+        assert by_file.stdout == shown.stdout
+        assert len(json.loads(shown.stdout)["steps"]) == record["steps"]
+        assert len(shown.stdout) == record["bytes"]
+    step = cli("show", records[0]["id"], "--step", "2", env=env)
+    assert json.loads(step.stdout)["step_id"] == 2
+
+
+def test_export_removes_files_of_sessions_that_are_gone(store, tmp_path):
+    env, projects = store
+    out = tmp_path / "out"
+    cli("export", "--all", "--out", str(out), env=env)
+    assert len(os.listdir(out)) == 4
+    shutil.rmtree(os.path.join(env["HOME"], ".claude", "projects", "-tmp-agents-proj-claude-other"))
+    (out / "notes.txt").write_text("mine")
+    cli("export", "--all", "--out", str(out), env=env)
+    assert sorted(os.listdir(out))[-1] == "notes.txt" and len(os.listdir(out)) == 4
+    readme = (out / "README.md").read_text()
+    assert "2 session(s)" in readme and "jq" in readme
+
+
+@pytest.mark.parametrize("args,message", [
+    (["show", "cl-ffffffff"], "no session with id 'cl-ffffffff'"),
+    (["list", "--dir", "/no/such/dir"], "--dir /no/such/dir: no such directory"),
+    (["list", "--agent", "nope"], "unknown agent 'nope'"),
+    (["show", "x", "--step", "notanumber"], "invalid int value"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_mistakes_give_one_clear_line_and_exit_2(store, args, message):
+    env, _ = store
+    result = cli(*args, env=env)
+    assert result.returncode == 2
+    assert message in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+
+
+def test_step_out_of_range(store):
+    env, _ = store
+    first = listing(env, "--all")[0]
+    result = cli("show", first["id"], "--step", "99", env=env)
+    assert result.returncode == 2 and b"has steps 1.." in result.stderr
+
+
+def test_version_and_help():
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent"}
+    assert re.fullmatch(rb"trajectoriz \d+\.\d+\.\d+\n", cli("--version", env=env, cwd="/").stdout)
+    help_text = cli("--help", env=env, cwd="/").stdout.decode()
+    for command in ("list", "show", "export", "validate"):
+        assert command in help_text
+
+
+def test_empty_home_lists_nothing(tmp_path):
+    env = base_env(tmp_path)
+    result = cli("list", "--all", env=env)
+    assert result.returncode == 0 and "0 session(s)" in result.stdout.decode()
