@@ -212,11 +212,13 @@ def read_json_document(path: str) -> tuple[dict, list[str]]:
     items of the array it was cut in (`salvage_json_object`)."""
     with open_binary(path) as handle:
         data = handle.read()
+    if not data.strip():
+        return {}, ["the file is empty"]
     try:
         found = loads(data)
     except ValueError as exc:
         salvaged = salvage_json_object(data.decode("utf-8", "replace"))
-        return salvaged, [f"the file is not complete JSON ({str(exc)[:80]}); its complete parts were read"]
+        return salvaged, [f"the file is not complete JSON, its complete parts were read: {str(exc)[:80]}"]
     if not isinstance(found, dict):
         return {}, ["the file is not a JSON object"]
     return found, []
