@@ -98,7 +98,8 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
         "sessions_with_warnings": len(warned), "sessions_failed": len(failed),
         "warnings": group_problems([(s["id"], w) for s in warned for w in s["warnings"]])[:MAX_KINDS],
         "failures": group_problems([(s["id"], s["error"]) for s in failed])[:MAX_KINDS],
-        "store_problems": [f"{p.source or '(store)'}: {p.reason}" for p in found.problems if p.agent == name],
+        "store_problems": [f"{p.source or '(store)'}: {p.reason}" for p in found.problems
+                           if p.agent == name],
         "formats": dict(Counter(s["format"] for s in summaries).most_common()),
         "versions": dict(Counter(s["version"] for s in summaries).most_common()),
         "source_paths": sources,
@@ -136,17 +137,22 @@ def short_path(path: str, env, limit: int = 60) -> str:
 
 
 def markdown(rows: list[dict], env) -> str:
-    body = table(["Agent", "Store", "Sessions", "Native data", "With warnings", "Failed", "Formats", "Versions"],
-                 [[r["agent"], f"`{cell(short_path(r['store'], env))}`" if r["store"] else "not found",
-                   str(r["sessions"]), human_bytes(r["native_bytes"]), str(r["sessions_with_warnings"]),
-                   str(r["sessions_failed"]), cell(_counts(r["formats"]), 40), cell(_counts(r["versions"]), 40)]
-                  for r in rows])
+    headers = ["Agent", "Store", "Sessions", "Native data", "With warnings", "Failed", "Formats",
+               "Versions"]
+    body = table(headers, [_table_row(r, env) for r in rows])
     found = sum(1 for r in rows if r["sources"])
     lines = [f"## Agent stores — {found} of {len(rows)} agent(s) found", "", body]
     details = [line for r in rows for line in _problem_lines(r)]
     if details:
         lines += ["", "### Problems (first reason of each kind)", "", *details]
     return "\n".join(lines) + "\n"
+
+
+def _table_row(row: dict, env) -> list[str]:
+    store = f"`{cell(short_path(row['store'], env))}`" if row["store"] else "not found"
+    return [row["agent"], store, str(row["sessions"]), human_bytes(row["native_bytes"]),
+            str(row["sessions_with_warnings"]), str(row["sessions_failed"]),
+            cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40)]
 
 
 def _problem_lines(row: dict) -> list[str]:

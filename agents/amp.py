@@ -19,8 +19,8 @@ import glob
 import os
 from urllib.parse import unquote, urlparse
 
-from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso, one_line,
-                         read_json_document, text_of)
+from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
+                         join_result, one_line, read_json_document, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps
 
@@ -47,10 +47,11 @@ def scan(source: str, env) -> list[Session]:
     first_user = next((m for m in messages if m.get("role") == "user" and prompt_text(m)), {})
     model = next((as_str(as_dict(m.get("usage")).get("model")) for m in messages
                   if as_dict(m.get("usage")).get("model")), None)
-    return [Session(agent=NAME, native_id=thread_id(source, thread), source=source,
-                    started=epoch(thread.get("created")) or _first_time(messages) or os.stat(source).st_mtime,
-                    cwd=work_dir(thread), title=one_line(prompt_text(first_user) or as_str(thread.get("title")) or ""),
-                    model=model, extra={"format": thread_format(thread)})]
+    started = epoch(thread.get("created")) or _first_time(messages) or os.stat(source).st_mtime
+    title = prompt_text(first_user) or as_str(thread.get("title")) or ""
+    return [Session(agent=NAME, native_id=thread_id(source, thread), source=source, started=started,
+                    cwd=work_dir(thread), title=one_line(title), model=model,
+                    extra={"format": thread_format(thread)})]
 
 
 def thread_format(thread: dict) -> str:
@@ -87,14 +88,15 @@ def _first_time(messages: list) -> float | None:
 
 
 def message_time(message: dict) -> float | None:
-    return (epoch(as_dict(message.get("usage")).get("timestamp")) or epoch(as_dict(message.get("meta")).get("sentAt"))
-            or epoch(message.get("createdAt")))
+    return (epoch(as_dict(message.get("usage")).get("timestamp"))
+            or epoch(as_dict(message.get("meta")).get("sentAt")) or epoch(message.get("createdAt")))
 
 
 # translation -------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
     thread, problems = read_json_document(session.source)
-    builder = TrajectoryBuilder(ATIF_NAME, session_id=thread_id(session.source, thread), model_name=session.model)
+    builder = TrajectoryBuilder(ATIF_NAME, session_id=thread_id(session.source, thread),
+                                model_name=session.model)
     for problem in problems:
         builder.warn(problem)
     for index, message in enumerate(as_list(thread.get("messages"))):
@@ -134,7 +136,8 @@ def _assistant(builder: TrajectoryBuilder, message: dict, when) -> None:
                          metrics=usage_metrics(usage), llm_call_count=1,
                          extra={"state": state} if state and state != "complete" else None)
     for call in calls:
-        builder.tool_call(step, as_str(call.get("id")), as_str(call.get("name")) or "", call.get("input"))
+        builder.tool_call(step, as_str(call.get("id")), as_str(call.get("name")) or "",
+                          call.get("input"))
 
 
 def _user(builder: TrajectoryBuilder, message: dict, when) -> None:
@@ -145,7 +148,8 @@ def _user(builder: TrajectoryBuilder, message: dict, when) -> None:
             parts.append(text_part(as_str(block.get("text")) or ""))
         elif block.get("type") == "image":
             source = as_dict(block.get("source"))
-            parts.append(image_part(as_str(source.get("mediaType") or source.get("media_type")), source.get("data")))
+            media_type = as_str(source.get("mediaType") or source.get("media_type"))
+            parts.append(image_part(media_type, source.get("data")))
         elif block.get("type") == "tool_result":
             _tool_result(builder, block, when)
     if not any(p["type"] == "image" or p["text"].strip() for p in parts):
@@ -171,9 +175,7 @@ def _tool_result(builder: TrajectoryBuilder, block: dict, when) -> None:
     else:
         content = text_of(block.get("content"))
         extra = {"is_error": True} if block.get("is_error") else {}
-    if not builder.tool_result(call_id, content, extra=extra or None):
-        builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-        builder.observe(builder.system("", when, extra={"kind": "orphan_tool_result"}), content, extra=extra or None)
+    join_result(builder, call_id, content, when, extra)
 
 
 def result_text(result) -> str:
@@ -194,7 +196,8 @@ def usage_metrics(usage: dict) -> dict | None:
     fresh = as_int(usage.get("inputTokens"))
     if fresh is None and as_int(usage.get("totalInputTokens")) is None:
         return None
-    write, read = as_int(usage.get("cacheCreationInputTokens")) or 0, as_int(usage.get("cacheReadInputTokens")) or 0
+    write = as_int(usage.get("cacheCreationInputTokens")) or 0
+    read = as_int(usage.get("cacheReadInputTokens")) or 0
     prompt = as_int(usage.get("totalInputTokens"))
     if prompt is None:
         prompt = (fresh or 0) + write + read

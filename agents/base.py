@@ -206,6 +206,16 @@ class JsonlReader:
         return found
 
 
+def read_json_object(path: str) -> dict:
+    """A small side file (settings, state, index) as a dict; {} when missing or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            found = loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def read_json_document(path: str) -> tuple[dict, list[str]]:
     """A whole-file JSON object (Amp threads, mini-swe-agent trajectories) and the problems met.
     A file cut short (a crash mid-write) keeps its complete top-level members, and the complete
@@ -218,7 +228,8 @@ def read_json_document(path: str) -> tuple[dict, list[str]]:
         found = loads(data)
     except ValueError as exc:
         salvaged = salvage_json_object(data.decode("utf-8", "replace"))
-        return salvaged, [f"the file is not complete JSON, its complete parts were read: {str(exc)[:80]}"]
+        problem = f"the file is not complete JSON, its complete parts were read: {str(exc)[:80]}"
+        return salvaged, [problem]
     if not isinstance(found, dict):
         return {}, ["the file is not a JSON object"]
     return found, []
@@ -312,6 +323,32 @@ def apply_session_totals(doc: dict, prompt=None, completion=None, cached=None, c
     if steps is not None:
         final["total_steps"] = steps
     final["extra"] = {**final.get("extra", {}), "usage_source": source}
+
+
+def json_arguments(raw):
+    """Tool-call arguments recorded as a JSON string (OpenAI style): the parsed value, `{}` for
+    an empty string, `{"input": raw}` for text that is not JSON; anything else as it is."""
+    if not isinstance(raw, str):
+        return raw
+    if not raw.strip():
+        return {}
+    try:
+        return loads(raw)
+    except ValueError:
+        return {"input": raw}
+
+
+def join_result(builder, call_id: str | None, content, when=None, extra: dict | None = None,
+                subagents=None, tool_name: str | None = None) -> None:
+    """Attach a tool result to the step that made its call. A result whose call is not in the
+    session (cut off, rewound) is kept on a system step (`extra.kind` "orphan_tool_result") with
+    a warning, never dropped."""
+    if builder.tool_result(call_id or "", content, extra=extra or None, subagents=subagents):
+        return
+    builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
+    info = {"kind": "orphan_tool_result", **({"tool_name": tool_name} if tool_name else {})}
+    builder.observe(builder.system("", when, extra=info), content, extra=extra or None,
+                    subagents=subagents)
 
 
 def as_int(value) -> int | None:

@@ -22,9 +22,9 @@ import os
 
 from agents import claude
 from agents.base import (JsonlReader, Session, apply_session_totals, as_dict, as_int, as_list,
-                         as_str, epoch, head_records, home, iso, one_line, text_of)
+                         as_str, epoch, head_records, home, iso, join_result, one_line,
+                         read_json_object, text_of)
 from atif.build import TrajectoryBuilder
-from atif.serialize import loads
 
 NAME = "droid"
 PREFIX = "fd"
@@ -41,7 +41,8 @@ def sessions_dir(env) -> str:
 
 def sources(env):
     root = glob.escape(sessions_dir(env))
-    return sorted(glob.glob(os.path.join(root, "*", "*.jsonl")) + glob.glob(os.path.join(root, "*.jsonl")))
+    found = glob.glob(os.path.join(root, "*", "*.jsonl")) + glob.glob(os.path.join(root, "*.jsonl"))
+    return sorted(found)
 
 
 def settings_path(source: str) -> str:
@@ -53,11 +54,7 @@ def dependencies(source: str, env) -> list[str]:
 
 
 def read_settings(source: str) -> dict:
-    try:
-        with open(settings_path(source), "rb") as handle:
-            return as_dict(loads(handle.read()))
-    except (OSError, ValueError):
-        return {}
+    return read_json_object(settings_path(source))
 
 
 def split_reminder(text: str) -> tuple[str, str]:
@@ -91,9 +88,10 @@ def scan(source: str, env) -> list[Session]:
     native_id = as_str(start.get("id") if kind == "store" else start.get("session_id")) or \
         os.path.basename(source)[: -len(".jsonl")]
     first_time = next((epoch(r.get("timestamp")) for r in records if r.get("timestamp")), None)
+    title = first_prompt(records, kind) or as_str(start.get("sessionTitle")) or ""
     return [Session(agent=NAME, native_id=native_id, source=source,
                     started=first_time or os.stat(source).st_mtime, cwd=as_str(start.get("cwd")) or None,
-                    title=one_line(first_prompt(records, kind) or as_str(start.get("sessionTitle")) or ""),
+                    title=one_line(title),
                     model=as_str(settings.get("model")) or as_str(start.get("model")),
                     extra={"format": f"{kind}-v{schema}" if schema is not None else kind})]
 
@@ -178,7 +176,8 @@ def claude_records(record: dict) -> list[dict]:
         blocks.append(block)
     if not reminders:
         return [base]
-    first = {**base, "uuid": f"{record.get('id')}:reminder", "message": {**message, "content": reminders}}
+    first = {**base, "uuid": f"{record.get('id')}:reminder",
+             "message": {**message, "content": reminders}}
     rest = {**base, "parentUuid": first["uuid"], "message": {**message, "content": blocks}}
     return [first, rest] if blocks else [first]
 
@@ -187,18 +186,19 @@ def _translate_stream(builder: TrajectoryBuilder, records: list[dict]) -> None:
     """A `droid exec` stream-json log: flat messages, calls and results."""
     for record in records:
         kind, when = record.get("type"), iso(record.get("timestamp"))
+        text = as_str(record.get("text")) or ""
         if kind == "system":
             builder.model_name = builder.model_name or as_str(record.get("model"))
         elif kind == "message" and record.get("role") == "user":
-            builder.user(as_str(record.get("text")) or "", when)
+            builder.user(text, when)
         elif kind == "message" and record.get("role") == "assistant":
-            builder.agent(as_str(record.get("text")) or "", when, model_name=builder.model_name, llm_call_count=1)
+            builder.agent(text, when, model_name=builder.model_name, llm_call_count=1)
         elif kind == "tool_call":
             step = builder.last_step
             if step is None or step.source != "agent" or step.results:
                 step = builder.agent("", when, model_name=builder.model_name, llm_call_count=1)
-            builder.tool_call(step, as_str(record.get("toolCallId")), as_str(record.get("toolName")) or "",
-                              record.get("parameters"))
+            builder.tool_call(step, as_str(record.get("toolCallId")),
+                              as_str(record.get("toolName")) or "", record.get("parameters"))
         elif kind == "tool_result":
             _stream_result(builder, record, when)
         elif kind == "completion":
@@ -213,13 +213,11 @@ def _stream_result(builder: TrajectoryBuilder, record: dict, when) -> None:
     if isinstance(value, dict) and isinstance(value.get("stdout"), str):
         content = value["stdout"]
     code = as_int(as_dict(value).get("exitCode"))
-    extra = {k: v for k, v in {"exit_code": code,
-                               "is_error": True if record.get("isError") or code not in (None, 0) else None}.items()
+    failed = record.get("isError") or code not in (None, 0)
+    extra = {k: v for k, v in {"exit_code": code, "is_error": True if failed else None}.items()
              if v is not None}
     call_id = as_str(record.get("toolCallId")) or ""
-    if not builder.tool_result(call_id, content, extra=extra or None):
-        builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-        builder.observe(builder.system("", when, extra={"kind": "orphan_tool_result"}), content, extra=extra or None)
+    join_result(builder, call_id, content, when, extra)
 
 
 def _stream_completion(builder: TrajectoryBuilder, record: dict, when) -> None:
@@ -232,13 +230,15 @@ def _stream_completion(builder: TrajectoryBuilder, record: dict, when) -> None:
 
 def _apply_totals(doc: dict, usage: dict) -> None:
     fresh = as_int(usage.get("inputTokens"))
-    write, read = as_int(usage.get("cacheCreationTokens")) or 0, as_int(usage.get("cacheReadTokens")) or 0
+    write = as_int(usage.get("cacheCreationTokens")) or 0
+    read = as_int(usage.get("cacheReadTokens")) or 0
     apply_session_totals(doc, prompt=None if fresh is None else fresh + write + read,
                          completion=as_int(usage.get("outputTokens")),
                          cached=read if fresh is not None else None,
                          source="settings.json tokenUsage (Droid records usage per session)")
     extra = doc["final_metrics"].get("extra")
     if extra is not None:
-        for key, name in (("cacheCreationTokens", "cache_write_tokens"), ("thinkingTokens", "thinking_tokens")):
+        for key, name in (("cacheCreationTokens", "cache_write_tokens"),
+                          ("thinkingTokens", "thinking_tokens")):
             if as_int(usage.get(key)):
                 extra[name] = as_int(usage.get(key))

@@ -29,7 +29,7 @@ from contextlib import closing
 
 from agents import sqlite_ro
 from agents.base import (Session, apply_session_totals, as_dict, as_int, as_list, as_str, env_dir,
-                         epoch, iso, one_line)
+                         epoch, iso, join_result, json_arguments, one_line)
 from atif.build import TrajectoryBuilder, image_part, text_part
 
 NAME = "hermes"
@@ -161,17 +161,17 @@ def _image(part: dict) -> dict:
 def translate(session: Session, env) -> dict:
     builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
     with _reading(session.source), _connect(session.source) as connection:
-        row = connection.execute("SELECT * FROM sessions WHERE id = ?", (session.locator,)).fetchone()
-        if row is None:
+        found = connection.execute("SELECT * FROM sessions WHERE id = ?", (session.locator,)).fetchone()
+        if found is None:
             builder.warn(f"session {session.locator} is no longer in {session.source}")
             return builder.build()
-        messages = connection.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id",
-                                      (session.locator,)).fetchall()
+        messages = [dict(r) for r in connection.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session.locator,))]
         usage = _model_usage(connection, session.locator)
-    keys = row.keys()
-    builder.model_name = as_str(row["model"])
-    if "system_prompt" in keys and row["system_prompt"]:
-        builder.system(row["system_prompt"], iso(row["started_at"]), extra={"kind": "system_prompt"})
+    row = dict(found)  # a dict: columns differ between releases
+    builder.model_name = as_str(row.get("model"))
+    if as_str(row.get("system_prompt")):
+        builder.system(row["system_prompt"], iso(row.get("started_at")), extra={"kind": "system_prompt"})
     rewound = _MessageTranslator(builder, builder.model_name).run(messages)
     builder.extra.update(_session_extra(row, rewound, usage))
     doc = builder.build()
@@ -186,10 +186,9 @@ def _model_usage(connection, session_id: str) -> list[dict]:
     return [{k: r[k] for k in r.keys() if k != "session_id" and r[k] not in (None, "")} for r in rows]
 
 
-def _session_extra(row, rewound: int, usage: list[dict]) -> dict:
-    keys = row.keys()
+def _session_extra(row: dict, rewound: int, usage: list[dict]) -> dict:
     found = {k: row[k] for k in ("source", "parent_session_id", "end_reason", "title", "git_branch",
-                                 "billing_provider", "api_call_count") if k in keys and row[k]}
+                                 "billing_provider", "api_call_count") if row.get(k)}
     if rewound:
         found["rewound_messages_skipped"] = rewound
     if usage:
@@ -197,37 +196,29 @@ def _session_extra(row, rewound: int, usage: list[dict]) -> dict:
     return found
 
 
-def _apply_totals(doc: dict, row) -> None:
-    keys = row.keys()
-
-    def value(column):
-        return as_int(row[column]) if column in keys else None
-
-    fresh, read, write = value("input_tokens"), value("cache_read_tokens"), value("cache_write_tokens")
+def _apply_totals(doc: dict, row: dict) -> None:
+    fresh, read, write = (as_int(row.get(c)) for c in
+                          ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
     prompt = None if fresh is None else fresh + (read or 0) + (write or 0)
-    cost = _cost(row, keys)
-    apply_session_totals(doc, prompt=prompt, completion=value("output_tokens"),
-                         cached=read if prompt is not None else None, cost=cost,
+    apply_session_totals(doc, prompt=prompt, completion=as_int(row.get("output_tokens")),
+                         cached=read if prompt is not None else None, cost=_cost(row),
                          source="sessions table (Hermes records usage per session)")
-    extra = doc["final_metrics"].setdefault("extra", {})
-    for column, key in (("cache_write_tokens", "cache_write_tokens"), ("reasoning_tokens", "reasoning_tokens")):
-        if value(column):
-            extra[key] = value(column)
-    if not extra:
-        del doc["final_metrics"]["extra"]
+    extra = doc["final_metrics"].get("extra")
+    if extra is not None:
+        extra.update({c: row[c] for c in ("cache_write_tokens", "reasoning_tokens")
+                      if as_int(row.get(c))})
 
 
-def _cost(row, keys) -> float | None:
+def _cost(row: dict) -> float | None:
     """The actual cost, else the estimate, but not an estimate Hermes itself marks as unknown
     (it writes 0.0 when it has no price for the model)."""
     def number(column):
-        value = row[column] if column in keys else None
+        value = row.get(column)
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     if number("actual_cost_usd") is not None:
         return number("actual_cost_usd")
-    status = row["cost_status"] if "cost_status" in keys else None
-    return number("estimated_cost_usd") if status not in (None, "unknown") else None
+    return number("estimated_cost_usd") if row.get("cost_status") not in (None, "unknown") else None
 
 
 class _MessageTranslator:
@@ -235,27 +226,25 @@ class _MessageTranslator:
         self.builder = builder
         self.model = model
 
-    def run(self, rows) -> int:
-        """Translate the rows; returns how many rewound rows were skipped."""
+    def run(self, rows: list[dict]) -> int:
+        """Translate the rows (dicts: columns differ between releases); returns how many rewound
+        rows were skipped."""
         rewound = 0
         for row in rows:
-            keys = row.keys()
-            active = row["active"] if "active" in keys else 1
-            compacted = row["compacted"] if "compacted" in keys else 0
-            if active == 0 and not compacted:
+            compacted = row.get("compacted")
+            if row.get("active", 1) == 0 and not compacted:
                 rewound += 1
                 continue
-            flags = {"compacted": True} if compacted else {}
-            self.message(row, keys, iso(row["timestamp"]), flags)
+            self.message(row, iso(row.get("timestamp")), {"compacted": True} if compacted else {})
         return rewound
 
-    def message(self, row, keys, when, flags: dict) -> None:
-        role = row["role"]
-        content = decode_content(row["content"])
+    def message(self, row: dict, when, flags: dict) -> None:
+        role = row.get("role")
+        content = decode_content(row.get("content"))
         if role == "user":
             self.builder.user(message_parts(content), when, extra=flags or None)
         elif role == "assistant":
-            self.assistant(row, keys, content, when, flags)
+            self.assistant(row, content, when, flags)
         elif role == "tool":
             self.tool(row, content, when)
         elif role == "system":
@@ -263,16 +252,16 @@ class _MessageTranslator:
         else:
             self.builder.warn(f"message with unknown role {role!r} skipped")
 
-    def assistant(self, row, keys, content, when, flags: dict) -> None:
-        reasoning = next((row[c] for c in ("reasoning_content", "reasoning")
-                          if c in keys and isinstance(row[c], str) and row[c]), None)
-        extra = {**flags, **{k: row[k] for k in ("finish_reason", "token_count") if k in keys and row[k]}}
+    def assistant(self, row: dict, content, when, flags: dict) -> None:
+        reasoning = as_str(row.get("reasoning_content")) or as_str(row.get("reasoning")) or None
+        extra = {**flags, **{k: row[k] for k in ("finish_reason", "token_count") if row.get(k)}}
         step = self.builder.agent(message_parts(content), when, model_name=self.model,
                                   reasoning=reasoning, llm_call_count=1, extra=extra or None)
-        for call in self.calls(row["tool_calls"]):
+        for call in self.calls(row.get("tool_calls")):
             function = as_dict(call.get("function"))
-            self.builder.tool_call(step, as_str(call.get("id")) or as_str(call.get("call_id")),
-                                   as_str(function.get("name")) or "", parse_arguments(function.get("arguments")))
+            call_id = as_str(call.get("id")) or as_str(call.get("call_id"))
+            self.builder.tool_call(step, call_id, as_str(function.get("name")) or "",
+                                   json_arguments(function.get("arguments")))
 
     def calls(self, raw) -> list[dict]:
         if not raw:
@@ -284,23 +273,11 @@ class _MessageTranslator:
             return []
         return [c for c in as_list(parsed) if isinstance(c, dict)]
 
-    def tool(self, row, content, when) -> None:
+    def tool(self, row: dict, content, when) -> None:
         extra = tool_result_extra(content)
-        call_id = row["tool_call_id"] or ""
-        if not self.builder.tool_result(call_id, message_parts(content), extra=extra):
-            self.builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-            step = self.builder.system("", when, extra={"kind": "orphan_tool_result",
-                                                        "tool_name": row["tool_name"]})
-            self.builder.observe(step, message_parts(content), extra=extra)
-
-
-def parse_arguments(raw):
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return {"input": raw}
-    return raw
+        call_id = as_str(row.get("tool_call_id")) or ""
+        join_result(self.builder, call_id, message_parts(content), when, extra,
+                    tool_name=as_str(row.get("tool_name")))
 
 
 def tool_result_extra(content) -> dict | None:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import re
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
-                         head_records, iso, one_line, text_of)
+                         head_records, iso, join_result, json_arguments, one_line, read_json_object,
+                         text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 
 NAME = "kimi"
@@ -90,18 +90,10 @@ def dependencies(source: str, env) -> list[str]:
     return [source, *found, os.path.join(share_dir(env), "kimi.json")]
 
 
-def read_json(path: str) -> dict:
-    try:
-        with open(path, "rb") as handle:
-            return as_dict(json.loads(handle.read()))
-    except (OSError, ValueError):
-        return {}
-
-
 def work_dir_of(session_id: str, hash_folder: str, env) -> str | None:
     """The CLI session's work directory, from kimi.json: the recorded mapping of the session,
     or the work dir whose md5 is the session's folder name (checked, not decoded)."""
-    meta = read_json(os.path.join(share_dir(env), "kimi.json"))
+    meta = read_json_object(os.path.join(share_dir(env), "kimi.json"))
     mapped = as_str(as_dict(meta.get("session_to_workdir")).get(session_id))
     if mapped:
         return mapped
@@ -135,16 +127,17 @@ def _scan_cli(source: str, env) -> Session:
     else:
         first = next((r for r in records if r.get("role") == "user"), {})
         title = one_line(text_of(first.get("content")))
-    state = read_json(os.path.join(folder, "state.json"))
+    state = read_json_object(os.path.join(folder, "state.json"))
     hash_folder = os.path.basename(os.path.dirname(folder))
     return Session(agent=NAME, native_id=native_id, source=source, started=started or _mtime(source),
                    cwd=work_dir_of(native_id, hash_folder, env),
-                   title=title or one_line(as_str(state.get("custom_title")) or ""), extra={"format": fmt})
+                   title=title or one_line(as_str(state.get("custom_title")) or ""),
+                   extra={"format": fmt})
 
 
 def _scan_code(source: str) -> Session:
     folder = session_dir(source)
-    state = read_json(os.path.join(folder, "state.json"))
+    state = read_json_object(os.path.join(folder, "state.json"))
     title, model, started, version = "", None, None, "unknown"
     for record in head_records(source):
         kind = record.get("type")
@@ -155,7 +148,7 @@ def _scan_code(source: str) -> Session:
             model = as_str(record.get("modelAlias")) or as_str(record.get("model"))
         elif kind == "context.append_message" and not title:
             message = as_dict(record.get("message"))
-            if message.get("role") == "user" and as_dict(message.get("origin")).get("kind") in (None, "user"):
+            if message.get("role") == "user" and typed_by_user(message):
                 title = one_line(text_of(message.get("content")))
         if title and model:
             break
@@ -165,6 +158,12 @@ def _scan_code(source: str) -> Session:
                    cwd=as_str(state.get("workDir")) or None,
                    title=title or one_line(as_str(state.get("title")) or ""), model=model,
                    extra={"format": f"kimi-code-wire-{version}"})
+
+
+def typed_by_user(message: dict) -> bool:
+    """A Kimi Code user message the human typed (no origin in early releases), not one the
+    harness injected (`injection`, `system_trigger`)."""
+    return as_dict(message.get("origin")).get("kind") in (None, "user")
 
 
 def _mtime(path: str) -> float | None:
@@ -334,7 +333,7 @@ class _CliWire:
         step = self.current.ensure(when, self.builder.model_name)
         function = as_dict(payload.get("function"))
         self.builder.tool_call(step, as_str(payload.get("id")), as_str(function.get("name")) or "",
-                               parse_arguments(function.get("arguments")))
+                               json_arguments(function.get("arguments")))
 
     def on_StatusUpdate(self, payload, when, _):
         usage = kimi_metrics(payload.get("token_usage"), "input_other", "output", "input_cache_read",
@@ -350,10 +349,7 @@ class _CliWire:
                                    "message": as_str(value.get("message")) or None}.items() if v}
         refs = self.take_subagent(call_id)
         content = content_message(value.get("output"))
-        if not self.builder.tool_result(call_id, content, extra=extra, subagents=refs):
-            self.builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-            step = self.builder.system("", when, extra={"kind": "orphan_tool_result"})
-            self.builder.observe(step, content, extra=extra, subagents=refs)
+        join_result(self.builder, call_id, content, when, extra, subagents=refs)
 
     def on_CompactionBegin(self, payload, when, _):
         self.builder.system("(the context was compacted)", when, extra={"kind": "compaction"})
@@ -375,7 +371,8 @@ class _CliWire:
         sub, wire, info = entry
         wire.embed_leftovers()
         sub.agent_extra = {k: v for k, v in info.items() if v}
-        return self.builder.embed(sub.build(), f"{self.builder.session_id}/{info.get('agent_id') or call_id}")
+        trajectory_id = f"{self.builder.session_id}/{info.get('agent_id') or call_id}"
+        return self.builder.embed(sub.build(), trajectory_id)
 
     def embed_leftovers(self) -> None:
         """Sub-agents whose spawning call never got a result (interrupted): still embedded."""
@@ -384,15 +381,6 @@ class _CliWire:
             step = self.builder.system(f"sub-agent {key} (its spawning call has no result)",
                                        extra={"kind": "subagent"})
             self.builder.observe(step, "", subagents=refs)
-
-
-def parse_arguments(raw):
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return {"input": raw}
-    return raw
 
 
 # Kimi CLI: context.jsonl (no wire log) -----------------------------------------------------------
@@ -430,14 +418,12 @@ class _CliContext:
         for call in as_list(record.get("tool_calls")):
             call, function = as_dict(call), as_dict(as_dict(call).get("function"))
             self.builder.tool_call(step, as_str(call.get("id")), as_str(function.get("name")) or "",
-                                   parse_arguments(function.get("arguments")))
+                                   json_arguments(function.get("arguments")))
 
     def tool(self, record: dict) -> None:
         call_id = as_str(record.get("tool_call_id")) or ""
         content = content_message(record.get("content"))
-        if not self.builder.tool_result(call_id, content):
-            self.builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-            self.builder.observe(self.builder.system("", extra={"kind": "orphan_tool_result"}), content)
+        join_result(self.builder, call_id, content)
 
 
 # Kimi Code: agents/<id>/wire.jsonl ---------------------------------------------------------------
@@ -487,11 +473,11 @@ class _CodeWire:
         content = content_message(message.get("content"))
         if message.get("role") != "user":
             self.builder.warn(f"context message with role {message.get('role')!r} skipped")
-        elif origin.get("kind") in (None, "user"):
+        elif typed_by_user(message):
             self.builder.user(content, when)
         else:
-            kind = ":".join(str(v) for v in (origin.get("kind"), origin.get("variant") or origin.get("name")) if v)
-            self.builder.system(content, when, extra={"kind": kind or "injection"})
+            labels = (origin.get("kind"), origin.get("variant") or origin.get("name"))
+            self.builder.system(content, when, extra={"kind": ":".join(str(v) for v in labels if v)})
 
     def on_context_apply_compaction(self, record, when):
         self.builder.system(as_str(record.get("summary")) or "", when,
@@ -541,10 +527,7 @@ class _CodeWire:
         content = content_message(result.get("output"))
         extra = {"is_error": True} if result.get("isError") or result.get("is_error") else None
         refs = self.subagent_refs(content)
-        if not self.builder.tool_result(call_id, content, extra=extra, subagents=refs):
-            self.builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-            self.builder.observe(self.builder.system("", when, extra={"kind": "orphan_tool_result"}),
-                                 content, extra=extra, subagents=refs)
+        join_result(self.builder, call_id, content, when, extra, subagents=refs)
 
     def loop_step_end(self, event, when):
         usage = code_metrics(event.get("usage"))

@@ -29,10 +29,9 @@ import hashlib
 import os
 import re
 
-from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso, one_line,
-                         read_json_document, text_of)
+from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
+                         join_result, json_arguments, one_line, read_json_document, text_of)
 from atif.build import TrajectoryBuilder, metrics
-from atif.serialize import loads
 
 NAME = "mswea"
 PREFIX = "ms"
@@ -154,7 +153,8 @@ class _Translator:
             if handler is None:
                 self.builder.warn(f"message with unknown role {role!r} skipped")
             else:
-                handler(message, iso(as_dict(message.get("extra")).get("timestamp") or message.get("timestamp")))
+                stamp = as_dict(message.get("extra")).get("timestamp") or message.get("timestamp")
+                handler(message, iso(stamp))
 
     def on_system(self, message, when):
         self.builder.system(text_of(message.get("content")), when, extra={"kind": "system_prompt"})
@@ -163,8 +163,9 @@ class _Translator:
         content = text_of(message.get("content"))
         if not self.seen_task:
             self.seen_task = True
-            rendered = {"kind": "task", "rendered_from": "instance_template"} if self.task != content else None
-            self.builder.user(self.task, when, extra=rendered)
+            cut = self.task != content
+            self.builder.user(self.task, when, extra={"kind": "task", "rendered_from": "instance_template"}
+                              if cut else None)
             return
         observation = OBSERVATION.search(content) if self.pending_action else None
         if observation:
@@ -179,7 +180,8 @@ class _Translator:
         extra = as_dict(message.get("extra"))
         response = as_dict(extra.get("response"))
         text = text_of(message.get("content"))
-        step = self.builder.agent(text, when, model_name=as_str(response.get("model")) or self.builder.model_name,
+        model = as_str(response.get("model")) or self.builder.model_name
+        step = self.builder.agent(text, when, model_name=model,
                                   reasoning=as_str(message.get("reasoning_content")),
                                   metrics=usage_metrics(response.get("usage"), extra.get("cost")),
                                   llm_call_count=1)
@@ -187,23 +189,16 @@ class _Translator:
         for call in calls:
             function = as_dict(call.get("function"))
             self.builder.tool_call(step, as_str(call.get("id")), as_str(function.get("name")) or "",
-                                   parse_arguments(function.get("arguments")))
+                                   json_arguments(function.get("arguments")))
         actions = FENCED_ACTION.findall(text) if not calls else []
         if len(actions) == 1:  # mini-swe-agent 1 runs exactly one block, else asks again
             self.pending_action = self.builder.tool_call(step, None, "bash", {"command": actions[0]})
 
     def on_tool(self, message, when):
-        extra = as_dict(message.get("extra"))
-        code = as_int(extra.get("returncode"))
-        found = {k: v for k, v in {"exit_code": code,
-                                   "is_error": True if (code not in (None, 0) or extra.get("exception_info")) else None,
-                                   "exception": as_str(extra.get("exception_info")) or None}.items() if v is not None}
+        found = result_extra(as_dict(message.get("extra")))
         call_id = as_str(message.get("tool_call_id")) or ""
         content = text_of(message.get("content"))
-        if not self.builder.tool_result(call_id, content, extra=found or None):
-            self.builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-            self.builder.observe(self.builder.system("", when, extra={"kind": "orphan_tool_result"}),
-                                 content, extra=found or None)
+        join_result(self.builder, call_id, content, when, found)
 
     def on_exit(self, message, when):
         extra = as_dict(message.get("extra"))
@@ -213,13 +208,13 @@ class _Translator:
         self.builder.system(body, when, extra={k: v for k, v in found.items() if v})
 
 
-def parse_arguments(raw):
-    if isinstance(raw, str):
-        try:
-            return loads(raw) if raw.strip() else {}
-        except ValueError:
-            return {"input": raw}
-    return raw
+def result_extra(extra: dict) -> dict:
+    """Exit code and failure of a `tool` message (`extra.returncode`, `extra.exception_info`)."""
+    code = as_int(extra.get("returncode"))
+    exception = as_str(extra.get("exception_info")) or None
+    found = {"exit_code": code, "is_error": True if code not in (None, 0) or exception else None,
+             "exception": exception}
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def usage_metrics(usage, cost) -> dict | None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import glob
 import os
 
-from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch, head_records,
-                         home, iso, one_line, text_of)
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch,
+                         head_records, home, iso, join_result, one_line, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 
 NAME = "pi"
@@ -232,11 +232,8 @@ class _Translator:
         content = content_parts(message.get("content"))
         extra = {"is_error": True} if message.get("isError") else None
         call_id = as_str(message.get("toolCallId")) or ""
-        if not self.builder.tool_result(call_id, content, extra=extra):
-            self.builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
-            step = self.builder.system("", when, extra={"kind": "orphan_tool_result",
-                                                        "tool_name": message.get("toolName")})
-            self.builder.observe(step, content, extra=extra)
+        join_result(self.builder, call_id, content, when, extra,
+                    tool_name=as_str(message.get("toolName")))
 
     def bash_execution(self, message: dict, when) -> None:
         """A command the user ran with `!` in the TUI: what they typed, then its output."""
