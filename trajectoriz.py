@@ -53,6 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
     _redaction_option(export)
 
+    health = commands.add_parser(
+        "agents", help="health report: which agent stores exist and how well they translate",
+        description="For every agent trajectoriz knows: where its store was found, how many "
+                    "sessions and bytes of native data it holds, how many sessions translate "
+                    "with warnings or fail (grouped by kind, with the first reason of each), and "
+                    "which native formats and agent versions were seen. Every session is "
+                    "translated, so this takes as long as exporting everything once. Use it "
+                    "after an agent update, or when a session looks wrong in the mount.")
+    health.add_argument("--json", action="store_true",
+                        help="one JSON object per agent (all store paths, problem groups, counts)")
+
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
@@ -76,6 +87,10 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
 
 
 def dispatch(args, env) -> int:
+    if args.command == "agents":
+        import health
+
+        return health.run(args, env)
     import commands  # the command bodies; imported only once a command runs
 
     handlers = {"list": commands.run_list, "show": commands.run_show,
