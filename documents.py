@@ -1,8 +1,9 @@
 """From a discovered session to the ATIF bytes every command serves.
 
-`render()` is the single path: `show`, `export`, the mount and `search --content` all read these
-exact bytes, so sizes and contents agree everywhere. A translator that fails never takes a
-command down: the session becomes a valid document that says what went wrong.
+`document()` is the single path: `show`, `export`, the mount and `search --content` all read
+these exact bytes (or their parsed form), so sizes and contents agree everywhere, and secrets
+are redacted in all of them. A translator that fails never takes a command down: the session
+becomes a valid document that says what went wrong.
 """
 
 from __future__ import annotations
@@ -13,13 +14,36 @@ import catalog
 from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
-from atif.serialize import dumps
+from atif.serialize import dumps, loads
+from redact import redact as redact_secrets
 from version import VERSION
 
 FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
 
 
-def translate(session: Session, env) -> dict:
+def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
+    """The ATIF document of a session and its bytes, secrets redacted unless told otherwise
+    (their count per kind then sits in `extra.redactions`)."""
+    doc = _translated(session, env)
+    data = dumps(doc)
+    if redact:
+        cleaned, counts = redact_secrets(data)
+        if counts:
+            doc = loads(cleaned)
+            doc["extra"]["redactions"] = counts
+            data = dumps(doc)
+    return doc, data
+
+
+def translate(session: Session, env, redact: bool = True) -> dict:
+    return document(session, env, redact)[0]
+
+
+def render(session: Session, env, redact: bool = True) -> bytes:
+    return document(session, env, redact)[1]
+
+
+def _translated(session: Session, env) -> dict:
     """The ATIF document of a session, with trajectoriz's own fields in the root `extra`."""
     module = agents.load(session.agent)
     try:
@@ -47,20 +71,16 @@ def failure_document(session: Session, module, reason: str) -> dict:
             "extra": {"error": reason, "warnings": [f"translation failed: {reason}"]}}
 
 
-def render(session: Session, env) -> bytes:
-    return dumps(translate(session, env))
-
-
 def cache_key(session: Session) -> str:
     return f"{session.agent}|{session.source}|{session.locator}"
 
 
-def cache_stamp(session: Session, env) -> list:
+def cache_stamp(session: Session, env, redact: bool = True) -> list:
     """What a cached rendering is valid for: the native files' fingerprint, the translator
-    and trajectoriz versions."""
+    and trajectoriz versions, and whether secrets were redacted."""
     module = agents.load(session.agent)
     fp = cache.fingerprint(catalog.dependencies(module, session.source, env))
-    return [fp, catalog.module_version(module), VERSION]
+    return [fp, catalog.module_version(module), VERSION, redact]
 
 
 def totals(doc: dict, data: bytes, stamp: list) -> dict:
@@ -79,20 +99,21 @@ def tool_calls(doc: dict) -> int:
     return own + sum(tool_calls(sub) for sub in doc.get("subagent_trajectories") or ())
 
 
-def fresh_totals(session: Session, env) -> dict:
+def fresh_totals(session: Session, env, redact: bool = True) -> dict:
     """Translate a session and return its totals (a pool worker's job). The stamp is taken
     before translating, so a session that changes meanwhile is re-done next time."""
-    stamp = cache_stamp(session, env)
-    doc = translate(session, env)
-    return totals(doc, dumps(doc), stamp)
+    stamp = cache_stamp(session, env, redact)
+    doc, data = document(session, env, redact)
+    return totals(doc, data, stamp)
 
 
 class Facts:
     """The `totals` of each rendered document, kept across runs so that `list`, `stats` and the
     mount's `ls -l` need not translate again what did not change."""
 
-    def __init__(self, env):
+    def __init__(self, env, redact: bool = True):
         self.env = env
+        self.redact = redact
         self.entries: dict = cache.load(env, FACTS_FILE)
         self.dirty = False
 
@@ -110,18 +131,20 @@ class Facts:
 
     def of(self, session: Session) -> dict:
         """The facts of a session's document, translating it only when the cache misses."""
-        found = self.get(session, cache_stamp(session, self.env))
-        return found if found is not None else self.put(session, fresh_totals(session, self.env))
+        found = self.get(session, cache_stamp(session, self.env, self.redact))
+        if found is None:
+            found = self.put(session, fresh_totals(session, self.env, self.redact))
+        return found
 
     def of_all(self, sessions: list[Session]) -> list[dict]:
         """The facts of many sessions, the misses translated on every core."""
         import parallel
 
-        found = [self.get(s, cache_stamp(s, self.env)) for s in sessions]
+        found = [self.get(s, cache_stamp(s, self.env, self.redact)) for s in sessions]
         missing = [i for i, facts in enumerate(found) if facts is None]
         progress = parallel.Progress(len(missing), "translating")
         try:
-            work = parallel.ordered(fresh_totals, [sessions[i] for i in missing], (self.env,))
+            work = parallel.ordered(fresh_totals, [sessions[i] for i in missing], (self.env, self.redact))
             for n, facts in enumerate(work):
                 found[missing[n]] = self.put(sessions[missing[n]], facts)
                 progress.step()

@@ -36,11 +36,18 @@ def ordered(function, items: list, context: tuple = (), workers: int | None = No
     start = multiprocessing.get_context("fork" if "fork" in methods else None)
     pool = start.Pool(workers, _start_worker, (context,))
     try:
-        yield from pool.imap(_call, ((function, item) for item in items), chunksize=1)
+        jobs = ((function, item) for item in items)
+        yield from pool.imap(_call, jobs, chunksize=chunk_size(len(items), workers))
         pool.close()
     finally:
         pool.terminate()
         pool.join()
+
+
+def chunk_size(count: int, workers: int) -> int:
+    """Items per task: enough to amortize the round trip to a worker (a session can take less
+    than a millisecond), few enough that results keep streaming and the cores stay balanced."""
+    return max(1, min(32, count // (workers * 8)))
 
 
 def _start_worker(context: tuple) -> None:

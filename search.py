@@ -130,16 +130,15 @@ def document_hits(doc: dict, query: Query, path: str = ""):
         yield from document_hits(sub, query, f"{path}.{i}" if path else str(i))
 
 
-def search_session(session, env, query: Query, keep: int):
+def search_session(session, env, query: Query, keep: int | None, redact: bool):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
     facts (so that `list` and `stats` need not translate it again)."""
     import documents
-    from atif.serialize import dumps
 
-    stamp = documents.cache_stamp(session, env)
-    doc = documents.translate(session, env)
+    stamp = documents.cache_stamp(session, env, redact)
+    doc, data = documents.document(session, env, redact)
     hits = list(document_hits(doc, query))
-    return len(hits), hits[:keep], documents.totals(doc, dumps(doc), stamp)
+    return len(hits), hits[:keep], documents.totals(doc, data, stamp)
 
 
 # which sessions -----------------------------------------------------------------------------------
@@ -230,10 +229,10 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     end = args.offset + args.limit if args.limit else None
     if not args.json:
         write(f"## Search: {code(query.text)} — content of {len(sessions)} session(s)\n")
-    facts = documents.Facts(env)
+    facts = documents.Facts(env, not args.no_redact)
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = printed = 0
-    work = parallel.ordered(search_session, sessions, (env, query, end))
+    work = parallel.ordered(search_session, sessions, (env, query, end, not args.no_redact))
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]

@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--max-chars", type=int, default=2000, metavar="N",
                       help="with --markdown, cut tool arguments and results longer than N characters "
                            "(default 2000; 0 never cuts)")
+    _redaction_option(show)
 
     search = commands.add_parser(
         "search", help="find sessions by their first message, id or agent (or --content)",
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true",
                         help="one JSON object per result, for scripts (the note about further "
                              "results goes to stderr)")
+    _redaction_option(search)
 
     stats = commands.add_parser(
         "stats", help="sessions, steps, tool calls and tokens per agent",
@@ -116,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(CI containers). Files of sessions that no longer exist are removed.")
     _scope_options(export)
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
+    _redaction_option(export)
 
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
@@ -140,6 +143,13 @@ def _scope_options(command: argparse.ArgumentParser) -> None:
     group = command.add_mutually_exclusive_group()
     group.add_argument("--all", action="store_true", help="sessions of every project")
     group.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
+
+
+def _redaction_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--no-redact", action="store_true",
+        help="keep secrets as recorded (by default API keys, tokens, private keys, passwords in "
+             "URLs and NAME_TOKEN=... assignments become «REDACTED:<kind>:<hash>»)")
 
 
 def dispatch(args, env) -> int:
