@@ -98,7 +98,7 @@ def header(session, doc: dict, trajectory: dict, part: str | None, first: int, l
         title = f"# Sub-agent {part} (`{trajectory.get('trajectory_id', '')}`) of session `{session.short_id}` — {session.agent}"
     total = len(trajectory.get("steps") or [])
     shown = f"{total} (showing {first}–{last})" if (first, last) != (1, total) else str(total)
-    facts = [("First message", cell(session.title, 200)),
+    facts = [("First message", cell((doc.get("extra") or {}).get("title"), 200)),  # redacted, unlike session.title
              ("Agent", " ".join(str(v) for v in (agent.get("name"), agent.get("version")) if v)
               + (f", model {agent['model_name']}" if agent.get("model_name") else "")),
              ("Project", session.cwd), ("Started", _started(session)), ("Steps", shown),
