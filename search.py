@@ -23,8 +23,8 @@ import commands
 from commands import write
 from errors import UserError
 from output import cell, table
+from transcript import content_text
 
-DEFAULT_LIMIT = 50
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
 
 
@@ -84,8 +84,6 @@ class Query:
 def step_fields(step: dict) -> list[tuple[str, str]]:
     """The searchable text of a step, labelled by where it comes from; the same text `show`
     and the mount serve (arguments flattened to `key: value` lines)."""
-    from transcript import content_text
-
     fields = []
     message = content_text(step.get("message"))
     if message:
@@ -103,12 +101,12 @@ def step_fields(step: dict) -> list[tuple[str, str]]:
 
 def argument_text(arguments) -> str:
     if not isinstance(arguments, dict):
-        return content_text_of(arguments)
-    return "\n".join(f"{key}: {value if isinstance(value, str) else content_text_of(value)}"
+        return json_text(arguments)
+    return "\n".join(f"{key}: {value if isinstance(value, str) else json_text(value)}"
                      for key, value in arguments.items())
 
 
-def content_text_of(value) -> str:
+def json_text(value) -> str:
     return orjson.dumps(value, default=str).decode() if value is not None else ""
 
 
@@ -258,7 +256,7 @@ def content_search(args, env, query: Query, sessions: list) -> int:
             matched += 1 if count else 0
             progress.step(f", {total} hit(s)")
     except KeyboardInterrupt:
-        progress.clear()
+        progress.clear()  # before the message, on the line the progress used
         print(f"trajectoriz: interrupted after {progress.done} of {len(sessions)} session(s)",
               file=sys.stderr)
         return 130
@@ -279,8 +277,9 @@ def emit_hit(session, hit: tuple, as_json: bool, first_row: bool) -> None:
         write(orjson.dumps(record) + b"\n")
         return
     where = f"{step} (sub-agent {path})" if path else str(step)
-    row = f"| `{session.short_id}` | {session.agent} | {catalog.local_date(session)} | {where} | {cell(text, 240)} |\n"
-    write(("\n" + table(["ID", "Agent", "Date", "Step", "Snippet"], []) + "\n" if first_row else "") + row)
+    row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), where, cell(text, 240)]
+    heading = "\n" + table(["ID", "Agent", "Date", "Step", "Snippet"], []) + "\n" if first_row else ""
+    write(heading + "| " + " | ".join(row) + " |\n")
 
 
 def summary(total: int, matched: int, args) -> None:

@@ -80,7 +80,8 @@ def markdown(where: str, report: dict, overall: dict) -> str:
 
 def line(name: str, sums: dict) -> list[str]:
     spread = sums["tokens_per_trajectory"]
-    cost = "–" if sums["cost"] is None else f"{sums['cost']:.2f}"
+    cost = sums["cost"]
+    cost = "–" if cost is None else f"{cost:,.2f}" if cost >= 1 else f"{cost:.4f}"
     return [name, number(sums["sessions"]), number(sums["steps"]), number(sums["tool_calls"]),
             number(sums["prompt"]), number(sums["cached"]), number(sums["completion"]), cost,
             number(spread["median"]), number(spread["p90"]), number(spread["max"])]

@@ -56,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "2.1 for a sub-agent's own sub-agent, as search --content prints it) or its "
                            "trajectory_id; --step/--steps then count its steps")
     show.add_argument("--max-chars", type=int, default=2000, metavar="N",
-                      help="with --markdown, cut tool arguments and results longer than N characters "
-                           "(default 2000; 0 never cuts)")
+                      help="with --markdown, cut tool arguments, results and system text longer "
+                           "than N characters (default 2000; 0 never cuts)")
     _redaction_option(show)
 
     search = commands.add_parser(

@@ -3,8 +3,9 @@ top to bottom, a slice at a time for long sessions (`--steps A-B`), sub-agents o
 (`--subagent K`).
 
 Every step shows its number, source and time, its message, its reasoning, its tool calls with
-their arguments and their results. Arguments and results longer than a limit are cut, and the
-cut says how long they really are: the full text is one `jq` away in the ATIF document.
+their arguments and their results. Arguments, results and system text (what the harness
+injected) longer than a limit are cut, and the cut says how long they really are: the full text
+is one `jq` away in the ATIF document.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from atif.serialize import dumps
 from errors import UserError
 from output import cell
 
-DEFAULT_MAX_CHARS = 2000
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d+)?)?\s*$")
 
 
@@ -95,11 +95,14 @@ def header(session, doc: dict, trajectory: dict, part: str | None, first: int, l
     agent = trajectory.get("agent") or doc.get("agent") or {}
     title = f"# Session `{session.short_id}` — {session.agent}"
     if part:
-        title = f"# Sub-agent {part} (`{trajectory.get('trajectory_id', '')}`) of session `{session.short_id}` — {session.agent}"
+        title = (f"# Sub-agent {part} (`{trajectory.get('trajectory_id', '')}`) of session "
+                 f"`{session.short_id}` — {session.agent}")
     total = len(trajectory.get("steps") or [])
     shown = f"{total} (showing {first}–{last})" if (first, last) != (1, total) else str(total)
-    facts = [("First message", cell((doc.get("extra") or {}).get("title"), 200)),  # redacted, unlike session.title
-             ("Agent", " ".join(str(v) for v in (agent.get("name"), agent.get("version")) if v)
+    title_text = (doc.get("extra") or {}).get("title")  # redacted, unlike session.title
+    facts = [("First message", cell(title_text, 200)),
+             ("Agent", " ".join(str(v) for v in (agent.get("name"), agent.get("version"))
+                                if v and v != "unknown")
               + (f", model {agent['model_name']}" if agent.get("model_name") else "")),
              ("Project", session.cwd), ("Started", _started(session)), ("Steps", shown),
              ("Tokens", tokens_line(trajectory.get("final_metrics") or {})),
@@ -148,7 +151,9 @@ def render_step(step: dict, short_id: str, refs: dict, max_chars: int) -> list[s
         lines += ["> " + line if line else ">" for line in step["reasoning_content"].splitlines()]
         lines.append("")
     message = content_text(step.get("message"))
-    if message.strip():
+    if message.strip() and step.get("source") == "system":
+        lines += fenced(message, max_chars)  # harness text (context dumps, reminders): cut like outputs
+    elif message.strip():
         lines += [message, ""]
     for call in step.get("tool_calls") or []:
         arguments = dumps(call.get("arguments") or {}).decode().strip()

@@ -95,7 +95,7 @@ def scan(source: str, env) -> list[Session]:
 def dependencies(source: str, env) -> list[str]:
     """The transcript plus its sub-agent transcripts: a sub-agent that grows changes the document."""
     subagents = os.path.join(source[: -len(".jsonl")], "subagents")
-    if not os.path.isdir(subagents):  # the common case, checked without a glob (discovery runs this per session)
+    if not os.path.isdir(subagents):  # the common case, without a glob: discovery runs this per session
         return [source]
     return [source, *sorted(glob.glob(os.path.join(glob.escape(subagents), "**", "*.jsonl"), recursive=True))]
 

@@ -195,20 +195,38 @@ def test_ids_compose_with_show_and_the_mount_file_names(store, tmp_path):
 
 
 # --content ------------------------------------------------------------------------------------------
+def searched_text(step: dict) -> str:
+    """What --content looks at in a step, as JSON text: enough to tell whether a word is there."""
+    return json.dumps([step.get(k) for k in ("message", "reasoning_content", "tool_calls", "observation")])
+
+
+def steps_holding(doc: dict, word: str, path: str = ""):
+    for step in doc["steps"]:
+        if word.lower() in searched_text(step).lower():
+            yield step["step_id"], path or None
+    for i, sub in enumerate(doc.get("subagent_trajectories", []), 1):
+        yield from steps_holding(sub, word, f"{path}.{i}" if path else str(i))
+
+
 def test_a_tool_output_is_found_by_content_only(store):
-    """Every live scenario lists its directory (`ls` prints README.md): no prompt or answer
-    mentions README, so only --content finds it, in the step whose result holds it."""
+    """The live scenarios list their directory (`ls` prints README.md) and no prompt mentions
+    README: the default mode finds nothing, --content finds exactly the steps whose documents
+    hold it, mostly in tool outputs."""
     env, _ = store
     default = run(store, "search", "README.md")
     assert default.returncode == 1
     content = run(store, "search", "--content", "--json", "README.md", "--limit", "0")
     assert content.returncode == 0, content.stderr
     hits = [json.loads(line) for line in content.stdout.splitlines()]
-    live = [r["id"] for r in sessions(store) if scenario(r)]
-    assert {h["id"] for h in hits} >= set(live)
+    expected = [(r["id"], step, path) for r in sessions(store)
+                for step, path in steps_holding(json.loads(run_main(env, ["show", r["id"]]).stdout), "README.md")]
+    assert [(h["id"], h["step"], h["subagent"]) for h in hits] == expected
+    outputs = {h["id"] for h in hits if h["field"] == "output"}
+    assert len(outputs) >= 3
     for hit in hits:
         assert set(hit) == {"id", "agent", "date", "step", "subagent", "field", "snippet", "file"}
-        assert "README.md" in hit["snippet"] and hit["snippet"].startswith(hit["field"] + ": ")
+        assert "readme.md" in hit["snippet"].lower() and hit["snippet"].startswith(hit["field"] + ": ")
+    for hit in [h for h in hits if h["field"] == "output" and not h["subagent"]][:5]:
         step = json.loads(run_main(env, ["show", hit["id"], "--step", str(hit["step"])]).stdout)
         outputs = [r.get("content") for r in step.get("observation", {}).get("results", [])]
         assert any("README.md" in json.dumps(o) for o in outputs)

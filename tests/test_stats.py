@@ -87,7 +87,7 @@ def test_markdown_table(store):
     spread = overall["tokens_per_trajectory"]
     assert last == (f"| **all** | {overall['sessions']:,} | {overall['steps']:,} | {overall['tool_calls']:,} | "
                     f"{overall['prompt']:,} | {overall['cached']:,} | {overall['completion']:,} | "
-                    f"{overall['cost']:.2f} | {round(spread['median']):,} | {spread['p90']:,} | {spread['max']:,} |")
+                    f"{overall['cost']:.4f} | {round(spread['median']):,} | {spread['p90']:,} | {spread['max']:,} |")
     assert re.match(r"Tokens per trajectory = prompt \+ completion", lines[-1])
 
 

@@ -135,3 +135,11 @@ def test_mistakes_exit_2(store, args, message):
     ident = session_id(store, "scenario claude-1")
     result = show(store, ident, "--markdown", *args)
     assert result.returncode == 2 and message in result.stderr.decode()
+
+
+def test_system_text_is_fenced_and_cut_like_outputs():
+    step = {"step_id": 1, "source": "system", "message": "# not a heading\n" + "x" * 60,
+            "extra": {"kind": "reminder"}}
+    lines = transcript.render_step(step, "cl-00000000", {}, 20)
+    assert lines[:5] == ["## Step 1 · system (reminder)", "", "```", "# not a heading\nxxxx", "```"]
+    assert lines[5] == "_(cut: the first 20 of 76 characters)_"
