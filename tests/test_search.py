@@ -93,6 +93,8 @@ def test_agent_since_and_until(store):
     late = found(store, "scenario claude", "--since", "2026-11-29")
     assert {scenario(h) for h in late} == {"claude-1", "claude-2", "claude-3"}
     assert found(store, "scenario claude", "--until", "2026-11-28") == []
+    assert found(store, "scenario claude", "--since", "100000d") == found(store, "scenario claude")
+    assert found(store, "scenario claude", "--since", "0d") == []  # every session started before now
 
 
 def test_newest_first_limit_offset_and_the_note_about_more(store):
@@ -316,3 +318,15 @@ def test_content_output_is_the_same_on_one_core(store, monkeypatch):
     monkeypatch.setattr(parallel, "cores", lambda: 1)
     on_one = run(store, *args)
     assert on_one.stdout == on_every_core.stdout and on_one.stdout.count(b"\n| `") >= 20
+
+
+def test_every_option_says_what_it_does():
+    import argparse
+
+    import trajectoriz
+
+    parser = trajectoriz.build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name in ("search", "stats", "show"):
+        for action in commands.choices[name]._actions:
+            assert action.help and len(action.help) > 15, (name, action.dest)
