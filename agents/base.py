@@ -41,10 +41,12 @@ Conventions every translator follows, so that one jq filter works on every agent
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
@@ -132,8 +134,13 @@ def iso(value) -> str | None:
 
 # reading files ----------------------------------------------------------------------------------
 def open_binary(path: str):
-    """A binary file object; `.zst` files are decompressed as they are read."""
-    handle = open(path, "rb")
+    """A binary file object; `.zst` files are decompressed as they are read. Only regular files
+    are opened: a FIFO or a device named like a session would block or never end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    handle = os.fdopen(fd, "rb")
     if not path.endswith(".zst"):
         return handle
     import zstandard  # only archived Codex sessions need it

@@ -37,7 +37,7 @@ import os
 import re
 
 from agents import session_totals
-from agents.base import Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line
+from agents.base import open_binary, Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps, loads
 
@@ -87,7 +87,7 @@ def task_dependencies(task_dir: str) -> list[str]:
 def read_json(path: str):
     """(parsed value or None, problem or None)."""
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             data = handle.read()
     except FileNotFoundError:
         return None, None
@@ -133,7 +133,7 @@ _TASK = re.compile(rb"<task>((?:[^<\\]|\\.|<(?!/task>))*)</task>")
 
 def head(path: str) -> bytes:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             return handle.read(HEAD_BYTES)
     except OSError:
         return b""
@@ -566,7 +566,7 @@ def read_array(path: str) -> tuple[list | None, str | None]:
     value, problem = read_json(path)
     if problem is None or not problem.endswith("truncated"):
         return (value if isinstance(value, list) else None), problem
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         text = handle.read().decode("utf-8", "replace")
     decoder, items = json.JSONDecoder(), []
     position = text.find("[") + 1

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
+from agents.base import (open_binary, JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, iso, one_line, text_of)
 from atif.build import TrajectoryBuilder, metrics
 from atif.serialize import loads
@@ -192,7 +192,7 @@ def is_synthetic_prompt(data: dict) -> bool:
 
 
 def read_legacy(source: str) -> dict:
-    with open(source, "rb") as handle:
+    with open_binary(source) as handle:
         document = loads(handle.read())
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")

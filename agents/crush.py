@@ -35,7 +35,7 @@ import os
 import sqlite3
 
 from agents import projects, session_totals, sqlite_ro
-from agents.base import Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line
+from agents.base import open_binary, Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line
 from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import loads
 
@@ -58,7 +58,7 @@ def projects_file(env) -> str:
 def registered_projects(env) -> list[tuple[str, str]]:
     """(project path, data directory) pairs from Crush's projects.json."""
     try:
-        with open(projects_file(env), "rb") as handle:
+        with open_binary(projects_file(env)) as handle:
             listed = as_list(as_dict(loads(handle.read())).get("projects"))
     except (OSError, ValueError):
         return []

@@ -36,7 +36,7 @@ from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import dumps, loads
 
 from agents import sqlite_ro
-from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
+from agents.base import (open_binary, HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
                          iso, one_line)
 
 NAME = "cursor"
@@ -157,7 +157,7 @@ def _workspace_hints(texts) -> list[str]:
 
 def _read_json(path: str) -> dict:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             return as_dict(loads(handle.read()))
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
@@ -241,7 +241,7 @@ def _block(block) -> dict | None:
 
 def _read_txt(path: str, builder, limit) -> list[_Message]:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             lines = handle.read(HEAD_BYTES if limit else -1).decode("utf-8", "replace").split("\n")
     except OSError as exc:
         if builder is not None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from atif.build import TrajectoryBuilder
 from atif.serialize import loads
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
+from agents.base import (open_binary, JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
                          home, iso, one_line)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
@@ -178,7 +178,7 @@ def _prompt_log_entries(source: str) -> list[dict]:
 def _read_document(path: str):
     """A whole-file JSON document, or None when the file is not one (or cannot be read)."""
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             return loads(handle.read())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
@@ -208,7 +208,7 @@ def project_root(project_dir: str, project_hash: str | None) -> str | None:
 
 def _read_root(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             text = handle.read(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
@@ -264,7 +264,7 @@ def _salvage_legacy(path: str) -> Conversation | None:
     """The metadata and every complete message of a legacy file cut short. Legacy files are
     pretty-printed with the metadata before `messages`, so both can be read up to the damage."""
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             text = handle.read().decode("utf-8", "replace")
     except OSError:
         return None
