@@ -37,6 +37,8 @@ REGRESSIONS = [
     ("claude", "[type=assistant].message[type=message].content[*][type=tool_use].type", 1.5),
     ("droid", "[type=session_start].type", ["item"]),
     ("droid", "[type=message].message[role=assistant].role", ["item"]),
+    ("codex", "[type=event_msg].payload[type=task_started].type", {"key": "value"}),
+    ("codex", "[type=response_item].payload[type=message].type", ["item"]),
 ]
 
 
