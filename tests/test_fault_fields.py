@@ -39,6 +39,7 @@ REGRESSIONS = [
     ("droid", "[type=message].message[role=assistant].role", ["item"]),
     ("codex", "[type=event_msg].payload[type=task_started].type", {"key": "value"}),
     ("codex", "[type=response_item].payload[type=message].type", ["item"]),
+    ("copilot", "[type=session.shutdown].type", ["item"]),
 ]
 
 
