@@ -160,7 +160,7 @@ class _Translator:
 
     def run(self, path: list[dict]) -> None:
         for entry in path:
-            kind = entry.get("type")
+            kind = as_str(entry.get("type"))
             handler = getattr(self, f"on_{kind}", None)
             if handler is not None:
                 handler(entry, iso(entry.get("timestamp")))

@@ -40,6 +40,7 @@ REGRESSIONS = [
     ("codex", "[type=event_msg].payload[type=task_started].type", {"key": "value"}),
     ("codex", "[type=response_item].payload[type=message].type", ["item"]),
     ("copilot", "[type=session.shutdown].type", ["item"]),
+    ("pi", "[type=model_change].type", {"key": "value"}),
 ]
 
 
