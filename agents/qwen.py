@@ -135,7 +135,7 @@ def _merge(group: list[dict]) -> list[dict]:
     types differ (damaged or hand-edited files), when each type stays a message of its own."""
     by_type: dict = {}
     for record in group:
-        by_type.setdefault(record.get("type"), []).append(record)
+        by_type.setdefault(as_str(record.get("type")), []).append(record)
     return [_merge_message(fragments) for fragments in by_type.values()]
 
 

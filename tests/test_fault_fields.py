@@ -41,6 +41,7 @@ REGRESSIONS = [
     ("codex", "[type=response_item].payload[type=message].type", ["item"]),
     ("copilot", "[type=session.shutdown].type", ["item"]),
     ("pi", "[type=model_change].type", {"key": "value"}),
+    ("qwen", "[type=assistant].type", {"key": "value"}),
 ]
 
 
