@@ -42,6 +42,7 @@ REGRESSIONS = [
     ("copilot", "[type=session.shutdown].type", ["item"]),
     ("pi", "[type=model_change].type", {"key": "value"}),
     ("qwen", "[type=assistant].type", {"key": "value"}),
+    ("goose", "sessions.model_config_json", 12345),
 ]
 
 
