@@ -43,6 +43,7 @@ REGRESSIONS = [
     ("pi", "[type=model_change].type", {"key": "value"}),
     ("qwen", "[type=assistant].type", {"key": "value"}),
     ("goose", "sessions.model_config_json", 12345),
+    ("hermes", "sessions.id", BLOB),
 ]
 
 
