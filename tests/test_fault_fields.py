@@ -44,6 +44,10 @@ REGRESSIONS = [
     ("qwen", "[type=assistant].type", {"key": "value"}),
     ("goose", "sessions.model_config_json", 12345),
     ("hermes", "sessions.id", BLOB),
+    ("opencode", "session.id", None),
+    ("opencode", "session.version", BLOB),
+    ("opencode", "message.data", BLOB),
+    ("opencode", "part.data[type=text].text", 12345),
 ]
 
 
