@@ -123,3 +123,19 @@ def test_wrong_type_regressions(agent, field, value, tmp_path):
     env = by_agent(agent).build(tmp_path)
     field_mutation(str(tmp_path), field, value).apply()
     assert translate_every_session(agents.load(agent), env) > 0
+
+
+@pytest.mark.parametrize("home", HOMES, ids=lambda h: h.agent)
+def test_wrong_types_in_every_field(home, tmp_path):
+    if home.agent == "aider":
+        pytest.skip("Aider's store is Markdown: it has no typed fields (test_faults damages its text)")
+    count = run_cases(home, tmp_path, lambda root: field_mutations(root, limit=FIELD_LIMIT))
+    assert count >= 100, f"only {count} cases: the walk missed the store's fields"
+
+
+@pytest.mark.parametrize("home", HOMES, ids=lambda h: h.agent)
+def test_missing_and_duplicated_ids(home, tmp_path):
+    if home.agent == "aider":
+        pytest.skip("Aider's store is Markdown: its sessions have no ids (runs are numbered)")
+    count = run_cases(home, tmp_path, id_mutations)
+    assert count >= 4, f"only {count} cases: no id field was found"
