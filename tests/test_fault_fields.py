@@ -20,6 +20,7 @@ import pytest
 
 import agents
 from atif.validate import validate
+from helpers import assert_clear
 from homes import agent_homes, by_agent
 from mutations import Pristine, field_mutation, field_mutations, id_mutations, native_files
 from stores import run_main
@@ -75,14 +76,6 @@ def file_stats(root: str) -> dict:
             st = os.stat(os.path.join(folder, name))
             found[os.path.join(folder, name)] = (st.st_size, st.st_mtime_ns)
     return found
-
-
-def assert_clear(result) -> None:
-    """Success, or one line saying what is wrong and a non-zero exit; never a traceback."""
-    stderr = result.stderr.decode("utf-8", "replace")
-    assert "Traceback" not in stderr, stderr
-    if result.returncode != 0:
-        assert len(stderr.strip().splitlines()) == 1, stderr
 
 
 def cli_survives(env, out: str) -> None:
