@@ -143,10 +143,60 @@ def open_binary(path: str):
     handle = os.fdopen(fd, "rb")
     if not path.endswith(".zst"):
         return handle
-    import zstandard  # only archived Codex sessions need it
+    return io.BufferedReader(_ZstdStream(handle))
 
-    reader = zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)
-    return io.BufferedReader(reader)
+
+class _ZstdStream(io.RawIOBase):
+    """The decompressed bytes of a `.zst` file, frame after frame. A file cut short raises
+    EOFError once its complete part is read (zstandard's own stream reader ends quietly there,
+    which would pass a truncated archive off as a complete session)."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, handle):
+        import zstandard  # only archived Codex sessions need it
+
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._handle = handle
+        self._frame = self._new()
+        self._started = False      # bytes of the current frame were fed
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            if not self._refill():
+                return 0
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def _refill(self) -> bool:
+        """Decompress more; False at the clean end of the file."""
+        if self._frame.eof:
+            rest = self._frame.unused_data
+            self._frame, self._started = self._new(), False
+            if rest:
+                self._feed(rest)
+                return True
+        chunk = self._handle.read(self.CHUNK)
+        if not chunk:
+            if self._started:
+                raise EOFError("the compressed file is cut short (its last zstd frame is incomplete)")
+            return False
+        self._feed(chunk)
+        return True
+
+    def _feed(self, data: bytes) -> None:
+        self._started = True
+        self._pending += self._frame.decompress(data)
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()
 
 
 def head_records(path: str, limit: int = HEAD_BYTES):

@@ -220,12 +220,32 @@ def test_sqlite_faults(home, tmp_path):
 
 
 def test_corrupt_zst_archive(tmp_path):
+    """Codex archives: a .zst that is garbage after its magic, and a real session compressed
+    then cut short. Both stay listed with a warning; the cut one keeps its complete lines."""
+    import zstandard
+
     env, baseline = store_home(by_agent("codex"), tmp_path)
     archived = os.path.join(env["HOME"], ".codex", "archived_sessions")
     os.makedirs(archived)
-    with open(os.path.join(archived, "rollout-2026-01-01T00-00-00-0000aaaa-0000-0000-0000-000000000000.jsonl.zst"), "wb") as handle:
+    garbage = os.path.join(archived, "rollout-2026-01-01T00-00-00-0000aaaa-0000-0000-0000-000000000000.jsonl.zst")
+    with open(garbage, "wb") as handle:
         handle.write(b"\x28\xb5\x2f\xfd" + os.urandom(300))
-    translate_all(env)
+    source = max(baseline, key=os.path.getsize)
+    with open(source, "rb") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    half = len(lines) // 2  # two frames, as a writer that flushes now and then leaves them
+    second = zstandard.ZstdCompressor().compress(b"".join(lines[half:]))
+    packed = zstandard.ZstdCompressor().compress(b"".join(lines[:half])) + second[: len(second) // 2]
+    cut = os.path.join(archived, "rollout-2026-01-02T00-00-00-0000bbbb-0000-0000-0000-000000000000.jsonl.zst")
+    with open(cut, "wb") as handle:
+        handle.write(packed)
+    os.remove(source)  # the archive now holds the only copy of that session
+    found = translate_all(env)
+    assert warned(found[garbage])
+    (doc,) = found[cut]
+    (original,) = baseline[source]
+    assert 1 < len(doc["steps"]) < len(original["steps"])
+    assert any("cut short" in w for w in doc["extra"]["warnings"]), doc["extra"]["warnings"]
 
 
 def test_a_huge_single_line(tmp_path):
