@@ -104,7 +104,7 @@ def _roo(root: pathlib.Path) -> dict:
 BUILT = {
     "amp": (_amp, "Listing migrations."),
     "crush": (_crush, "It says hello."),
-    "cursor": (_cursor, "Hello"),
+    "cursor": (_cursor, "hello world"),
     "droid": (_droid, "Running the tests."),
     "goose": (_goose, "a.txt is empty"),
     "roo": (_roo, "split the module"),
