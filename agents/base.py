@@ -408,6 +408,38 @@ def join_result(builder, call_id: str | None, content, when=None, extra: dict | 
                     subagents=subagents)
 
 
+def connected_leaf(records: list[dict], id_key: str, parent_key: str, eligible=None) -> dict | None:
+    """The leaf of a conversation whose records name their parent (`parent_key` -> `id_key`):
+    the last record (of those `eligible` says may end it) whose chain of parents leads back to
+    the root of the first record, or breaks off at a parent named but missing (a lost record,
+    which the caller reports). A last record that starts a tree of its own (a damaged or
+    unknown record, its parent link missing or of another type) cannot end the conversation:
+    taken as the leaf it would abandon every record before it. None when no record has an id."""
+    by_id: dict = {}
+    for record in records:
+        if as_str(record.get(id_key)):
+            by_id.setdefault(record[id_key], record)
+
+    def root(record: dict) -> str | None:
+        seen = set()
+        while record[id_key] not in seen:
+            seen.add(record[id_key])
+            parent = as_str(record.get(parent_key))
+            if not parent:
+                return record[id_key]
+            if parent not in by_id:
+                return None
+            record = by_id[parent]
+        return None
+
+    keyed = [r for r in records if as_str(r.get(id_key))]
+    candidates = [r for r in keyed if eligible is None or eligible(r)]
+    if not candidates:
+        return None
+    start = root(keyed[0])
+    return next((r for r in reversed(candidates) if root(r) in (start, None)), candidates[-1])
+
+
 def as_int(value) -> int | None:
     if isinstance(value, bool) or value is None:
         return None

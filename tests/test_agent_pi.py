@@ -145,6 +145,20 @@ def test_damaged_files_give_documents_with_warnings(tmp_path):
     assert translated["c_empty.jsonl"]["extra"]["warnings"]
 
 
+@pytest.mark.parametrize("last", [{"type": "from-the-future", "payload": {}},
+                                  {"type": "message", "id": "zz", "parentId": 42,
+                                   "message": {"role": "user", "content": [{"type": "text", "text": "x"}]}}])
+def test_a_last_entry_outside_the_tree_does_not_abandon_the_conversation(tmp_path, last):
+    env = live_env(tmp_path)
+    source = pi.sources(env)[0]
+    home = tmp_path / "damaged"
+    write_jsonl(home / ".pi" / "agent" / "sessions" / "--p--" / os.path.basename(source),
+                native_records(source) + [last])
+    (_, doc), = translate_all(pi, base_env(tmp_path, home=str(home)))
+    assert doc_counts(doc) == native_counts(native_records(source))
+    assert doc["extra"]["entries_off_path"] == 1
+
+
 def test_golden_document(tmp_path):
     env = live_env(tmp_path)
     session = next(s for src in pi.sources(env) for s in pi.scan(src, env)
