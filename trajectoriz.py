@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     _scope_options(export)
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
 
+    _memory_parser(commands)
+
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
@@ -60,6 +62,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+MEMORY_DESCRIPTION = """\
+Mount the sessions of the current project (its git work tree, or the current
+directory; --dir P for another) at MOUNTPOINT as a read-only directory:
+
+  README.md                        what the files hold, with jq recipes
+  <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
+                                   byte-identical to `trajectoriz show ID`
+
+Listing translates nothing: a session is translated when its file is first stat'ed
+or opened, and sizes are cached, so `ls -l`, `du`, `cat`, `grep -r`, `rg`, `jq` and
+`cp` all see exact sizes and complete contents. A session still being recorded
+shows its new steps the next time its file is opened; new sessions appear within
+seconds. Only you can read the mount; writing fails with "Read-only file system".
+
+The mount runs in the background until `trajectoriz memory --unmount`; its log is
+under ${XDG_CACHE_HOME:-~/.cache}/trajectoriz. A mountpoint inside a git work tree
+is added to .git/info/exclude (never to .gitignore)."""
+
+MEMORY_EPILOG = """\
+examples:
+  trajectoriz memory                     # ./memory, sessions of this project
+  ls -l memory/ && jq '.final_metrics' memory/*_claude_*.atif.json
+  trajectoriz memory --unmount           # also heals "Transport endpoint is not connected"
+
+Needs FUSE: on Linux the fuse3 package (and /dev/fuse inside containers), on macOS
+macFUSE or FUSE-T. Without it, `trajectoriz export --out DIR` writes the same files."""
+
+
+def _memory_parser(commands) -> None:
+    memory = commands.add_parser(
+        "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
+        description=MEMORY_DESCRIPTION, epilog=MEMORY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    memory.add_argument("mountpoint", nargs="?", default="memory", metavar="MOUNTPOINT",
+                        help="where to mount (default: ./memory, created if missing)")
+    memory.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
+    mode = memory.add_mutually_exclusive_group()
+    mode.add_argument("--foreground", action="store_true",
+                      help="stay attached and serve from this process; Ctrl-C or SIGTERM unmounts")
+    mode.add_argument("--unmount", action="store_true",
+                      help="unmount MOUNTPOINT; also recovers a mount whose server died or hangs "
+                           "(\"Transport endpoint is not connected\"), stopping that server")
+    mode.add_argument("--status", action="store_true",
+                      help="say whether MOUNTPOINT is mounted, stale or free, with the server's pid; "
+                           "exit 0 only when it is mounted and answering")
+
+
 def _scope_options(command: argparse.ArgumentParser) -> None:
     group = command.add_mutually_exclusive_group()
     group.add_argument("--all", action="store_true", help="sessions of every project")
@@ -67,6 +116,10 @@ def _scope_options(command: argparse.ArgumentParser) -> None:
 
 
 def dispatch(args, env) -> int:
+    if args.command == "memory":
+        import memory  # the mount: only this command pays for it
+
+        return memory.run_memory(args, env)
     import commands  # the command bodies; imported only once a command runs
 
     handlers = {"list": commands.run_list, "show": commands.run_show,
