@@ -37,6 +37,7 @@ import guide
 
 README = "README.md"
 RESCAN_SECONDS = 2.0
+RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
 CACHE_BYTES = 64 * 1024 * 1024
 DIR_MODE = stat.S_IFDIR | 0o555
 FILE_MODE = stat.S_IFREG | 0o444
@@ -108,19 +109,17 @@ class MemoryFS:
 
     use_ns = True  # times in nanoseconds (mfusepy reads this attribute)
 
-    def __init__(self, project: str, env, on_ready=None, rescan_seconds: float = RESCAN_SECONDS,
-                 cache_bytes: int = CACHE_BYTES):
+    def __init__(self, project: str, env, on_ready=None):
         self._project = project
         self._env = env
         self._scope = catalog.Scope(project, env)
         self._facts = documents.Facts(env)
-        self._cache = ByteCache(cache_bytes)
+        self._cache = ByteCache()
         self._handles: dict[int, Handle] = {}
         self._next_fh = 1
         self._served: dict = {}      # file name -> version of the bytes its last open got
         self._uid, self._gid = os.getuid(), os.getgid()
         self._on_ready = on_ready
-        self._rescan_seconds = rescan_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listing = self._rescan(None)
@@ -135,8 +134,11 @@ class MemoryFS:
         # libfuse's SIGINT/SIGTERM handlers must run in the serving thread: only there do they
         # interrupt its wait for the next request.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
-        while not self._stop.wait(self._rescan_seconds):
+        pause = RESCAN_SECONDS
+        while not self._stop.wait(pause):
+            started = time.monotonic()
             self._refresh()
+            pause = max(RESCAN_SECONDS, (time.monotonic() - started) / RESCAN_SHARE)
 
     def _refresh(self) -> None:
         try:
