@@ -1,8 +1,9 @@
 """From a discovered session to the ATIF bytes every command serves.
 
-`render()` is the single path: `show`, `export`, the mount and `search --content` all read these
-exact bytes, so sizes and contents agree everywhere. A translator that fails never takes a
-command down: the session becomes a valid document that says what went wrong.
+`document()` is the single path: `show`, `export`, the mount and `search --content` all read
+these exact bytes (or their parsed form), so sizes and contents agree everywhere, and secrets
+are redacted in all of them. A translator that fails never takes a command down: the session
+becomes a valid document that says what went wrong.
 """
 
 from __future__ import annotations
@@ -13,13 +14,36 @@ import catalog
 from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
-from atif.serialize import dumps
+from atif.serialize import dumps, loads
+from redact import redact as redact_secrets
 from version import VERSION
 
-FACTS_FILE = "facts-v1.json"
+FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
 
 
-def translate(session: Session, env) -> dict:
+def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
+    """The ATIF document of a session and its bytes, secrets redacted unless told otherwise
+    (their count per kind then sits in `extra.redactions`)."""
+    doc = _translated(session, env)
+    data = dumps(doc)
+    if redact:
+        cleaned, counts = redact_secrets(data)
+        if counts:
+            doc = loads(cleaned)
+            doc["extra"]["redactions"] = counts
+            data = dumps(doc)
+    return doc, data
+
+
+def translate(session: Session, env, redact: bool = True) -> dict:
+    return document(session, env, redact)[0]
+
+
+def render(session: Session, env, redact: bool = True) -> bytes:
+    return document(session, env, redact)[1]
+
+
+def _translated(session: Session, env) -> dict:
     """The ATIF document of a session, with trajectoriz's own fields in the root `extra`."""
     module = agents.load(session.agent)
     try:
@@ -47,24 +71,44 @@ def failure_document(session: Session, module, reason: str) -> dict:
             "extra": {"error": reason, "warnings": [f"translation failed: {reason}"]}}
 
 
-def render(session: Session, env) -> bytes:
-    return dumps(translate(session, env))
-
-
 def cache_key(session: Session) -> str:
     return f"{session.agent}|{session.source}|{session.locator}"
 
 
-def cache_stamp(session: Session, env) -> list:
+def cache_stamp(session: Session, env, redact: bool = True) -> list:
     """What a cached rendering is valid for: the native files' fingerprint, the translator
-    and trajectoriz versions."""
+    and trajectoriz versions, and whether secrets were redacted."""
     module = agents.load(session.agent)
     fp = cache.fingerprint(catalog.dependencies(module, session.source, env))
-    return [fp, catalog.module_version(module), VERSION]
+    return [fp, catalog.module_version(module), VERSION, redact]
+
+
+def totals(doc: dict, data: bytes, stamp: list) -> dict:
+    """What `list`, `stats` and the mount need to know of a document without translating it
+    again: its size and steps, and the totals `stats` adds up (tokens and cost from
+    `final_metrics`, tool calls counted with the sub-agents', like the tokens)."""
+    fm = doc.get("final_metrics") or {}
+    return {"stamp": stamp, "size": len(data), "steps": len(doc["steps"]),
+            "tool_calls": tool_calls(doc), "prompt": fm.get("total_prompt_tokens"),
+            "completion": fm.get("total_completion_tokens"), "cached": fm.get("total_cached_tokens"),
+            "cost": fm.get("total_cost_usd")}
+
+
+def tool_calls(doc: dict) -> int:
+    own = sum(len(step.get("tool_calls") or ()) for step in doc.get("steps") or ())
+    return own + sum(tool_calls(sub) for sub in doc.get("subagent_trajectories") or ())
+
+
+def fresh_totals(session: Session, env, redact: bool = True) -> dict:
+    """Translate a session and return its totals (a pool worker's job). The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    stamp = cache_stamp(session, env, redact)
+    doc, data = document(session, env, redact)
+    return totals(doc, data, stamp)
 
 
 class Facts:
-    """Size and step count of each rendered document, kept across runs so that `list` and the
+    """The `totals` of each rendered document, kept across runs so that `list`, `stats` and the
     mount's `ls -l` need not translate again what did not change.
 
     Records are written in batches by `save()`, merged into what is on disk (another command
@@ -72,8 +116,9 @@ class Facts:
     another; a record made at the very instant of a save may be lost, which only costs one
     translation later."""
 
-    def __init__(self, env):
+    def __init__(self, env, redact: bool = True):
         self.env = env
+        self.redact = redact
         self.entries: dict = cache.load(env, FACTS_FILE)
         self._unsaved: dict = {}
 
@@ -81,29 +126,44 @@ class Facts:
         found = self.entries.get(cache_key(session))
         return found if found and found.get("stamp") == stamp else None
 
-    def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
-        facts = {"stamp": stamp, "size": len(data), "steps": len(doc["steps"])}
+    def put(self, session: Session, facts: dict) -> dict:
         self.entries[cache_key(session)] = facts
         self._unsaved[cache_key(session)] = facts
         return facts
+
+    def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
+        return self.put(session, totals(doc, data, stamp))
 
     def rendered(self, session: Session) -> tuple[list, bytes]:
         """The session's bytes, rendered now, with the stamp they are valid for; their facts are
         recorded on the way. The stamp is taken before translating, so a session that changes
         meanwhile is re-done next time."""
-        stamp = cache_stamp(session, self.env)
-        doc = translate(session, self.env)
-        data = dumps(doc)
+        stamp = cache_stamp(session, self.env, self.redact)
+        doc, data = document(session, self.env, self.redact)
         self.record(session, stamp, data, doc)
         return stamp, data
 
     def of(self, session: Session) -> dict:
         """The facts of a session's document, translating it only when the cache misses."""
-        stamp = cache_stamp(session, self.env)
-        found = self.get(session, stamp)
+        found = self.get(session, cache_stamp(session, self.env, self.redact))
         if found is None:
-            doc = translate(session, self.env)
-            found = self.record(session, stamp, dumps(doc), doc)
+            found = self.put(session, fresh_totals(session, self.env, self.redact))
+        return found
+
+    def of_all(self, sessions: list[Session]) -> list[dict]:
+        """The facts of many sessions, the misses translated on every core."""
+        import parallel
+
+        found = [self.get(s, cache_stamp(s, self.env, self.redact)) for s in sessions]
+        missing = [i for i, facts in enumerate(found) if facts is None]
+        progress = parallel.Progress(len(missing), "translating")
+        try:
+            work = parallel.ordered(fresh_totals, [sessions[i] for i in missing], (self.env, self.redact))
+            for n, facts in enumerate(work):
+                found[missing[n]] = self.put(sessions[missing[n]], facts)
+                progress.step()
+        finally:
+            progress.clear()
         return found
 
     def save(self) -> None:
