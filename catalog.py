@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -67,8 +68,8 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
             problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
             source_list = []
         for source in source_list:
-            if mounts.inside(source, avoided):
-                continue  # never read through a FUSE mount (see mounts.avoided)
+            if mounts.inside(source, avoided) or not _readable_kind(source):
+                continue  # never read through a FUSE mount (see mounts.avoided), nor a FIFO
             sources_seen[module.NAME].append(source)
             fp = cache.fingerprint(dependencies(module, source, env))
             entry = entries.get(source)
@@ -88,6 +89,16 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)
+
+
+def _readable_kind(path: str) -> bool:
+    """Regular files and directories only: a FIFO, socket or device named like a session would
+    block or never end when read, and a dangling symlink is nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def _changed(old: dict, new: dict, names) -> bool:
