@@ -38,15 +38,16 @@ PROBE_SECONDS = 2.0
 EXIT_SECONDS = 5.0
 LOG_TAIL_BYTES = 64 * 1024
 WITHOUT_FUSE = "without FUSE, `trajectoriz export --out DIR` writes the same files"
-NOISE = ("Ignoring invalid max threads value",  # libfuse 3.14, on every multi-threaded mount
-         "not mounted")  # fusermount3's auto_unmount watcher, after every clean unmount
+NOISE = re.compile(r"Ignoring invalid max threads value"  # libfuse 3.14, multi-threaded mounts
+                   r"|^fusermount3?: .* not mounted$")  # the auto_unmount helper, after a clean unmount
 KNOWN_FAILURES = (  # what libfuse prints (to the log) -> the cause and the fix
     ("device not found", "the kernel offers no FUSE device: load it (modprobe fuse), or start "
                          "the container with --device /dev/fuse --cap-add SYS_ADMIN"),
     ("failed to open /dev/fuse", "no permission to open /dev/fuse: run as root, or give your "
                                  "user access to it"),
-    ("Operation not permitted", "not permitted to mount (no CAP_SYS_ADMIN, or fusermount3 is "
-                                "not setuid root): in a container, add --cap-add SYS_ADMIN"),
+    ("mount failed: Operation not permitted", "not permitted to mount (no CAP_SYS_ADMIN, or "
+                                              "fusermount3 is not setuid root): in a container, "
+                                              "add --cap-add SYS_ADMIN"),
 )
 
 
@@ -121,10 +122,12 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
     of git. False when trajectory memory of this project is already mounted there."""
     current = mounts.find(point)
     if current is not None:
-        if probe(point) == "ok":
-            if current.is_ours and state_of(env, point).get("project") == project:
-                return False
-            raise UserError(f"{point} is already a mount point ({current.fstype}): unmount it "
+        health = probe(point)
+        if health == "ok" and current.is_ours and state_of(env, point).get("project") == project:
+            return False
+        if not (current.is_ours and health in ("stale", "hung")):  # only our own dead mounts heal
+            state = "" if health == "ok" else f", {health}"
+            raise UserError(f"{point} is already a mount point ({current.fstype}{state}): unmount it "
                             f"first (trajectoriz memory --unmount {shown}) or choose another directory")
         recover(point, env)
     if os.path.lexists(point) and not os.path.isdir(point):
@@ -197,8 +200,7 @@ def start_background(project: str, point: str, env) -> None:
 
 def failure_reason(log_text: str, log: str) -> str:
     """The one line that says why the server stopped, from its log."""
-    lines = [line.strip() for line in log_text.splitlines()
-             if line.strip() and not any(noise in line for noise in NOISE)]
+    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not NOISE.search(line.strip())]
     for needle, cause in KNOWN_FAILURES:
         if any(needle in line for line in lines):
             return f"cannot mount: {cause}; {WITHOUT_FUSE}"
@@ -316,19 +318,27 @@ def log_path(env, point: str) -> str:
 
 
 def server_pid(env, point: str) -> int | None:
-    """The pid of the live process serving `point`, checked against its command line (Linux)
-    so that a recycled pid is never signalled."""
+    """The pid of the live process serving `point`: the one its state file names or, that file
+    lost, a `memory POINT --foreground` process found in /proc. Checked against its command line
+    (Linux), so that a recycled pid is never signalled."""
     pid = state_of(env, point).get("pid")
-    if not isinstance(pid, int) or not alive(pid):
+    if isinstance(pid, int) and _serves(pid, point):
+        return pid
+    if not os.path.isdir("/proc"):
         return None
+    return next((int(p) for p in os.listdir("/proc") if p.isdigit() and _serves(int(p), point)), None)
+
+
+def _serves(pid: int, point: str) -> bool:
+    if not os.path.isdir("/proc"):  # macOS: trust the state file
+        return alive(pid)
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             arguments = handle.read().split(b"\0")
-    except FileNotFoundError:  # no /proc (macOS): trust the state file
-        return pid
     except OSError:
-        return None
-    return pid if os.fsencode(point) in arguments else None
+        return False
+    wanted = {b"memory", b"--foreground", os.fsencode(point)}
+    return wanted <= set(arguments) and alive(pid)
 
 
 def alive(pid: int) -> bool:

@@ -13,6 +13,7 @@ are covered as they come.
 """
 
 import errno
+import glob
 import json
 import os
 import re
@@ -566,6 +567,8 @@ def test_hung_server_neither_blocks_listing_nor_unmount(store):
         listing = cli("list", "--json", "--dir", proj, env=env, timeout=30)
         assert listing.returncode == 0 and time.monotonic() - started < 10
         assert any(json.loads(r)["cwd"] == f"{point}/sub" for r in listing.stdout.splitlines())
+        for state in glob.glob(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "mount-*.json")):
+            os.remove(state)  # the server is found all the same
         done = cli("memory", "--unmount", env=env, cwd=proj, timeout=30)
         assert done.returncode == 0 and b"was not answering" in done.stdout, done.stderr
         assert mounts.find(point) is None and not memory.alive(pid)
@@ -588,3 +591,23 @@ def test_without_fuse_one_clear_line(store, tmp_path):
     lines = no_device.stderr.decode().splitlines()
     assert no_device.returncode == 2 and len(lines) == 1, lines
     assert "/dev/fuse does not exist" in lines[0] and "--device /dev/fuse" in lines[0] and "trajectoriz export" in lines[0]
+
+
+@needs_fuse
+def test_a_refused_mount_reports_libfuses_reason_from_the_servers_log(store, tmp_path):
+    """Background mode: the server fails after the checks passed (no CAP_SYS_ADMIN); the command
+    prints the cause found in the server's log, in one line."""
+    env, proj, _ = store
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("dropping CAP_SYS_ADMIN needs root and setpriv")
+    point = str(tmp_path / "m")
+    try:
+        refused = subprocess.run(["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
+                                  sys.executable, os.path.join(ROOT, "trajectoriz.py"), "memory", point],
+                                 env=env, cwd=proj, capture_output=True, timeout=60)
+        lines = refused.stderr.decode().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1, lines
+        assert "not permitted to mount" in lines[0] and "--cap-add SYS_ADMIN" in lines[0], lines
+        assert mounts.find(point) is None
+    finally:
+        take_down(point)
