@@ -345,3 +345,42 @@ def test_unreadable_files(home, tmp_path):
             assert_clear(run_unprivileged(env, *args, cwd=cwd))
     finally:
         os.chmod(session_file(target), 0o644)
+
+
+def test_the_mount_serves_every_file_of_a_damaged_store(tmp_path):
+    """A project whose sessions are cut mid-line, end in garbage, are empty, and sit beside a
+    FIFO, a folder and a dangling link named like sessions: the mount lists every session and
+    serves each file complete and valid, exactly as `show` prints it."""
+    from test_memory import FUSE_PROBLEM, client, make_store, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    env, proj, _ = make_store(tmp_path)
+    sources = sorted({r["source"] for r in map(json.loads, cli("list", "--json", "--dir", proj, env=env).stdout.splitlines())
+                      if not is_database(r["source"])})
+    assert len(sources) >= 3
+    damage = [lambda data: data[: len(data) // 2], lambda data: data + b"\xff\x00{garbage", lambda data: b""]
+    for source, change in zip(sources, damage):
+        with open(source, "rb") as handle:
+            data = handle.read()
+        with open(source, "wb") as handle:
+            handle.write(change(data))
+    folder = os.path.dirname(sources[0])
+    os.mkfifo(os.path.join(folder, "fifo.jsonl"))
+    os.mkdir(os.path.join(folder, "folder.jsonl"))
+    os.symlink(os.path.join(folder, "missing.jsonl"), os.path.join(folder, "dangling.jsonl"))
+    listed = {r["file"]: r for r in map(json.loads, cli("list", "--json", "--dir", proj, env=env).stdout.splitlines())}
+    point = os.path.join(proj, "memory")
+    try:
+        mount(env, proj)
+        assert set(client("ls", point).stdout.split()) == set(listed) | {"README.md"}
+        for name, record in listed.items():
+            served = client("cat", os.path.join(point, name))
+            assert served.returncode == 0, served.stderr
+            assert served.stdout.encode() == cli("show", name, env=env).stdout
+            doc = json.loads(served.stdout)
+            assert validate(doc)[0] == []
+            if record["source"] in sources[:3]:
+                assert doc["extra"].get("warnings"), name
+    finally:
+        take_down(point)

@@ -151,3 +151,26 @@ def test_no_planted_secret_survives_in_any_agents_output(home, tmp_path):
     unredacted = run_main(env, ["export", "--all", "--no-redact", "--out", str(tmp_path / "raw")], cwd=cwd)
     assert unredacted.returncode == 0
     assert SECRETS["openai"].encode() in b"".join(p.read_bytes() for p in (tmp_path / "raw").glob("*.atif.json"))
+
+
+def test_no_planted_secret_survives_in_the_mount(tmp_path):
+    """The mount serves the same redacted bytes: planted secrets are found by no grep over it."""
+    from test_memory import FUSE_PROBLEM, client, make_store, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    env, proj, _ = make_store(tmp_path)
+    payload = " ".join(list(SECRETS.values()) + list(ASSIGNMENTS.values()) + [PRIVATE_KEY] + ORDINARY)
+    assert plant(env["HOME"], "note.txt", payload)
+    point = os.path.join(proj, "memory")
+    try:
+        mount(env, proj)
+        files = [os.path.join(point, n) for n in client("ls", point).stdout.split() if n.endswith(".atif.json")]
+        assert len(files) >= 6
+        served = b"".join(client("cat", f).stdout.encode() for f in files)
+        assert served.count(b"REDACTED:openai") >= len(files) - 1
+        assert_no_secret(served, "the mount")
+        for secret in SURVIVORS:
+            assert client("grep", "-r", "-l", "-F", secret, point).stdout == "", secret
+    finally:
+        take_down(point)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 
 import pytest
@@ -128,3 +129,38 @@ def test_a_project_shows_exactly_its_sessions(agent, case, tmp_path):
     assert ids(run_main(env, ["list", "--json", "--dir", str(sibling)], cwd=inside)) == (
         set() if other_inside or case != "dotdot_and_trailing_slash" else others)
     assert ids(run_main(env, ["list", "--json", "--all"], cwd=inside)) == own | others
+
+
+def test_the_mount_shows_exactly_the_projects_sessions(tmp_path):
+    """All eleven stores in one $HOME, the project's sessions recorded through a symlink with a
+    trailing slash, the others in a sibling sharing the project's prefix: the mount of the
+    project lists exactly the project's sessions, and nothing of the sibling's."""
+    from test_memory import FUSE_PROBLEM, client, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    work = tmp_path / "work"
+    project, sibling = work / "proj", work / "proj-other"
+    for folder in (project / ".git", sibling):
+        folder.mkdir(parents=True)
+    (work / "link").symlink_to(project)
+    env, replacements, own = None, [], set()
+    for agent in AGENTS:
+        home = by_agent(agent)
+        (tmp_path / agent).mkdir()
+        built = home.build(tmp_path / agent)
+        own |= {s.native_id for s in catalog.discover(built, use_cache=False).sessions if s.cwd == home.project}
+        shutil.copytree(built["HOME"], str(tmp_path / "home"), dirs_exist_ok=True)
+        replacements += [(home.project + "-other", str(sibling)), (home.project, f"{work}/link/")]
+        env = env or {**built, "HOME": str(tmp_path / "home")}
+    rewrite_store(str(tmp_path / "home"), replacements)
+    found = catalog.discover(env, use_cache=False).sessions
+    wanted = {catalog.file_name(s) for s in found if s.native_id in own}
+    assert len(wanted) == 2 * len(AGENTS)
+    point = str(tmp_path / "memory")
+    try:
+        mount(env, str(project), point)
+        assert set(client("ls", point).stdout.split()) == wanted | {"README.md"}
+        assert client("grep", "-r", "-l", "-F", str(sibling), point).stdout == ""
+    finally:
+        take_down(point)
