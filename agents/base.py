@@ -430,8 +430,8 @@ def join_result(builder, call_id: str | None, content, when=None, extra: dict | 
 def connected_leaf(records: list[dict], id_key: str, parent_key: str, eligible=None) -> dict | None:
     """The leaf of a conversation whose records name their parent (`parent_key` -> `id_key`):
     the last record (of those `eligible` says may end it) whose chain of parents leads back to
-    the root of the first record, or breaks off at a parent named but missing (a lost record,
-    which the caller reports). A last record that starts a tree of its own (a damaged or
+    the root of the first whole chain, or breaks off at a parent named but missing (a lost
+    record, which the caller reports). A last record that starts a tree of its own (a damaged or
     unknown record, its parent link missing or of another type) cannot end the conversation:
     taken as the leaf it would abandon every record before it. None when no record has an id."""
     by_id: dict = {}
@@ -455,7 +455,7 @@ def connected_leaf(records: list[dict], id_key: str, parent_key: str, eligible=N
     candidates = [r for r in keyed if eligible is None or eligible(r)]
     if not candidates:
         return None
-    start = root(keyed[0])
+    start = next((found for found in map(root, keyed) if found is not None), None)
     return next((r for r in reversed(candidates) if root(r) in (start, None)), candidates[-1])
 
 
