@@ -8,7 +8,7 @@ folded and the record's kind (`type`/`role`/... values) kept, so a tool_use bloc
 a text block's `text` are different fields, but the 40th text block is the same field as the
 first. `id_mutations(home)` removes, or makes identical, every id-like field of a kind.
 
-Each mutation is applied to a copy of the store in place and undone with `restore()`.
+Each mutation is applied to a copy of the store in place and undone with `Pristine.restore()`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import os
 import random
 import re
-import shutil
 import sqlite3
 from dataclasses import dataclass
 from typing import Callable
@@ -386,7 +385,3 @@ def _values_of(value, key):
     elif isinstance(value, list):
         for v in value:
             yield from _values_of(v, key)
-
-
-def copy_tree(source: str, target: str) -> None:
-    shutil.copytree(source, target, symlinks=True)
