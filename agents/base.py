@@ -428,35 +428,55 @@ def join_result(builder, call_id: str | None, content, when=None, extra: dict | 
 
 
 def connected_leaf(records: list[dict], id_key: str, parent_key: str, eligible=None) -> dict | None:
-    """The leaf of a conversation whose records name their parent (`parent_key` -> `id_key`):
-    the last record (of those `eligible` says may end it) whose chain of parents leads back to
-    the root of the first whole chain, or breaks off at a parent named but missing (a lost
-    record, which the caller reports). A last record that starts a tree of its own (a damaged or
-    unknown record, its parent link missing or of another type) cannot end the conversation:
-    taken as the leaf it would abandon every record before it. None when no record has an id."""
+    """The leaf of a conversation whose records name their parent (`parent_key` -> `id_key`).
+
+    A whole file is one tree. Damage makes several: a record whose parent link is missing, of
+    another type, or names a record that was lost tops a tree of its own. The conversation is
+    the largest tree (on a tie, the one holding the later record) and its leaf is the last
+    record in it that `eligible` allows: a stray record at either end cannot take the leaf's
+    place and abandon every record of the conversation. None when no record has an id."""
     by_id: dict = {}
     for record in records:
         if as_str(record.get(id_key)):
             by_id.setdefault(record[id_key], record)
+    tops: dict = {}
 
-    def root(record: dict) -> str | None:
-        seen = set()
-        while record[id_key] not in seen:
-            seen.add(record[id_key])
-            parent = as_str(record.get(parent_key))
-            if not parent:
-                return record[id_key]
-            if parent not in by_id:
-                return None
-            record = by_id[parent]
-        return None
+    def top(key: str) -> str | None:
+        """The first record of key's chain (None for a loop), remembered for every record met."""
+        path: list = []
+        on_path: set = set()
+        while key not in tops:
+            if key in on_path:
+                found = None
+                break
+            path.append(key)
+            on_path.add(key)
+            parent = as_str(by_id[key].get(parent_key))
+            if not parent or parent not in by_id:
+                found = key
+                break
+            key = parent
+        else:
+            found = tops[key]
+        for member in path:
+            tops[member] = found
+        return found
 
     keyed = [r for r in records if as_str(r.get(id_key))]
     candidates = [r for r in keyed if eligible is None or eligible(r)]
     if not candidates:
         return None
-    start = next((found for found in map(root, keyed) if found is not None), None)
-    return next((r for r in reversed(candidates) if root(r) in (start, None)), candidates[-1])
+    size: dict = {}
+    latest: dict = {}
+    for index, record in enumerate(keyed):
+        tree = top(record[id_key])
+        if tree is not None:
+            size[tree] = size.get(tree, 0) + 1
+            latest[tree] = index
+    if not size:
+        return candidates[-1]
+    main = max(size, key=lambda tree: (size[tree], latest[tree]))
+    return next((r for r in reversed(candidates) if top(r[id_key]) == main), candidates[-1])
 
 
 def as_int(value) -> int | None:

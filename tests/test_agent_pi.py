@@ -150,7 +150,9 @@ STRAY = {"type": "message", "id": "zz", "parentId": "lost", "message": {"role": 
 
 @pytest.mark.parametrize("stray, where", [({"type": "from-the-future", "payload": {}}, None),
                                           ({**STRAY, "parentId": 42}, None),
-                                          (STRAY, 1)])  # first after the header, its chain broken
+                                          (STRAY, None),                     # last, its parent lost
+                                          (STRAY, 1),                        # first, its parent lost
+                                          ({**STRAY, "parentId": None}, 1)])  # first, a root of its own
 def test_an_entry_outside_the_tree_does_not_abandon_the_conversation(tmp_path, stray, where):
     env = live_env(tmp_path)
     source = pi.sources(env)[0]
