@@ -8,8 +8,10 @@ many tool calls as distinct calls were generated; `final_metrics` totals are the
 step metrics plus the sub-agents' totals (unless the store records usage per session only,
 which `final_metrics.extra.usage_source` says).
 
-Bounded for CI: MAX_EXAMPLES examples per agent, no deadline per example (a loaded machine must
-not fail a test), the whole file well under a minute.
+Bounded for CI: MAX_EXAMPLES examples per agent, derandomized (the same examples every run), no
+deadline per example (a loaded machine must not fail a test), the whole file well under a
+minute. To hunt for new failures: PROPERTY_EXAMPLES=500 pytest tests/test_properties.py draws
+that many fresh random examples per agent.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from native_sessions import WRITERS, Generated, generated
 
 MAX_EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "60"))
 HARBOR_EVERY = 10
-SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=not os.environ.get("PROPERTY_EXAMPLES"), database=None,
+SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, database=None,
+                    derandomize=not os.environ.get("PROPERTY_EXAMPLES"),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 _examples = itertools.count()
 
