@@ -24,8 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "search and export them, or mount them as a read-only memory/ directory.",
         epilog="Exit status: 0 success, 1 nothing found (search) or invalid documents "
                "(validate), 2 error.")
-    parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                     description="Run `trajectoriz COMMAND --help` for the options of each.")
 
     listing = commands.add_parser(
         "list", help="list sessions of this project (or all) as a table",
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the memory mount. ID is a short id (cl-eb1c6529), a mount file name, or "
                     "the agent's own session id (or a unique prefix of it).")
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
-    show.add_argument("--step", type=int, metavar="N", help="print only step N (1-based)")
+    show.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
 
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)",
@@ -55,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help="check ATIF documents against the v1.7 spec",
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
-    check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files")
-    check.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
+    check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
     return parser
 
 
