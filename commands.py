@@ -84,10 +84,11 @@ def listing_record(session, facts: dict | None = None) -> dict:
 # show ---------------------------------------------------------------------------------------------
 def run_show(args, env) -> int:
     session = catalog.find(catalog.discover(env), args.id)
+    redact = not args.no_redact
     if args.step is None:
-        write(documents.render(session, env))
+        write(documents.render(session, env, redact))
         return 0
-    steps = documents.translate(session, env)["steps"]
+    steps = documents.translate(session, env, redact)["steps"]
     if not 1 <= args.step <= len(steps):
         raise UserError(f"session {session.short_id} has steps 1..{len(steps)}, not {args.step}")
     write(dumps(steps[args.step - 1]))
@@ -99,14 +100,15 @@ def run_export(args, env) -> int:
     _, sessions, project = selected(args, env)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    facts = documents.Facts(env)
+    redact = not args.no_redact
+    facts = documents.Facts(env, redact)
     wanted = set()
     try:
         for session in sessions:
             name = catalog.file_name(session)
-            doc = documents.translate(session, env)
-            data = dumps(doc)
-            facts.record(session, documents.cache_stamp(session, env), data, doc)
+            stamp = documents.cache_stamp(session, env, redact)
+            doc, data = documents.document(session, env, redact)
+            facts.record(session, stamp, data, doc)
             _write_file(os.path.join(out, name), data)
             wanted.add(name)
     finally:

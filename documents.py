@@ -1,8 +1,9 @@
 """From a discovered session to the ATIF bytes every command serves.
 
-`render()` is the single path: `show`, `export`, the mount and `search --content` all read these
-exact bytes, so sizes and contents agree everywhere. A translator that fails never takes a
-command down: the session becomes a valid document that says what went wrong.
+`document()` is the single path: `show`, `export`, the mount and `search --content` all read
+these exact bytes (or their parsed form), so sizes and contents agree everywhere, and secrets
+are redacted in all of them. A translator that fails never takes a command down: the session
+becomes a valid document that says what went wrong.
 """
 
 from __future__ import annotations
@@ -13,13 +14,36 @@ import catalog
 from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
-from atif.serialize import dumps
+from atif.serialize import dumps, loads
+from redact import redact as redact_secrets
 from version import VERSION
 
 FACTS_FILE = "facts-v1.json"
 
 
-def translate(session: Session, env) -> dict:
+def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
+    """The ATIF document of a session and its bytes, secrets redacted unless told otherwise
+    (their count per kind then sits in `extra.redactions`)."""
+    doc = _translated(session, env)
+    data = dumps(doc)
+    if redact:
+        cleaned, counts = redact_secrets(data)
+        if counts:
+            doc = loads(cleaned)
+            doc["extra"]["redactions"] = counts
+            data = dumps(doc)
+    return doc, data
+
+
+def translate(session: Session, env, redact: bool = True) -> dict:
+    return document(session, env, redact)[0]
+
+
+def render(session: Session, env, redact: bool = True) -> bytes:
+    return document(session, env, redact)[1]
+
+
+def _translated(session: Session, env) -> dict:
     """The ATIF document of a session, with trajectoriz's own fields in the root `extra`."""
     module = agents.load(session.agent)
     try:
@@ -47,28 +71,25 @@ def failure_document(session: Session, module, reason: str) -> dict:
             "extra": {"error": reason, "warnings": [f"translation failed: {reason}"]}}
 
 
-def render(session: Session, env) -> bytes:
-    return dumps(translate(session, env))
-
-
 def cache_key(session: Session) -> str:
     return f"{session.agent}|{session.source}|{session.locator}"
 
 
-def cache_stamp(session: Session, env) -> list:
+def cache_stamp(session: Session, env, redact: bool = True) -> list:
     """What a cached rendering is valid for: the native files' fingerprint, the translator
-    and trajectoriz versions."""
+    and trajectoriz versions, and whether secrets were redacted."""
     module = agents.load(session.agent)
     fp = cache.fingerprint(catalog.dependencies(module, session.source, env))
-    return [fp, catalog.module_version(module), VERSION]
+    return [fp, catalog.module_version(module), VERSION, redact]
 
 
 class Facts:
     """Size and step count of each rendered document, kept across runs so that `list` and the
     mount's `ls -l` need not translate again what did not change."""
 
-    def __init__(self, env):
+    def __init__(self, env, redact: bool = True):
         self.env = env
+        self.redact = redact
         self.entries: dict = cache.load(env, FACTS_FILE)
         self.dirty = False
 
@@ -85,11 +106,11 @@ class Facts:
     def of(self, session: Session) -> dict:
         """The facts of a session's document, translating it only when the cache misses. The
         stamp is taken before translating, so a session that changes meanwhile is re-done."""
-        stamp = cache_stamp(session, self.env)
+        stamp = cache_stamp(session, self.env, self.redact)
         found = self.get(session, stamp)
         if found is None:
-            doc = translate(session, self.env)
-            found = self.record(session, stamp, dumps(doc), doc)
+            doc, data = document(session, self.env, self.redact)
+            found = self.record(session, stamp, data, doc)
         return found
 
     def save(self) -> None:

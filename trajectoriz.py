@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the agent's own session id (or a unique prefix of it).")
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
     show.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
+    _redaction_option(show)
 
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)",
@@ -52,6 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "(CI containers). Files of sessions that no longer exist are removed.")
     _scope_options(export)
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
+    _redaction_option(export)
+
+    health = commands.add_parser(
+        "agents", help="health report: which agent stores exist and how well they translate",
+        description="For every agent trajectoriz knows: where its store was found, how many "
+                    "sessions and bytes of native data it holds, how many sessions translate "
+                    "with warnings or fail (grouped by kind, with the first reason of each), and "
+                    "which native formats and agent versions were seen. Every session is "
+                    "translated, so this takes as long as exporting everything once. Use it "
+                    "after an agent update, or when a session looks wrong in the mount.")
+    health.add_argument("--json", action="store_true",
+                        help="one JSON object per agent (all store paths, problem groups, counts)")
 
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
@@ -68,7 +81,18 @@ def _scope_options(command: argparse.ArgumentParser) -> None:
     group.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
 
 
+def _redaction_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--no-redact", action="store_true",
+        help="keep secrets as recorded (by default API keys, tokens, private keys, passwords in "
+             "URLs and NAME_TOKEN=... assignments become «REDACTED:<kind>:<hash>»)")
+
+
 def dispatch(args, env) -> int:
+    if args.command == "agents":
+        import health
+
+        return health.run(args, env)
     import commands  # the command bodies; imported only once a command runs
 
     handlers = {"list": commands.run_list, "show": commands.run_show,

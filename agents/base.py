@@ -42,6 +42,7 @@ Conventions every translator follows, so that one jq filter works on every agent
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -205,6 +206,81 @@ class JsonlReader:
         return found
 
 
+def read_json_object(path: str) -> dict:
+    """A small side file (settings, state, index) as a dict; {} when missing or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            found = loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def read_json_document(path: str) -> tuple[dict, list[str]]:
+    """A whole-file JSON object (Amp threads, mini-swe-agent trajectories) and the problems met.
+    A file cut short (a crash mid-write) keeps its complete top-level members, and the complete
+    items of the array it was cut in (`salvage_json_object`)."""
+    with open_binary(path) as handle:
+        data = handle.read()
+    if not data.strip():
+        return {}, ["the file is empty"]
+    try:
+        found = loads(data)
+    except ValueError as exc:
+        salvaged = salvage_json_object(data.decode("utf-8", "replace"))
+        problem = f"the file is not complete JSON, its complete parts were read: {str(exc)[:80]}"
+        return salvaged, [problem]
+    if not isinstance(found, dict):
+        return {}, ["the file is not a JSON object"]
+    return found, []
+
+
+def salvage_json_object(text: str) -> dict:
+    """The complete top-level members of a truncated JSON object; for the member the cut falls
+    in, when it is an array, its complete items."""
+    decoder = json.JSONDecoder()
+    found: dict = {}
+    position = _skip(text, 0, "")
+    if not text.startswith("{", position):
+        return found
+    position += 1
+    while True:
+        position = _skip(text, position, ",")
+        try:
+            key, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return found
+        position = _skip(text, position, "")
+        if not isinstance(key, str) or not text.startswith(":", position):
+            return found
+        position = _skip(text, position + 1, "")
+        try:
+            found[key], position = decoder.raw_decode(text, position)
+        except ValueError:
+            if text.startswith("[", position):
+                found[key] = _complete_items(text, position + 1, decoder)
+            return found
+
+
+def _complete_items(text: str, position: int, decoder) -> list:
+    items = []
+    while True:
+        position = _skip(text, position, ",")
+        if position >= len(text) or text[position] == "]":
+            return items
+        try:
+            item, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return items
+        items.append(item)
+
+
+def _skip(text: str, position: int, also: str) -> int:
+    while position < len(text) and (text[position].isspace() or text[position] in also):
+        position += 1
+    return position
+
+
 # content helpers --------------------------------------------------------------------------------
 def text_of(content, sep: str = "\n") -> str:
     """Plain text from the usual content shapes: a string, a list of blocks with `text`, or a
@@ -227,6 +303,52 @@ def one_line(text: str, limit: int = 200) -> str:
     """A first message fit for a listing: whitespace collapsed, cut at `limit` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def apply_session_totals(doc: dict, prompt=None, completion=None, cached=None, cost=None,
+                         source: str = "session totals") -> None:
+    """For stores that record usage per session only (Hermes, Factory Droid): the session's
+    totals become `final_metrics` when no step carries metrics, with `final_metrics.extra.
+    usage_source` saying so. Step metrics, when present, win: counting both would count twice."""
+    final = doc.setdefault("final_metrics", {})
+    if any(key in final for key in ("total_prompt_tokens", "total_completion_tokens")):
+        return
+    found = {"total_prompt_tokens": prompt, "total_completion_tokens": completion,
+             "total_cached_tokens": cached, "total_cost_usd": cost}
+    found = {k: v for k, v in found.items() if v is not None}
+    if not found:
+        return
+    steps = final.pop("total_steps", None)
+    final.update(found)
+    if steps is not None:
+        final["total_steps"] = steps
+    final["extra"] = {**final.get("extra", {}), "usage_source": source}
+
+
+def json_arguments(raw):
+    """Tool-call arguments recorded as a JSON string (OpenAI style): the parsed value, `{}` for
+    an empty string, `{"input": raw}` for text that is not JSON; anything else as it is."""
+    if not isinstance(raw, str):
+        return raw
+    if not raw.strip():
+        return {}
+    try:
+        return loads(raw)
+    except ValueError:
+        return {"input": raw}
+
+
+def join_result(builder, call_id: str | None, content, when=None, extra: dict | None = None,
+                subagents=None, tool_name: str | None = None) -> None:
+    """Attach a tool result to the step that made its call. A result whose call is not in the
+    session (cut off, rewound) is kept on a system step (`extra.kind` "orphan_tool_result") with
+    a warning, never dropped."""
+    if builder.tool_result(call_id or "", content, extra=extra or None, subagents=subagents):
+        return
+    builder.warn(f"tool result for unknown call {call_id!r} kept on a system step")
+    info = {"kind": "orphan_tool_result", **({"tool_name": tool_name} if tool_name else {})}
+    builder.observe(builder.system("", when, extra=info), content, extra=extra or None,
+                    subagents=subagents)
 
 
 def as_int(value) -> int | None:

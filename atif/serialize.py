@@ -14,17 +14,42 @@ import orjson
 _OPTIONS = orjson.OPT_INDENT_2
 
 
+MAX_DEPTH = 128
+
+
 def dumps(doc: dict) -> bytes:
+    """Serialize a document. Native values nested deeper than MAX_DEPTH levels (orjson stops at
+    255, Python's recursion earlier) are replaced by a note saying so."""
     try:
         return orjson.dumps(doc, option=_OPTIONS) + b"\n"
     except (TypeError, orjson.JSONEncodeError):
-        text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+        try:
+            text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):
+            return dumps(limit_depth(doc, MAX_DEPTH))
         return text.encode("utf-8", "replace") + b"\n"
 
 
+def limit_depth(value, depth: int):
+    """A copy of `value` in which containers more than `depth` levels down become a note."""
+    if isinstance(value, dict):
+        if depth <= 0:
+            return "[object nested too deeply: omitted]"
+        return {k: limit_depth(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list):
+        if depth <= 0:
+            return "[array nested too deeply: omitted]"
+        return [limit_depth(v, depth - 1) for v in value]
+    return value
+
+
 def loads(data: bytes | str):
-    """Parse JSON; orjson first, the standard library for what orjson rejects (lone surrogates)."""
+    """Parse JSON; orjson first, the standard library for what orjson rejects (lone surrogates).
+    Every failure is a ValueError, nesting too deep to parse included."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        try:
+            return json.loads(data)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None

@@ -69,3 +69,33 @@ def assert_valid(doc: dict) -> None:
     schema_errors = [e.message for e in schema_validator().iter_errors(doc)]
     assert schema_errors == [], schema_errors[:5]
     assert harbor_errors(doc) == []
+
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+
+
+def assert_golden(doc: dict, agent: str, name: str) -> None:
+    """`doc` equals `tests/golden/<agent>/<name>.atif.json`. With UPDATE_GOLDEN=1 in the
+    environment the file is (re)written instead: read the diff through before committing it."""
+    from atif.serialize import dumps
+
+    path = os.path.join(GOLDEN, agent, f"{name}.atif.json")
+    data = dumps(doc)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+    with open(path, "rb") as handle:
+        expected = handle.read()
+    assert data == expected, f"{path} differs (UPDATE_GOLDEN=1 rewrites it)"
+
+
+def file_states(root: str) -> dict:
+    """Every file under `root` -> (bytes, mtime_ns): what must not change when we only read."""
+    states = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path, "rb") as handle:
+                states[path] = (handle.read(), os.stat(path).st_mtime_ns)
+    return states

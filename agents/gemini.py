@@ -1,0 +1,592 @@
+"""Gemini CLI: `${GEMINI_CLI_HOME:-$HOME}/.gemini/tmp/<project>/chats/`.
+
+Formats (stores.md §5):
+- JSONL (v0.39+): a metadata line, then message records appended again whenever a message
+  gains tool calls or tokens (the last copy of an id wins, at the place of its first copy),
+  `{"$set": {...}}` metadata updates and `{"$rewindTo": id}`, which deletes that message and
+  every later one. A resumed session appends a new metadata line.
+- `$set.messages` is a snapshot of the model's history (written at start, on resume, after
+  compression or output masking). Its copies of known messages are often poorer (no tokens,
+  tool calls flattened into parts), so a known message keeps its own record; messages only
+  snapshots have (the `<session_context>` preamble, a compression summary, the function
+  responses of a rebuilt history) are inserted where the snapshot places them, as their first
+  copy. A snapshot never deletes: what was compressed away still happened, and stays in the
+  trajectory.
+- Legacy `.json` (before v0.39): one `ConversationRecord`, rewritten on every update. A resumed
+  legacy session is migrated to a new `.jsonl` next to it, which therefore wins (sources list
+  `.jsonl` files first and the catalog keeps the first source of an id).
+- Sub-agents (v0.37+): `chats/<parentSessionId>/<sessionId>.jsonl` with `kind: "subagent"`,
+  embedded into the parent.
+
+`logs.json` (one per project) holds only the user's prompts. It is a source, listed after every
+chat file: a session that has a chat file is served from it (the catalog keeps the first source
+of an id), and only sessions whose chat was never recorded (chat recording off, versions before
+chat recording, deleted chats) come from the prompt log, so no prompt is lost and none appears
+twice.
+
+The project root (the session's cwd) is never in the messages: it comes from the folder's
+`.project_root`, from `projects.json`, or from matching the session's `projectHash`
+(sha256 of the root) against the roots those files know; never from the folder name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from atif.build import TrajectoryBuilder
+from atif.serialize import loads
+
+from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
+                         home, iso, one_line)
+from agents.genai import (function_calls, function_responses, message_content, parts_of,
+                          response_content, thought_text, usage_metrics, visible_text)
+
+NAME = "gemini"
+PREFIX = "gm"
+ATIF_NAME = "gemini-cli"
+VERSION = 1
+
+PROMPT_LOG = "logs.json"
+SESSION_CONTEXT = "<session_context>"
+STATE_SNAPSHOT = "<state_snapshot>"
+AGENT_TYPES = ("gemini", "model", "assistant")
+_SHORT_ID = re.compile(r"-([0-9A-Za-z]{8})$")
+
+
+def gemini_dir(env) -> str:
+    return os.path.join(env.get("GEMINI_CLI_HOME") or home(env), ".gemini")
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+# discovery ---------------------------------------------------------------------------------------
+def sources(env):
+    """Chat files (`.jsonl` before `.json`), then the prompt logs."""
+    tmp = os.path.join(gemini_dir(env), "tmp")
+    jsonl, legacy, logs = [], [], []
+    for project in _listdir(tmp):
+        chats = os.path.join(tmp, project, "chats")
+        for name in _listdir(chats):
+            path = os.path.join(chats, name)
+            if name.endswith(".jsonl") and os.path.isfile(path):
+                jsonl.append(path)
+            elif name.endswith(".json") and os.path.isfile(path):
+                legacy.append(path)
+        log = os.path.join(tmp, project, PROMPT_LOG)
+        if os.path.isfile(log):
+            logs.append(log)
+    return jsonl + legacy + logs
+
+
+def dependencies(source: str, env) -> list[str]:
+    project = os.path.dirname(source) if _is_prompt_log(source) else os.path.dirname(os.path.dirname(source))
+    deps = [source, os.path.join(project, ".project_root"),
+            os.path.join(os.path.dirname(os.path.dirname(project)), "projects.json")]
+    if not _is_prompt_log(source):
+        deps.extend(path for directory in _subagent_dirs(source) for path in _subagent_files(directory))
+    return deps
+
+
+def _is_prompt_log(path: str) -> bool:
+    return os.path.basename(path) == PROMPT_LOG
+
+
+def _subagent_dirs(source: str, session_id: str | None = None) -> list[str]:
+    """Sub-agent folders of a chat file: `chats/<sessionId>/`. Without the session id (discovery
+    reads no file), every folder starting with the 8 characters the file name ends with."""
+    chats = os.path.dirname(source)
+    if session_id:
+        path = os.path.join(chats, session_id)
+        return [path] if os.path.isdir(path) else []
+    match = _SHORT_ID.search(os.path.splitext(os.path.basename(source))[0])
+    if not match:
+        return []
+    return [os.path.join(chats, name) for name in _listdir(chats)
+            if name.startswith(match.group(1)) and os.path.isdir(os.path.join(chats, name))]
+
+
+def _subagent_files(directory: str) -> list[str]:
+    return [os.path.join(directory, name) for name in _listdir(directory) if name.endswith((".jsonl", ".json"))]
+
+
+def scan(source: str, env) -> list[Session]:
+    if _is_prompt_log(source):
+        return _scan_prompt_log(source)
+    if source.endswith(".json"):   # rewritten whole on every update: no head to read
+        conversation = load_conversation(source, TrajectoryBuilder(ATIF_NAME))
+        meta, messages, fmt = conversation.meta, conversation.messages, conversation.fmt
+    else:
+        meta, messages, fmt = _head(source)
+    project = os.path.dirname(os.path.dirname(source))
+    native_id = as_str(meta.get("sessionId")) or os.path.splitext(os.path.basename(source))[0]
+    started = epoch(meta.get("startTime")) or next(
+        (epoch(_raw_time(m)) for m in messages if epoch(_raw_time(m))), None)
+    model = next((as_str(m.get("model")) for m in messages
+                  if _kind(m) in AGENT_TYPES and as_str(m.get("model"))), None)
+    title = next((t for t in map(_prompt_text, messages) if t), "")
+    return [Session(agent=NAME, native_id=native_id, source=source, started=started,
+                    cwd=project_root(project, as_str(meta.get("projectHash"))), title=one_line(title),
+                    model=model, extra={"format": fmt})]
+
+
+def _head(source: str) -> tuple[dict, list[dict], str]:
+    """Metadata and the first messages of a JSONL chat, from the head of the file."""
+    meta: dict = {}
+    messages: list[dict] = []
+    for record in head_records(source):
+        if isinstance(record.get("id"), str):
+            messages.append(record)
+        elif isinstance(record.get("$set"), dict):
+            messages.extend(m for m in as_list(record["$set"].get("messages")) if isinstance(m, dict))
+        elif isinstance(record.get("sessionId"), str) and not meta:
+            meta = record
+    return meta, messages, "jsonl"
+
+
+def _scan_prompt_log(source: str) -> list[Session]:
+    project = os.path.dirname(source)
+    cwd = project_root(project, None)
+    sessions: dict[str, Session] = {}
+    for entry in _prompt_log_entries(source):
+        sid = entry["sessionId"]
+        session = sessions.get(sid)
+        if session is None:
+            session = sessions[sid] = Session(agent=NAME, native_id=sid, source=source, cwd=cwd,
+                                              locator=sid, extra={"format": "prompt-log"})
+        started = epoch(entry.get("timestamp"))
+        if started and (session.started is None or started < session.started):
+            session.started = started
+        if not session.title and entry.get("type") == "user" and as_str(entry.get("message")):
+            session.title = one_line(entry["message"])
+    return list(sessions.values())
+
+
+def _prompt_log_entries(source: str) -> list[dict]:
+    doc = _read_document(source)
+    return [e for e in as_list(doc) if isinstance(e, dict) and isinstance(e.get("sessionId"), str)]
+
+
+def _read_document(path: str):
+    """A whole-file JSON document, or None when the file is not one (or cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return loads(handle.read())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+# the project root --------------------------------------------------------------------------------
+def project_root(project_dir: str, project_hash: str | None) -> str | None:
+    """The root of `tmp/<project>`: its `.project_root`, else the root `projects.json`
+    registers under this folder, else the known root whose sha256 is `project_hash` (before
+    v0.29 the folder was named after that hash, which is then the one to match)."""
+    marker = _read_root(os.path.join(project_dir, ".project_root"))
+    if marker:
+        return marker
+    gemini = os.path.dirname(os.path.dirname(project_dir))
+    registry = _registry(gemini)
+    name = os.path.basename(project_dir)
+    for root, slug in registry.items():
+        if slug == name:
+            return root
+    wanted = project_hash or (name if re.fullmatch(r"[0-9a-f]{64}", name) else None)
+    if wanted:
+        for root in _known_roots(gemini, registry):
+            if hashlib.sha256(root.encode()).hexdigest() == wanted:
+                return root
+    return None
+
+
+def _read_root(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    return text if os.path.isabs(text) else None
+
+
+def _registry(gemini: str) -> dict:
+    doc = _read_document(os.path.join(gemini, "projects.json"))
+    projects = as_dict(as_dict(doc).get("projects"))
+    return {root: slug for root, slug in projects.items() if os.path.isabs(root) and isinstance(slug, str)}
+
+
+def _known_roots(gemini: str, registry: dict) -> list[str]:
+    roots = list(registry)
+    for area in ("tmp", "history"):
+        base = os.path.join(gemini, area)
+        for name in _listdir(base):
+            root = _read_root(os.path.join(base, name, ".project_root"))
+            if root and root not in roots:
+                roots.append(root)
+    return roots
+
+
+# reading a conversation --------------------------------------------------------------------------
+@dataclass
+class Conversation:
+    meta: dict
+    messages: list[dict]
+    fmt: str
+    from_snapshot: set = field(default_factory=set)   # ids known only from `$set.messages`
+    counts: dict = field(default_factory=dict)         # resumes, rewinds, snapshots, unknown records
+
+
+def load_conversation(path: str, builder: TrajectoryBuilder) -> Conversation:
+    if path.endswith(".json"):
+        doc = _read_document(path)
+        if isinstance(doc, dict):
+            return Conversation(doc, _legacy_messages(doc), "legacy-json")
+        salvaged = _salvage_legacy(path)
+        if salvaged is not None:
+            builder.warn("the file is not complete JSON (truncated, or being rewritten): the "
+                         f"{len(salvaged.messages)} complete message(s) before the damage were read")
+            return salvaged
+    return _replay_jsonl(path, builder)
+
+
+def _legacy_messages(doc: dict) -> list[dict]:
+    messages = doc.get("messages") if "messages" in doc else doc.get("history")
+    return [m for m in as_list(messages) if isinstance(m, dict)]
+
+
+def _salvage_legacy(path: str) -> Conversation | None:
+    """The metadata and every complete message of a legacy file cut short. Legacy files are
+    pretty-printed with the metadata before `messages`, so both can be read up to the damage."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    start = re.search(r'"messages"\s*:\s*\[', text)
+    if not text.lstrip().startswith("{") or not start:
+        return None
+    meta = {key: value for key, value in re.findall(r'^\s{2}"(\w+)"\s*:\s*"([^"\n]*)"', text[:start.start()], re.M)}
+    decoder = json.JSONDecoder()
+    messages, position = [], start.end()
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position >= len(text) or text[position] == "]":
+            break
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except ValueError:
+            break
+        if isinstance(value, dict):
+            messages.append(value)
+    return Conversation(meta, messages, "legacy-json")
+
+
+def _replay_jsonl(path: str, builder: TrajectoryBuilder) -> Conversation:
+    reader = JsonlReader(path)
+    meta: dict = {}
+    records: dict[str, dict] = {}
+    order: dict[str, None] = {}   # message ids in place, as Gemini CLI's own Map keeps them
+    from_snapshot: set = set()
+    counts = {"resumes": -1, "rewinds": 0, "history_snapshots": 0, "unknown_records": 0}
+    for record in reader:
+        if isinstance(record.get("$rewindTo"), str):
+            counts["rewinds"] += 1
+            order = _rewind(order, record["$rewindTo"], builder)
+        elif isinstance(record.get("id"), str):
+            records[record["id"]] = record
+            from_snapshot.discard(record["id"])
+            order.setdefault(record["id"])
+        elif isinstance(record.get("$set"), dict):
+            update = dict(record["$set"])
+            snapshot = update.pop("messages", None)
+            meta.update(update)
+            if isinstance(snapshot, list):
+                counts["history_snapshots"] += 1
+                order = _apply_snapshot(order, snapshot, records, from_snapshot)
+        elif isinstance(record.get("sessionId"), str):
+            counts["resumes"] += 1
+            meta.update({k: v for k, v in record.items() if k != "startTime" or "startTime" not in meta})
+        else:
+            counts["unknown_records"] += 1
+    for problem in reader.problems():
+        builder.warn(problem)
+    counts["resumes"] = max(counts["resumes"], 0)
+    return Conversation(meta, [records[mid] for mid in order], "jsonl",
+                        {mid for mid in from_snapshot if mid in order}, counts)
+
+
+def _rewind(order: dict, target: str, builder: TrajectoryBuilder) -> dict:
+    ids = list(order)
+    if target in order:
+        return dict.fromkeys(ids[:ids.index(target)])
+    builder.warn(f"a rewind names message {target!r}, which the session does not hold: as Gemini "
+                 "CLI does, every earlier message was dropped")
+    return {}
+
+
+def _apply_snapshot(order: dict, snapshot: list, records: dict, from_snapshot: set) -> dict:
+    """Messages only the snapshot has are inserted after the snapshot message before them (or,
+    for a leading run, before the first snapshot message already in place)."""
+    ids = []
+    for message in snapshot:
+        if isinstance(message, dict) and isinstance(message.get("id"), str):
+            mid = message["id"]
+            if mid not in records:   # a known message keeps its record, or its first copy
+                records[mid] = message
+                from_snapshot.add(mid)
+            ids.append(mid)
+    result = list(order)
+    present = set(result)
+    anchor, leading = None, []
+    for mid in ids:
+        if mid in present:
+            if leading:
+                at = result.index(mid)
+                result[at:at] = leading
+                present.update(leading)
+                leading = []
+            anchor = mid
+        elif anchor is None:
+            leading.append(mid)
+        else:
+            result.insert(result.index(anchor) + 1, mid)
+            present.add(mid)
+            anchor = mid
+    result.extend(mid for mid in leading if mid not in present)
+    return dict.fromkeys(result)
+
+
+# messages ----------------------------------------------------------------------------------------
+def _kind(message: dict) -> str:
+    return as_str(message.get("type")) or as_str(message.get("role")) or "unknown"
+
+
+def _parts(message: dict) -> list[dict]:
+    return parts_of(message.get("content") if "content" in message else message.get("parts"))
+
+
+def _raw_time(message: dict):
+    return message.get("timestamp") if message.get("timestamp") is not None else message.get("ts")
+
+
+def _timestamp(message: dict) -> str | None:
+    return iso(_raw_time(message))
+
+
+def _prompt_text(message: dict) -> str:
+    """What the human typed in a user message ("" for injected context or tool responses)."""
+    if _kind(message) != "user":
+        return ""
+    text = visible_text(parts_of(message.get("displayContent")) or _parts(message))
+    return "" if text.startswith((SESSION_CONTEXT, STATE_SNAPSHOT)) else text
+
+
+def _reasoning(message: dict, parts: list[dict]) -> str:
+    """`thoughts[]` as the model wrote them (`**subject**` then the description), then any
+    thought parts of a history snapshot."""
+    pieces = []
+    for thought in as_list(message.get("thoughts")):
+        if isinstance(thought, dict):
+            subject, description = as_str(thought.get("subject")), as_str(thought.get("description"))
+            pieces.append("\n\n".join(t for t in (subject and f"**{subject}**", description) if t))
+    pieces.append(thought_text(parts))
+    return "\n\n".join(p for p in pieces if p)
+
+
+class _Translation:
+    """Turns a conversation's messages into steps on one builder."""
+
+    def __init__(self, builder: TrajectoryBuilder, spawned: dict | None = None):
+        self.builder = builder
+        self.spawned = spawned or {}   # call id -> subagent refs
+        self.answered: set = set()     # call ids that have their result
+
+    def messages(self, conversation: Conversation) -> None:
+        for message in conversation.messages:
+            extra = {"from_history_snapshot": True} if message.get("id") in conversation.from_snapshot else None
+            kind = _kind(message)
+            if kind == "user":
+                self.user(message, extra)
+            elif kind in AGENT_TYPES:
+                self.agent(message, extra)
+            else:
+                self.builder.system(message_content(_parts(message)), _timestamp(message),
+                                    extra={"kind": kind, **(extra or {})})
+
+    def user(self, message: dict, extra: dict | None) -> None:
+        parts, at = _parts(message), _timestamp(message)
+        for response in function_responses(parts):
+            self.response(response, at)
+        shown = parts_of(message.get("displayContent")) or parts
+        content = message_content(shown)
+        if not content:
+            return
+        head = visible_text(shown)
+        if head.startswith(SESSION_CONTEXT):
+            self.builder.system(content, at, extra={"kind": "session_context", **(extra or {})})
+        elif head.startswith(STATE_SNAPSHOT):
+            step = self.builder.system("The chat history was compressed into this summary.", at, extra={
+                "kind": "compression_summary", **(extra or {}),
+                "context_management": {"type": "compaction", "boundary": "replace"}})
+            self.builder.observe(step, content)
+        else:
+            self.builder.user(content, at, extra=extra)
+
+    def agent(self, message: dict, extra: dict | None) -> None:
+        parts = _parts(message)
+        tokens = as_dict(message.get("tokens"))
+        inference = not extra   # a message only a history snapshot holds may be synthetic
+        step = self.builder.agent(
+            visible_text(parts), _timestamp(message), model_name=as_str(message.get("model")),
+            reasoning=_reasoning(message, parts) or None,
+            metrics=usage_metrics(tokens.get("input"), tokens.get("output"), tokens.get("cached"),
+                                  tokens.get("thoughts"), tokens.get("tool"), tokens.get("total")),
+            llm_call_count=1 if inference else None, extra=extra)
+        for call in as_list(message.get("toolCalls")):
+            if isinstance(call, dict):
+                self.tool_call(step, call)
+        for call in function_calls(parts):   # calls of a history snapshot: results follow
+            if not (as_str(call.get("id")) and self.builder.has_call(call["id"])):
+                self.builder.tool_call(step, as_str(call.get("id")), as_str(call.get("name")), call.get("args"))
+
+    def tool_call(self, step, call: dict) -> None:
+        """A `toolCalls[]` record: the call and its embedded result."""
+        cid = self.builder.tool_call(step, as_str(call.get("id")), as_str(call.get("name")), call.get("args"))
+        parts = parts_of(call.get("result"))
+        responses = function_responses(parts)
+        others = [p for p in parts if "functionResponse" not in p]
+        if responses:
+            content, is_error = response_content(responses[0], others)
+        else:
+            content, is_error = message_content(others) or as_str(call.get("resultDisplay")), False
+        status = as_str(call.get("status"))
+        subagents = self.spawned.get(cid)
+        if not content and not subagents and status in (None, "success"):
+            return
+        result_extra = {}
+        if is_error or status == "error":
+            result_extra["is_error"] = True
+        if status and status != "success":
+            result_extra["status"] = status
+        error = as_str(call.get("error"))
+        if error and error != content:
+            result_extra["error"] = error
+        self.builder.tool_result(cid, content or None, extra=result_extra, subagents=subagents)
+        self.answered.add(cid)
+
+    def response(self, response: dict, at: str | None) -> None:
+        """A function response sent back to the model: a result for a call still waiting for
+        one, nothing for a call already answered (Gemini CLI records both), else an orphan."""
+        cid = as_str(response.get("id"))
+        if cid and cid in self.answered:
+            return
+        content, is_error = response_content(response)
+        extra = {"is_error": True} if is_error else None
+        if cid and self.builder.has_call(cid):
+            self.builder.tool_result(cid, content, extra=extra, subagents=self.spawned.get(cid))
+            self.answered.add(cid)
+        else:
+            step = self.builder.system(f"result of {as_str(response.get('name')) or 'a tool'} "
+                                       "with no matching call", at, extra={"kind": "orphan_tool_result"})
+            self.builder.observe(step, content, extra=extra)
+
+
+# sub-agents --------------------------------------------------------------------------------------
+def _subagent_documents(source: str, session_id: str) -> list[tuple[dict, dict]]:
+    """(document, metadata) of every sub-agent of a session, oldest first."""
+    found = []
+    for directory in _subagent_dirs(source, session_id):
+        for path in _subagent_files(directory):
+            builder = TrajectoryBuilder(ATIF_NAME)
+            conversation = load_conversation(path, builder)
+            builder.session_id = as_str(conversation.meta.get("sessionId")) or os.path.splitext(os.path.basename(path))[0]
+            _Translation(builder).messages(conversation)
+            builder.model_name = _first_model(conversation.messages)
+            builder.extra.update(_root_extra(conversation))
+            found.append((builder.build(), conversation.meta))
+    found.sort(key=lambda item: epoch(item[1].get("startTime")) or 0)
+    return found
+
+
+def _spawning_call(messages: list[dict], started: float | None) -> str | None:
+    """The one tool call running when a sub-agent started: between its message and the call's
+    own (completion) timestamp. None when no call, or more than one, fits."""
+    if started is None:
+        return None
+    fitting = []
+    for index, message in enumerate(messages):
+        begin = epoch(message.get("timestamp"))
+        following = next((epoch(m.get("timestamp")) for m in messages[index + 1:] if epoch(m.get("timestamp"))), None)
+        for call in as_list(message.get("toolCalls")):
+            if isinstance(call, dict) and as_str(call.get("id")) and begin is not None:
+                end = epoch(call.get("timestamp")) or following or float("inf")
+                if begin <= started <= end:
+                    fitting.append(call["id"])
+    return fitting[0] if len(fitting) == 1 else None
+
+
+def _embed_subagents(builder: TrajectoryBuilder, source: str, conversation: Conversation, session_id: str) -> dict:
+    spawned: dict = {}
+    unlinked = []
+    for doc, meta in _subagent_documents(source, session_id):
+        trajectory_id = doc.get("session_id") or f"subagent-{len(builder.subagents) + 1}"
+        refs = builder.embed(doc, trajectory_id)
+        call = _spawning_call(conversation.messages, epoch(meta.get("startTime")))
+        if call:
+            spawned.setdefault(call, []).extend(refs)
+        else:
+            unlinked.append(trajectory_id)
+    if unlinked:
+        builder.extra["subagents_without_spawning_call"] = unlinked
+    return spawned
+
+
+# translation -------------------------------------------------------------------------------------
+def _first_model(messages: list[dict]) -> str | None:
+    return next((as_str(m.get("model")) for m in messages
+                 if _kind(m) in AGENT_TYPES and as_str(m.get("model"))), None)
+
+
+def _root_extra(conversation: Conversation) -> dict:
+    meta = conversation.meta
+    extra = {"format": conversation.fmt, "project_hash": as_str(meta.get("projectHash")),
+             "kind": as_str(meta.get("kind")), "summary": as_str(meta.get("summary")),
+             "directories": meta.get("directories") if as_list(meta.get("directories")) else None}
+    extra.update({k: v for k, v in conversation.counts.items() if v})
+    return {k: v for k, v in extra.items() if v is not None}
+
+
+def translate(session: Session, env) -> dict:
+    builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
+    if session.extra.get("format") == "prompt-log":
+        _translate_prompt_log(builder, session)
+        return builder.build()
+    conversation = load_conversation(session.source, builder)
+    spawned = _embed_subagents(builder, session.source, conversation, session.native_id)
+    _Translation(builder, spawned).messages(conversation)
+    builder.model_name = _first_model(conversation.messages)
+    builder.extra.update(_root_extra(conversation))
+    return builder.build()
+
+
+def _translate_prompt_log(builder: TrajectoryBuilder, session: Session) -> None:
+    """A session known only from `logs.json`: the prompts, and nothing the agent did."""
+    for entry in _prompt_log_entries(session.source):
+        if entry["sessionId"] != session.native_id:
+            continue
+        text, at, kind = as_str(entry.get("message")) or "", iso(entry.get("timestamp")), entry.get("type")
+        if kind == "user":
+            builder.user(text, at)
+        elif kind in AGENT_TYPES:
+            builder.agent(text, at)
+        else:
+            builder.system(text, at, extra={"kind": str(kind)})
+    builder.extra.update({"format": "prompt-log", "note": "Gemini CLI's prompt log (logs.json) "
+                          "holds only what was typed: no chat file records this session"})

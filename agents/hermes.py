@@ -1,0 +1,300 @@
+"""Hermes Agent (NousResearch/hermes-agent): every session in one SQLite database.
+
+Store: `${HERMES_HOME:-~/.hermes}/state.db` (WAL mode), plus one `state.db` per profile under
+`profiles/<name>/`. Tables used: `sessions` (id, source, model, system_prompt, cwd, started_at,
+parent_session_id, end_reason, token totals: input_tokens excluding cache reads and writes,
+output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, costs),
+`session_model_usage` (the same totals per model), and `messages` (OpenAI chat messages: roles
+user/assistant/tool/system, `tool_calls` as JSON, `tool_call_id` on tool messages, reasoning
+columns; `active`/`compacted` flags). Structured content is stored as JSON behind a sentinel
+prefix (`\\x00json:` in older releases, `\\x01json:` now).
+
+Usage is recorded per session, not per message, so `final_metrics` carries the session totals
+(`agents.base.apply_session_totals`). Rows a rewind (`/undo`) retired (`active=0` and not
+`compacted`) are not part of the conversation and are skipped; rows archived by a compression
+(`compacted=1`) are kept and flagged. A session that continues another (compression split,
+sub-agent) names it in `extra.parent_session_id`; Hermes records no link from a tool call to a
+child session, so children are listed as sessions of their own.
+
+Every read goes through `agents.sqlite_ro.connect`: an in-memory snapshot, WAL applied.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sqlite3
+from contextlib import closing
+
+from agents import sqlite_ro
+from agents.base import (Session, apply_session_totals, as_dict, as_int, as_list, as_str, env_dir,
+                         epoch, iso, join_result, json_arguments, one_line)
+from atif.build import TrajectoryBuilder, image_part, text_part
+
+NAME = "hermes"
+PREFIX = "hm"
+ATIF_NAME = "hermes-agent"
+VERSION = 1
+
+JSON_PREFIXES = ("\x00json:", "\x01json:")
+SESSION_COLUMNS = ("id", "source", "model", "cwd", "started_at", "title", "parent_session_id")
+
+
+def hermes_home(env) -> str:
+    return env_dir(env, "HERMES_HOME", ".hermes")
+
+
+def sources(env):
+    root = hermes_home(env)
+    found = [os.path.join(root, "state.db")]
+    found += sorted(glob.glob(os.path.join(glob.escape(root), "profiles", "*", "state.db")))
+    return [path for path in found if os.path.isfile(path)]
+
+
+def dependencies(source: str, env) -> list[str]:
+    return sqlite_ro.fingerprint_paths(source)
+
+
+# discovery ---------------------------------------------------------------------------------------
+def scan(source: str, env) -> list[Session]:
+    """One query: every session with its first user message."""
+    with _reading(source), _connect(source) as connection:
+        available = sqlite_ro.columns(connection, "sessions")
+        if "id" not in available:
+            raise sqlite_ro.StoreError(f"{source} has no sessions table")
+        wanted = [c if c in available else f"NULL AS {c}" for c in SESSION_COLUMNS]
+        first_user = ("(SELECT content FROM messages m WHERE m.session_id = s.id AND m.role = 'user'"
+                      " ORDER BY m.id LIMIT 1)" if sqlite_ro.columns(connection, "messages") else "NULL")
+        rows = connection.execute(f"SELECT {', '.join(wanted)}, {first_user} AS first_user"
+                                  f" FROM sessions s ORDER BY s.started_at").fetchall()
+        schema = f"schema-{_schema_version(connection)}"
+    return [_session(source, row, schema) for row in rows]
+
+
+def _connect(source: str):
+    """A closing context around the read-only snapshot (sqlite3's own `with` only commits)."""
+    connection = sqlite_ro.connect(source)
+    connection.row_factory = sqlite3.Row
+    return closing(connection)
+
+
+class _reading:
+    """Turns SQLite's own errors on a damaged database into a `StoreError` naming the file."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise sqlite_ro.StoreError(f"{self.source}: {exc}") from None
+        return False
+
+
+def _schema_version(connection) -> str:
+    try:
+        row = connection.execute("SELECT version FROM schema_version LIMIT 1").fetchone()
+    except sqlite3.DatabaseError:
+        return "unknown"
+    return str(row[0]) if row else "unknown"
+
+
+def _session(source: str, row, schema: str) -> Session:
+    first = message_text(decode_content(row["first_user"]))
+    extra = {"format": schema}
+    if row["parent_session_id"]:
+        extra["parent_session_id"] = row["parent_session_id"]
+    return Session(agent=NAME, native_id=row["id"], source=source, started=epoch(row["started_at"]),
+                   cwd=as_str(row["cwd"]) or None, title=one_line(first or row["title"] or ""),
+                   model=as_str(row["model"]), locator=row["id"], extra=extra)
+
+
+# content -----------------------------------------------------------------------------------------
+def decode_content(value):
+    """A `messages.content` value: plain text, or structured parts behind the JSON sentinel."""
+    if isinstance(value, str):
+        for prefix in JSON_PREFIXES:
+            if value.startswith(prefix):
+                try:
+                    return json.loads(value[len(prefix):])
+                except ValueError:
+                    return value
+    return value
+
+
+def message_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(as_str(as_dict(p).get("text")) or "" for p in as_list(content)
+                     if as_dict(p).get("type") in ("text", "input_text", "output_text"))
+
+
+def message_parts(content):
+    """OpenAI-style content as an ATIF message: a string unless images are present."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = []
+    for part in as_list(content) if isinstance(content, list) else [content]:
+        part = as_dict(part)
+        if part.get("type") in ("text", "input_text", "output_text"):
+            parts.append(text_part(as_str(part.get("text")) or ""))
+        elif part.get("type") in ("image_url", "input_image"):
+            parts.append(_image(part))
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _image(part: dict) -> dict:
+    url = as_dict(part.get("image_url")).get("url") or part.get("image_url") or ""
+    url = url if isinstance(url, str) else ""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url[5:].split(";base64,", 1)
+        return image_part(media_type, data)
+    return image_part("image/png" if url else None, url=url or None)
+
+
+# translation -------------------------------------------------------------------------------------
+def translate(session: Session, env) -> dict:
+    builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
+    with _reading(session.source), _connect(session.source) as connection:
+        found = connection.execute("SELECT * FROM sessions WHERE id = ?", (session.locator,)).fetchone()
+        if found is None:
+            builder.warn(f"session {session.locator} is no longer in {session.source}")
+            return builder.build()
+        messages = [dict(r) for r in connection.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session.locator,))]
+        usage = _model_usage(connection, session.locator)
+    row = dict(found)  # a dict: columns differ between releases
+    builder.model_name = as_str(row.get("model"))
+    if as_str(row.get("system_prompt")):
+        builder.system(row["system_prompt"], iso(row.get("started_at")), extra={"kind": "system_prompt"})
+    rewound = _MessageTranslator(builder, builder.model_name).run(messages)
+    builder.extra.update(_session_extra(row, rewound, usage))
+    doc = builder.build()
+    _apply_totals(doc, row)
+    return doc
+
+
+def _model_usage(connection, session_id: str) -> list[dict]:
+    if not sqlite_ro.columns(connection, "session_model_usage"):
+        return []
+    rows = connection.execute("SELECT * FROM session_model_usage WHERE session_id = ?", (session_id,))
+    return [{k: r[k] for k in r.keys() if k != "session_id" and r[k] not in (None, "")} for r in rows]
+
+
+def _session_extra(row: dict, rewound: int, usage: list[dict]) -> dict:
+    found = {k: row[k] for k in ("source", "parent_session_id", "end_reason", "title", "git_branch",
+                                 "billing_provider", "api_call_count") if row.get(k)}
+    if rewound:
+        found["rewound_messages_skipped"] = rewound
+    if usage:
+        found["model_usage"] = usage
+    return found
+
+
+def _apply_totals(doc: dict, row: dict) -> None:
+    fresh, read, write = (as_int(row.get(c)) for c in
+                          ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+    prompt = None if fresh is None else fresh + (read or 0) + (write or 0)
+    apply_session_totals(doc, prompt=prompt, completion=as_int(row.get("output_tokens")),
+                         cached=read if prompt is not None else None, cost=_cost(row),
+                         source="sessions table (Hermes records usage per session)")
+    extra = doc["final_metrics"].get("extra")
+    if extra is not None:
+        extra.update({c: row[c] for c in ("cache_write_tokens", "reasoning_tokens")
+                      if as_int(row.get(c))})
+
+
+def _cost(row: dict) -> float | None:
+    """The actual cost, else the estimate, but not an estimate Hermes itself marks as unknown
+    (it writes 0.0 when it has no price for the model)."""
+    def number(column):
+        value = row.get(column)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    if number("actual_cost_usd") is not None:
+        return number("actual_cost_usd")
+    return number("estimated_cost_usd") if row.get("cost_status") not in (None, "unknown") else None
+
+
+class _MessageTranslator:
+    def __init__(self, builder: TrajectoryBuilder, model: str | None):
+        self.builder = builder
+        self.model = model
+
+    def run(self, rows: list[dict]) -> int:
+        """Translate the rows (dicts: columns differ between releases); returns how many rewound
+        rows were skipped."""
+        rewound = 0
+        for row in rows:
+            compacted = row.get("compacted")
+            if row.get("active", 1) == 0 and not compacted:
+                rewound += 1
+                continue
+            self.message(row, iso(row.get("timestamp")), {"compacted": True} if compacted else {})
+        return rewound
+
+    def message(self, row: dict, when, flags: dict) -> None:
+        role = row.get("role")
+        content = decode_content(row.get("content"))
+        if role == "user":
+            self.builder.user(message_parts(content), when, extra=flags or None)
+        elif role == "assistant":
+            self.assistant(row, content, when, flags)
+        elif role == "tool":
+            self.tool(row, content, when)
+        elif role == "system":
+            self.builder.system(message_parts(content), when, extra={"kind": "system", **flags})
+        else:
+            self.builder.warn(f"message with unknown role {role!r} skipped")
+
+    def assistant(self, row: dict, content, when, flags: dict) -> None:
+        reasoning = as_str(row.get("reasoning_content")) or as_str(row.get("reasoning")) or None
+        extra = {**flags, **{k: row[k] for k in ("finish_reason", "token_count") if row.get(k)}}
+        step = self.builder.agent(message_parts(content), when, model_name=self.model,
+                                  reasoning=reasoning, llm_call_count=1, extra=extra or None)
+        for call in self.calls(row.get("tool_calls")):
+            function = as_dict(call.get("function"))
+            call_id = as_str(call.get("id")) or as_str(call.get("call_id"))
+            self.builder.tool_call(step, call_id, as_str(function.get("name")) or "",
+                                   json_arguments(function.get("arguments")))
+
+    def calls(self, raw) -> list[dict]:
+        if not raw:
+            return []
+        try:
+            parsed = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            self.builder.warn("unreadable tool_calls JSON on an assistant message")
+            return []
+        return [c for c in as_list(parsed) if isinstance(c, dict)]
+
+    def tool(self, row: dict, content, when) -> None:
+        extra = tool_result_extra(content)
+        call_id = as_str(row.get("tool_call_id")) or ""
+        join_result(self.builder, call_id, message_parts(content), when, extra,
+                    tool_name=as_str(row.get("tool_name")))
+
+
+def tool_result_extra(content) -> dict | None:
+    """Hermes tools answer with JSON (`{"output", "exit_code", "error"}` for the terminal): a
+    non-zero exit code or an error makes the result a failure."""
+    if not isinstance(content, str) or not content.startswith("{"):
+        return None
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    extra = {}
+    exit_code = as_int(payload.get("exit_code"))
+    if exit_code is not None:
+        extra["exit_code"] = exit_code
+    if payload.get("error") or (exit_code not in (None, 0)):
+        extra["is_error"] = True
+    return extra or None

@@ -1,0 +1,31 @@
+"""Kilo CLI: an opencode fork that keeps opencode's stores under its own name,
+`${XDG_DATA_HOME:-~/.local/share}/kilo/kilo.db` (`$KILO_DB` overrides it). Everything is read
+by `agents/opencode.py`; this module only says where."""
+
+from __future__ import annotations
+
+from agents import opencode
+from agents.base import Session
+
+NAME = "kilo"
+PREFIX = "kl"
+ATIF_NAME = "kilo-cli"
+VERSION = opencode.VERSION
+
+KILO = opencode.Family("kilo", "KILO_DB", NAME, ATIF_NAME)
+
+
+def sources(env):
+    return opencode.family_sources(env, KILO)
+
+
+def dependencies(source: str, env) -> list[str]:
+    return opencode.family_dependencies(source)
+
+
+def scan(source: str, env) -> list[Session]:
+    return opencode.family_scan(source, env, KILO)
+
+
+def translate(session: Session, env) -> dict:
+    return opencode.family_translate(session, env, KILO)

@@ -1,0 +1,83 @@
+"""Where to look for stores that live inside projects rather than under $HOME (Aider's
+`.aider.chat.history.md`, Crush's `.crush/crush.db`).
+
+Such a store can only be found by knowing the project. Walking the disk is not cheap, so
+discovery looks at two places only:
+- the directory trajectoriz runs in (`$PWD`, else the process's current directory) and every
+  directory above it, which is where the agent itself would look;
+- the working directories of the sessions trajectoriz already listed for other agents, read from
+  its own index cache (so a project used with Claude or Codex and with Aider is found from
+  anywhere; a project only ever used with Aider is found once trajectoriz is run inside it).
+"""
+
+from __future__ import annotations
+
+import os
+
+import cache
+from agents.base import Session
+
+
+def current_directory(env) -> str | None:
+    """The directory the command runs in: `$PWD` when it names this directory, else getcwd()."""
+    pwd = env.get("PWD")
+    if pwd and os.path.isabs(pwd) and os.path.isdir(pwd):
+        return pwd
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def ancestors(directory: str) -> list[str]:
+    """`directory` and each directory above it, nearest first."""
+    found = []
+    current = os.path.abspath(directory)
+    while True:
+        found.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return found
+        current = parent
+
+
+def known_session_dirs(env) -> list[str]:
+    """Working directories of the sessions in trajectoriz's index cache (any agent), existing
+    ones only, each once. The index is written by the previous discovery, so a directory seen
+    for the first time is found on the next run."""
+    from catalog import INDEX_FILE  # the catalog imports the agents package: import it late
+
+    found: dict[str, None] = {}
+    for agent_entry in cache.load(env, INDEX_FILE).values():
+        sources = agent_entry.get("sources") if isinstance(agent_entry, dict) else None
+        for entry in (sources or {}).values():
+            for values in _cached_sessions(entry):
+                cwd = _cwd_of(values)
+                if cwd and cwd not in found and os.path.isdir(cwd):
+                    found[cwd] = None
+    return list(found)
+
+
+def _cached_sessions(entry) -> list:
+    if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], list):
+        return entry[1]
+    return []
+
+
+def _cwd_of(values) -> str | None:
+    try:
+        cwd = Session.from_cache(values).cwd
+    except TypeError:  # an index written by another version
+        return None
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
+
+
+def candidate_dirs(env) -> list[str]:
+    """The current directory with its ancestors, then the known session directories with
+    theirs: every directory a per-project store could sit in, each once."""
+    found: dict[str, None] = {}
+    start = current_directory(env)
+    for directory in ([start] if start else []) + known_session_dirs(env):
+        for candidate in ancestors(directory):
+            found.setdefault(candidate, None)
+    return list(found)

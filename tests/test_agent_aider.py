@@ -1,0 +1,200 @@
+"""Aider: every sample transcript read against its own records.
+
+The human's prompts are checked against `.aider.input.history` (what aider recorded as typed),
+token totals against the `> Tokens:` lines, runs against the `# aider chat started at` headers.
+Golden file: `tests/golden/aider/` (regenerate with `UPDATE_GOLDEN=1 pytest tests/test_agent_aider.py`).
+"""
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+
+import pytest
+
+import cache
+import catalog
+from agents import aider
+from atif.serialize import dumps, loads
+from helpers import LIVE, ROOT, SAMPLES, assert_valid, base_env, cli
+
+LIVE_AIDER = os.path.join(LIVE, "aider-0.86.2", "projects")
+GOLDEN = os.path.join(ROOT, "tests", "golden", "aider")
+SAMPLE_FILES = sorted(glob.glob(os.path.join(SAMPLES, "aider", "**", aider.HISTORY_FILE), recursive=True)
+                      + glob.glob(os.path.join(LIVE_AIDER, "*", aider.HISTORY_FILE)))
+
+
+def project_copy(tmp_path, history_file: str, name: str | None = None) -> str:
+    """A copy of a sample project's aider files in tmp; returns the copied transcript."""
+    target = tmp_path / (name or os.path.basename(os.path.dirname(history_file)))
+    target.mkdir(parents=True, exist_ok=True)
+    for path in glob.glob(os.path.join(os.path.dirname(history_file), ".aider*")):
+        shutil.copy2(path, target)
+    return str(target / aider.HISTORY_FILE)
+
+
+def documents(path: str, env) -> list[tuple]:
+    return [(s, aider.translate(s, env)) for s in aider.scan(path, env)]
+
+
+# native counts, straight from the files -------------------------------------------------------------
+def native_run_count(text: str) -> int:
+    headers = text.count("\n# aider chat started at ") + text.startswith("# aider chat started at ")
+    preamble = text.split("# aider chat started at ", 1)[0]
+    return headers + (1 if preamble.strip() else 0)
+
+
+def typed_prompts(input_history: str) -> list[str]:
+    """Entries of the input history, minus one-letter answers to aider's y/n questions."""
+    entries = re.split(r"^# .*\n", input_history, flags=re.M)
+    texts = ["\n".join(line[1:] for line in entry.splitlines() if line.startswith("+"))
+             for entry in entries]
+    return [t for t in texts if len(t.strip()) > 1]
+
+
+def token_lines(text: str) -> list[tuple]:
+    def count(value):
+        value = value.replace(",", "")
+        return round(float(value[:-1]) * 1000) if value.endswith("k") else int(value)
+
+    found = []
+    for line in text.splitlines():
+        match = re.match(r"> Tokens: (\S+) sent(?:, (\S+) cache write)?(?:, (\S+) cache hit)?, (\S+) received", line)
+        if match:
+            found.append((count(match[1]), count(match[4]), count(match[3]) if match[3] else 0))
+    return found
+
+
+def steps(docs, source):
+    return [s for _, d in docs for s in d["steps"] if s["source"] == source]
+
+
+@pytest.mark.parametrize("sample", SAMPLE_FILES, ids=lambda p: os.path.relpath(p, SAMPLES))
+def test_every_sample_translates_to_its_native_content(tmp_path, sample):
+    env = base_env(tmp_path)
+    path = project_copy(tmp_path, sample)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    docs = documents(path, env)
+    for _, doc in docs:
+        assert_valid(doc)
+    assert len(docs) == native_run_count(text)
+    history = os.path.join(os.path.dirname(path), aider.INPUT_HISTORY_FILE)
+    if os.path.exists(history):
+        with open(history, encoding="utf-8") as handle:
+            typed = typed_prompts(handle.read())
+        assert [s["message"].strip() for s in steps(docs, "user")] == [t.strip() for t in typed]
+        assert all("timestamp" in s for s in steps(docs, "user"))
+    assert not any(s.get("tool_calls") or s.get("observation") for _, d in docs for s in d["steps"])
+    sent, received, hit = (sum(v) for v in zip(*token_lines(text))) if token_lines(text) else (0, 0, 0)
+    assert sum(d["final_metrics"].get("total_prompt_tokens", 0) for _, d in docs) == sent
+    assert sum(d["final_metrics"].get("total_completion_tokens", 0) for _, d in docs) == received
+    assert sum(d["final_metrics"].get("total_cached_tokens", 0) for _, d in docs) == hit
+
+
+def test_live_sample_has_the_scenario_content(tmp_path):
+    env = base_env(tmp_path)
+    docs = documents(project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE)), env)
+    assert [s.title.split(":")[0] for s, _ in docs] == ["SCENARIO aider-1 in /tmp/agents/proj-aider",
+                                                         "SCENARIO aider-1b in /tmp/agents/proj-aider"]
+    first, second = docs[0][1], docs[1][1]
+    assert first["agent"] == {"name": "aider", "version": "0.86.2", "model_name": "openai/fake-model"}
+    assert steps([(None, first)], "system")[-1]["extra"]["applied_edits"] == ["note.txt"]
+    assert 'SCENARIO-DONE aider-1b' in steps([(None, second)], "agent")[-1]["message"]
+    assert second["extra"]["restored_chat_history"] is True
+
+
+def test_slash_commands_and_architect_handoffs_are_not_user_prompts(tmp_path):
+    env = base_env(tmp_path)
+    docs = documents(project_copy(tmp_path, os.path.join(SAMPLES, "aider", "doc_processor", aider.HISTORY_FILE)), env)
+    kinds = [s["extra"]["kind"] for s in steps(docs, "system")]
+    assert "command_prompt" in kinds and "architect_handoff" in kinds
+    users = [s["message"] for s in steps(docs, "user")]
+    assert all(u.startswith("/") for u in users)  # in this sample every prompt was a command
+
+
+def test_cwd_is_the_printed_working_dir_else_the_files_directory(tmp_path):
+    env = base_env(tmp_path)
+    note_app = project_copy(tmp_path, os.path.join(SAMPLES, "aider", "note_app", aider.HISTORY_FILE))
+    assert [s.cwd for s in aider.scan(note_app, env)] == [r"D:\x\Coding\Website\note_app\backend"]
+    live = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    assert {s.cwd for s in aider.scan(live, env)} == {os.path.dirname(live)}
+
+
+def test_discovery_looks_in_the_current_project_and_above(tmp_path):
+    here = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider-other", aider.HISTORY_FILE))
+    inner = os.path.join(os.path.dirname(here), "src", "deep")
+    os.makedirs(inner)
+    env = {**base_env(tmp_path), "PWD": inner}
+    assert list(aider.sources(env)) == [here]
+
+
+def test_discovery_looks_in_directories_known_from_other_agents(tmp_path):
+    here = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    other = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider-other", aider.HISTORY_FILE))
+    env = {**base_env(tmp_path), "PWD": os.path.dirname(here)}
+    known = aider.Session(agent="claude", native_id="x", source="/nowhere",
+                          cwd=os.path.dirname(other))
+    cache.save(env, catalog.INDEX_FILE, {"claude": {"version": "1", "sources": {
+        "/nowhere": [[None], [known.to_cache()]]}}})
+    assert sorted(aider.sources(env)) == sorted([here, other])
+
+
+def test_project_scoping_through_the_cli(tmp_path):
+    here = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider-other", aider.HISTORY_FILE))
+    project = os.path.dirname(here)
+    env = {**base_env(tmp_path), "PWD": project}
+    done = cli("list", "--json", "--agent", "aider", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    listed = [loads(line) for line in done.stdout.splitlines()]
+    assert len(listed) == 2 and all(r["cwd"] == project for r in listed)
+    scope = catalog.Scope(os.path.join(str(tmp_path), "proj-aider-other"))
+    assert scope.filter(aider.scan(here, env)) == []
+
+
+def test_a_cut_or_damaged_file_still_translates_with_a_warning(tmp_path):
+    env = base_env(tmp_path)
+    path = project_copy(tmp_path, os.path.join(SAMPLES, "aider", "doc_processor", aider.HISTORY_FILE))
+    with open(path, "rb") as handle:
+        data = handle.read()
+    with open(path, "wb") as handle:
+        handle.write(data[: len(data) // 2] + b"\xff\xfe broken")
+    docs = documents(path, env)
+    assert docs
+    for _, doc in docs:
+        assert_valid(doc)
+    warnings = docs[-1][1]["extra"]["warnings"]
+    assert any("not valid UTF-8" in w for w in warnings)
+    assert any("does not end with a newline" in w for w in warnings)
+
+
+def test_reading_leaves_the_store_unchanged(tmp_path):
+    env = base_env(tmp_path)
+    path = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    folder = os.path.dirname(path)
+
+    def snapshot():
+        return {name: (hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest(),
+                       os.stat(os.path.join(folder, name)).st_mtime_ns)
+                for name in sorted(os.listdir(folder))}
+
+    before = snapshot()
+    documents(path, env)
+    assert snapshot() == before
+
+
+def test_golden(tmp_path):
+    env = base_env(tmp_path)
+    path = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    doc = documents(path, env)[0][1]
+    doc["session_id"] = "<hash of the transcript path and run index>"
+    golden = os.path.join(GOLDEN, "live-proj-aider-run0.atif.json")
+    if os.environ.get("UPDATE_GOLDEN"):
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(golden, "wb") as handle:
+            handle.write(dumps(doc))
+    with open(golden, "rb") as handle:
+        assert loads(handle.read()) == doc

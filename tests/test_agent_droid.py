@@ -1,0 +1,125 @@
+"""Factory Droid: every sample translates to a valid document whose counts match the native
+records and whose token totals are the settings file's; system reminders are split from what the
+human typed; stream-json logs are read too; damaged files give documents with warnings; nothing
+is written.
+
+Golden file: `UPDATE_GOLDEN=1 pytest tests/test_agent_droid.py` rewrites tests/golden/droid/."""
+
+import json
+import os
+import shutil
+
+from agents import droid
+from helpers import SAMPLES, assert_valid, base_env, cli
+from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+
+SAMPLE_DIR = os.path.join(SAMPLES, "droid", "agent-sessions")
+
+# A session in the shape Droid writes (field names from the session_start type and the settings
+# files quoted by Droid readers): thinking, a failed tool call, a reminder before the prompt.
+RICH_ID = "4b0c1c2e-0000-4000-8000-00000000d001"
+RICH = [
+    {"type": "session_start", "id": RICH_ID, "title": "Fix the parser", "sessionTitle": "Fix the parser",
+     "owner": "dev", "version": 2, "cwd": "/tmp/agents/proj-droid", "isSessionTitleManuallySet": False},
+    {"type": "message", "id": "m1", "timestamp": "2026-11-01T10:00:00.000Z", "message": {
+        "role": "user", "content": [{"type": "text", "text": "<system-reminder>\nUse the Execute tool.\n"
+                                     "</system-reminder>\n\nRun the tests"}]}},
+    {"type": "message", "id": "m2", "parentId": "m1", "timestamp": "2026-11-01T10:00:02.000Z", "message": {
+        "role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Run pytest first."},
+            {"type": "text", "text": "Running the tests."},
+            {"type": "tool_use", "id": "toolu_1", "name": "Execute", "input": {"command": "pytest -q"}}]}},
+    {"type": "message", "id": "m3", "parentId": "m2", "timestamp": "2026-11-01T10:00:05.000Z", "message": {
+        "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
+                                     "content": "1 failed"}]}},
+    {"type": "message", "id": "m4", "parentId": "m3", "timestamp": "2026-11-01T10:00:07.000Z", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "One test fails."}]}},
+]
+RICH_SETTINGS = {"model": "claude-sonnet-4-5", "reasoningEffort": "none",
+                 "tokenUsage": {"inputTokens": 1200, "outputTokens": 340, "cacheCreationTokens": 100,
+                                "cacheReadTokens": 5000, "thinkingTokens": 20}}
+
+
+def store_home(tmp_path):
+    home = tmp_path / "home"
+    sessions = home / ".factory" / "sessions"
+    large, drift, proj = sessions / "-tmp-large", sessions / "-tmp", sessions / "-tmp-agents-proj-droid"
+    for folder in (large, drift, proj):
+        folder.mkdir(parents=True)
+    shutil.copy(os.path.join(SAMPLE_DIR, "session_store_large.jsonl"), large / "droid_large.jsonl")
+    shutil.copy(os.path.join(SAMPLE_DIR, "stream_json_large.jsonl"), large / "exec-stream.jsonl")
+    shutil.copy(os.path.join(SAMPLE_DIR, "session_store_schema_drift.jsonl"), drift / "droid_drift.jsonl")
+    (proj / f"{RICH_ID}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RICH))
+    (proj / f"{RICH_ID}.settings.json").write_text(json.dumps(RICH_SETTINGS))
+    return home
+
+
+def native_counts(path):
+    records = [json.loads(line) for line in open(path) if line.strip()]
+    if droid.dialect(records) == "stream-json":
+        return {"user": sum(1 for r in records if r["type"] == "message" and r["role"] == "user"),
+                "calls": sum(1 for r in records if r["type"] == "tool_call"),
+                "results": sum(1 for r in records if r["type"] == "tool_result")}
+    blocks = [(r["message"]["role"], b) for r in records if r["type"] == "message" for b in r["message"]["content"]]
+    prompts = [b for role, b in blocks if role == "user" and b["type"] == "text"
+               and droid.split_reminder(b["text"])[1]]
+    return {"user": len(prompts), "calls": sum(1 for _, b in blocks if b["type"] == "tool_use"),
+            "results": sum(1 for _, b in blocks if b["type"] == "tool_result")}
+
+
+def test_every_sample_matches_its_records(tmp_path):
+    translated = translate_all(droid, base_env(tmp_path, home=str(store_home(tmp_path))))
+    assert len(translated) == 4
+    for session, doc in translated:
+        assert doc_counts(doc) == native_counts(session.source), session.source
+
+
+def test_rich_session(tmp_path):
+    env = base_env(tmp_path, home=str(store_home(tmp_path)))
+    doc = next(d for s, d in translate_all(droid, env) if s.native_id == RICH_ID)
+    usage = RICH_SETTINGS["tokenUsage"]
+    assert totals(doc) == (usage["inputTokens"] + usage["cacheCreationTokens"] + usage["cacheReadTokens"],
+                           usage["outputTokens"], usage["cacheReadTokens"])
+    assert doc["final_metrics"]["extra"]["thinking_tokens"] == 20
+    steps = doc["steps"]
+    assert [s["source"] for s in steps] == ["system", "user", "agent", "agent"]
+    assert steps[0]["extra"]["kind"] == "reminder" and steps[1]["message"] == "Run the tests"
+    assert steps[2]["reasoning_content"] == "Run pytest first."
+    assert steps[2]["observation"]["results"][0]["extra"] == {"is_error": True}
+    assert doc["agent"]["model_name"] == "claude-sonnet-4-5"
+    assert scoped_ids(env, "/tmp/agents/proj-droid", "droid") == {RICH_ID}
+    check_golden("droid", "rich-session", doc)
+
+
+def test_scan_reads_the_head(tmp_path):
+    env = base_env(tmp_path, home=str(store_home(tmp_path)))
+    sessions = {s.native_id: s for src in droid.sources(env) for s in droid.scan(src, env)}
+    assert sessions["droid_drift"].title == "Do the thing"
+    assert sessions["droid_drift"].extra["format"] == "store-v2"
+    assert sessions["sid_stage0_large"].extra["format"] == "stream-json"
+    assert sessions["droid_large"].cwd == "/tmp/large"
+
+
+def test_damaged_files_give_documents_with_warnings(tmp_path):
+    home = store_home(tmp_path)
+    path = home / ".factory" / "sessions" / "-tmp-agents-proj-droid" / f"{RICH_ID}.jsonl"
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    path.write_bytes(b"\n".join(lines[:2] + [b"{oops"] + lines[2:])[:-40])
+    (home / ".factory" / "sessions" / "-tmp-agents-proj-droid" / f"{RICH_ID}.settings.json").write_text("{not json")
+    doc = next(d for s, d in translate_all(droid, base_env(tmp_path, home=str(home))) if s.native_id == RICH_ID)
+    warnings = " ".join(doc["extra"]["warnings"])
+    assert "malformed" in warnings and "truncated" in warnings
+    assert doc_counts(doc)["calls"] == 1
+    assert "total_prompt_tokens" not in doc["final_metrics"]  # unreadable settings: no totals
+
+
+def test_store_is_never_written(tmp_path):
+    home = store_home(tmp_path)
+    before = tree_state(str(home))
+    env = base_env(tmp_path, home=str(home))
+    translate_all(droid, env)
+    result = cli("list", "--all", "--json", env=env)
+    assert result.returncode == 0 and result.stdout.count(b'"agent":"droid"') == 4
+    assert tree_state(str(home)) == before
+    assert_valid(json.loads(cli("show", RICH_ID, env=env).stdout))

@@ -1,0 +1,347 @@
+"""Gemini CLI translator (agents/gemini.py) against the sample stores and the live 0.61.0 home.
+
+Counts and token sums are computed here straight from the native records (after the last copy
+of a message id wins, `$rewindTo` drops messages and `$set.messages` snapshots add theirs) and
+must equal what the documents hold. Golden files: `UPDATE_GOLDEN=1` rewrites them; read the
+diff through before committing.
+"""
+
+import json
+import os
+import shutil
+
+import pytest
+
+import catalog
+from agent_checks import (Run, check_golden, doc_counts, doc_tokens, scenario_runs, sessions,
+                          translate_all, tree_digest, truncate_copy)
+from agents import gemini
+from helpers import LIVE, SAMPLES, assert_valid, base_env
+
+SAMPLE_DIR = os.path.join(SAMPLES, "gemini")
+LIVE_HOME = os.path.join(LIVE, "gemini-0.61.0")
+CHAT_SAMPLES = sorted(os.path.join(folder, name) for folder, _, names in os.walk(SAMPLE_DIR)
+                      for name in names if name.endswith((".json", ".jsonl")) and name != "logs.json")
+PROMPT_LOG = os.path.join(SAMPLE_DIR, "agent-history", "logs.json")
+INJECTED = ("<session_context>", "<state_snapshot>")
+
+
+# native view, written independently of the translator ---------------------------------------------
+def native_messages(path: str) -> list[dict]:
+    if path.endswith(".json"):
+        with open(path, "rb") as handle:
+            doc = json.loads(handle.read())
+        return [m for m in doc.get("messages", doc.get("history", [])) if isinstance(m, dict)]
+    order, records = [], {}
+    with open(path, "rb") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if "$rewindTo" in record:
+                target = record["$rewindTo"]
+                order = order[:order.index(target)] if target in order else []
+            elif isinstance(record.get("id"), str):
+                records[record["id"]] = record
+                if record["id"] not in order:
+                    order.append(record["id"])
+            elif isinstance(record.get("$set"), dict):
+                for message in record["$set"].get("messages") or []:
+                    records.setdefault(message["id"], message)
+                    if message["id"] not in order:
+                        order.append(message["id"])
+    return [records[i] for i in order]
+
+
+def as_parts(value) -> list:
+    if isinstance(value, str):
+        return [{"text": value}]
+    if isinstance(value, dict):
+        return [value]
+    return [p if isinstance(p, dict) else {"text": p} for p in value or []]
+
+
+def native_counts(messages: list[dict]) -> tuple[dict, tuple]:
+    user = calls = results = 0
+    prompt = completion = cached = 0
+    has_tokens = False
+    called, answered = set(), set()
+    for message in messages:
+        kind = message.get("type") or message.get("role")
+        parts = as_parts(message["content"] if "content" in message else message.get("parts"))
+        if kind == "user":
+            shown = as_parts(message.get("displayContent")) or parts
+            text = "".join(p.get("text", "") for p in shown if not p.get("thought"))
+            user += bool(text) and not text.startswith(INJECTED)
+            for part in parts:
+                response_id = (part.get("functionResponse") or {}).get("id")
+                if response_id in called and response_id not in answered:
+                    results += 1
+                    answered.add(response_id)
+        elif kind in ("gemini", "model"):
+            for call in message.get("toolCalls") or []:
+                calls += 1
+                called.add(call.get("id"))
+                if call.get("result") or call.get("status") not in (None, "success"):
+                    results += 1
+                    answered.add(call.get("id"))
+            for part in parts:
+                call = part.get("functionCall")
+                if call and call.get("id") not in called:
+                    calls += 1
+                    called.add(call.get("id"))
+            tokens = message.get("tokens") or {}
+            if tokens:
+                has_tokens = True
+                prompt += tokens.get("input", 0)
+                completion += tokens.get("output", 0) + tokens.get("thoughts", 0)
+                cached += tokens.get("cached", 0)
+    totals = (prompt, completion, cached) if has_tokens else (None, None, None)
+    return {"user": user, "calls": calls, "results": results}, totals
+
+
+# homes --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sample_home(tmp_path_factory):
+    """Every sample chat file in one project folder, with the sample prompt log."""
+    home = str(tmp_path_factory.mktemp("gemini-samples"))
+    chats = os.path.join(home, ".gemini", "tmp", "samples", "chats")
+    os.makedirs(chats)
+    for path in CHAT_SAMPLES:
+        shutil.copy2(path, os.path.join(chats, os.path.relpath(path, SAMPLE_DIR).replace(os.sep, "__")))
+    shutil.copy2(PROMPT_LOG, os.path.join(home, ".gemini", "tmp", "samples", "logs.json"))
+    return home
+
+
+@pytest.fixture
+def live_home(tmp_path):
+    home = str(tmp_path / "live")
+    shutil.copytree(LIVE_HOME, home)
+    return home
+
+
+def env_for(home: str, tmp_path) -> dict:
+    return base_env(tmp_path, home=home)
+
+
+def chat_files(home: str) -> list[str]:
+    return [s for s in gemini.sources({"HOME": home}) if not s.endswith("logs.json")]
+
+
+# every sample -------------------------------------------------------------------------------------
+def test_every_sample_is_a_valid_document_with_native_counts(sample_home, tmp_path):
+    env = env_for(sample_home, tmp_path)
+    before = tree_digest(sample_home)
+    docs = translate_all("gemini", env)
+    by_source = {s.source: s for s in sessions("gemini", env)}
+    assert len([s for s in by_source.values() if s.extra["format"] != "prompt-log"]) == len(CHAT_SAMPLES)
+    for path in chat_files(sample_home):
+        doc = docs[by_source[path].native_id]
+        counts, tokens = native_counts(native_messages(path))
+        assert doc_counts(doc) == counts, path
+        assert doc_tokens(doc) == tokens, path
+    assert tree_digest(sample_home) == before
+
+
+def test_live_sessions_follow_the_scenario(live_home, tmp_path):
+    """Prompts, tool outputs, final answers and cwd of the real 0.61.0 store, resumed session
+    included (its history snapshot must not duplicate the first turn)."""
+    env = env_for(live_home, tmp_path)
+    found = {s.source: s for s in sessions("gemini", env)}
+    runs = scenario_runs(LIVE_HOME)
+    for store in {r.stores[0] for r in runs}:
+        session = found[os.path.join(live_home, store)]
+        turns: list[Run] = [r for r in runs if r.stores[0] == store]
+        doc = gemini.translate(session, env)
+        assert_valid(doc)
+        assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == [r.prompt for r in turns]
+        outputs = [r["content"].strip() for s in doc["steps"] for r in s.get("observation", {}).get("results", [])]
+        assert outputs == [o for r in turns for o in r.tool_outputs]
+        finals = [s["message"] for s in doc["steps"] if s["source"] == "agent" and not s.get("tool_calls")]
+        assert len(finals) == len(turns) and all("SCENARIO-DONE" in f for f in finals)
+        assert {session.cwd} == {r.cwd for r in turns}
+        counts, tokens = native_counts(native_messages(session.source))
+        assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+
+
+def test_project_scoping_with_the_live_projects(live_home, tmp_path):
+    found = catalog.discover(env_for(live_home, tmp_path), ["gemini"], use_cache=False).sessions
+    runs = scenario_runs(LIVE_HOME)
+    for project in ("/tmp/agents/proj-gemini", "/tmp/agents/proj-gemini-other"):
+        expected = {os.path.join(live_home, r.stores[0]) for r in runs if r.cwd == project}
+        assert {s.source for s in catalog.Scope(project).filter(found)} == expected
+
+
+def test_project_root_from_each_source_never_the_folder_name(live_home):
+    gemini_dir = os.path.join(live_home, ".gemini")
+    project = os.path.join(gemini_dir, "tmp", "proj-gemini")
+    digest = "d874b1361cb09c25a6ef149675b929a56615235ad5bcd1195f10b3fe7f3f6eb9"
+    assert gemini.project_root(project, digest) == "/tmp/agents/proj-gemini"
+    os.remove(os.path.join(project, ".project_root"))           # projects.json
+    assert gemini.project_root(project, digest) == "/tmp/agents/proj-gemini"
+    os.remove(os.path.join(gemini_dir, "projects.json"))       # hash of a root history/ knows
+    assert gemini.project_root(project, digest) == "/tmp/agents/proj-gemini"
+    assert gemini.project_root(project, "0" * 64) is None       # no known root has that hash
+    shutil.rmtree(os.path.join(gemini_dir, "history"))
+    os.remove(os.path.join(gemini_dir, "tmp", "proj-gemini-other", ".project_root"))
+    assert gemini.project_root(project, digest) is None         # the name alone proves nothing
+
+
+# JSONL semantics --------------------------------------------------------------------------------
+def write_jsonl(path, records) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in records)
+    return path
+
+
+def user(mid, text, at):
+    return {"id": mid, "timestamp": at, "type": "user", "content": [{"text": text}]}
+
+
+def reply(mid, text, at, tokens=None, calls=None):
+    record = {"id": mid, "timestamp": at, "type": "gemini", "content": text, "model": "gemini-x"}
+    if tokens:
+        record["tokens"] = {"input": tokens, "output": 5, "cached": 1, "thoughts": 2, "tool": 0,
+                            "total": tokens + 7}
+    if calls:
+        record["toolCalls"] = [{"id": c, "name": "run_shell_command", "args": {"command": c},
+                                "status": "success", "timestamp": at,
+                                "result": [{"functionResponse": {"id": c, "name": "run_shell_command",
+                                                                 "response": {"output": f"out {c}"}}}]}
+                               for c in calls]
+    return record
+
+
+META = {"sessionId": "rw-1", "projectHash": "0" * 64, "startTime": "2026-01-01T00:00:00.000Z",
+        "lastUpdated": "2026-01-01T00:00:00.000Z", "kind": "main"}
+
+
+def translate_file(path, tmp_path):
+    env = base_env(tmp_path, home=str(tmp_path / "home"))
+    [session] = gemini.scan(path, env)
+    doc = gemini.translate(session, env)
+    assert_valid(doc)
+    return doc
+
+
+def test_rewind_drops_the_message_and_everything_after_it(tmp_path):
+    path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-2026-01-01T00-00-rw000001.jsonl", [
+        META,
+        user("u1", "first", "2026-01-01T00:00:01Z"),
+        reply("g1", "", "2026-01-01T00:00:02Z"),
+        reply("g1", "", "2026-01-01T00:00:02Z", tokens=100, calls=["c1"]),   # the copy that wins
+        user("u2", "abandoned", "2026-01-01T00:00:03Z"),
+        reply("g2", "abandoned answer", "2026-01-01T00:00:04Z", tokens=1000, calls=["c2"]),
+        {"$rewindTo": "u2"},
+        user("u3", "second", "2026-01-01T00:00:05Z"),
+        reply("g3", "done", "2026-01-01T00:00:06Z", tokens=200),
+    ])
+    doc = translate_file(str(path), tmp_path)
+    assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == ["first", "second"]
+    assert [c["tool_call_id"] for s in doc["steps"] for c in s.get("tool_calls", [])] == ["c1"]
+    assert doc_tokens(doc) == (300, 14, 2)
+    counts, tokens = native_counts(native_messages(str(path)))
+    assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+    assert doc["extra"]["rewinds"] == 1
+
+
+def test_rewind_to_an_unknown_message_drops_everything_before_it(tmp_path):
+    path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-x-rw000002.jsonl", [
+        META, user("u1", "gone", "2026-01-01T00:00:01Z"), {"$rewindTo": "nope"},
+        user("u2", "kept", "2026-01-01T00:00:02Z")])
+    doc = translate_file(str(path), tmp_path)
+    assert [s["message"] for s in doc["steps"]] == ["kept"]
+    assert any("nope" in w for w in doc["extra"]["warnings"])
+
+
+def test_history_snapshot_inserts_only_what_it_alone_holds(tmp_path):
+    """A compression snapshot: its summary lands before the kept tail, compressed messages stay,
+    and the known messages keep their full records (tokens, tool calls)."""
+    snapshot = [{"id": "s1", "type": "user", "timestamp": "2026-01-01T00:00:09Z",
+                 "content": [{"text": "<state_snapshot>the summary</state_snapshot>"}]},
+                {"id": "g2", "type": "gemini", "timestamp": "2026-01-01T00:00:04Z", "content": [{"text": "poorer copy"}]}]
+    path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-x-sn000001.jsonl", [
+        META, user("u1", "old", "2026-01-01T00:00:01Z"), reply("g1", "old answer", "2026-01-01T00:00:02Z", tokens=10),
+        user("u2", "recent", "2026-01-01T00:00:03Z"), reply("g2", "recent answer", "2026-01-01T00:00:04Z", tokens=20),
+        {"$set": {"messages": snapshot}}, user("u3", "after", "2026-01-01T00:00:10Z")])
+    doc = translate_file(str(path), tmp_path)
+    kinds = [(s["source"], s["message"]) for s in doc["steps"]]
+    assert kinds == [("user", "old"), ("agent", "old answer"), ("user", "recent"),
+                     ("system", "The chat history was compressed into this summary."),
+                     ("agent", "recent answer"), ("user", "after")]
+    summary = doc["steps"][3]
+    assert summary["observation"]["results"][0]["content"].startswith("<state_snapshot>")
+    assert summary["extra"]["context_management"]["type"] == "compaction"
+    assert doc_tokens(doc)[0] == 30
+
+
+def test_subagent_is_embedded_and_referenced_from_the_spawning_call(tmp_path):
+    chats = tmp_path / "home/.gemini/tmp/p/chats"
+    parent = write_jsonl(chats / "session-2026-01-01T00-00-parent00.jsonl", [
+        {**META, "sessionId": "parent00-0000"},
+        user("u1", "investigate", "2026-01-01T00:00:01Z"),
+        {**reply("g1", "delegating", "2026-01-01T00:00:02Z", tokens=50), "toolCalls": [
+            {"id": "inv-1", "name": "codebase_investigator", "args": {"objective": "look"},
+             "status": "success", "timestamp": "2026-01-01T00:00:30Z",
+             "result": [{"functionResponse": {"id": "inv-1", "name": "codebase_investigator",
+                                              "response": {"output": "found it"}}}]}]},
+    ])
+    write_jsonl(chats / "parent00-0000" / "abc123.jsonl", [
+        {"sessionId": "abc123", "projectHash": "0" * 64, "startTime": "2026-01-01T00:00:05Z",
+         "lastUpdated": "2026-01-01T00:00:20Z", "kind": "subagent"},
+        user("s1", "look", "2026-01-01T00:00:05Z"),
+        reply("s2", "looked", "2026-01-01T00:00:06Z", tokens=7, calls=["sub-c1"]),
+    ])
+    env = base_env(tmp_path, home=str(tmp_path / "home"))
+    assert gemini.sources(env) == [str(parent)]                # the sub-agent is no session of its own
+    assert os.path.join(str(chats), "parent00-0000", "abc123.jsonl") in gemini.dependencies(str(parent), env)
+    doc = translate_file(str(parent), tmp_path)
+    [sub] = doc["subagent_trajectories"]
+    assert sub["trajectory_id"] == "abc123" and sub["extra"]["kind"] == "subagent"
+    [result] = doc["steps"][1]["observation"]["results"]
+    assert result["subagent_trajectory_ref"] == [{"trajectory_id": "abc123", "session_id": "abc123"}]
+    assert result["content"] == "found it"
+    assert doc_tokens(doc) == (57, 14, 2)                        # the sub-agent's tokens count too
+
+
+# robustness -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sample", ["live", "legacy"])
+def test_truncated_copy_yields_a_valid_document_with_a_warning(sample, tmp_path):
+    source = (os.path.join(LIVE_HOME, ".gemini/tmp/proj-gemini/chats/session-2026-11-29T20-42-511f56fd.jsonl")
+              if sample == "live" else os.path.join(SAMPLE_DIR, "agent-history", "gemini_golden.json"))
+    target = str(tmp_path / "home/.gemini/tmp/p/chats" / os.path.basename(source))
+    truncate_copy(source, target)
+    doc = translate_file(target, tmp_path)
+    assert doc["extra"]["warnings"]
+    assert any(s["source"] == "user" for s in doc["steps"])
+
+
+def test_prompt_log_serves_only_sessions_without_a_chat(sample_home, tmp_path):
+    home = str(tmp_path / "home")
+    shutil.copytree(os.path.join(sample_home, ".gemini"), os.path.join(home, ".gemini"))
+    write_jsonl(os.path.join(home, ".gemini/tmp/samples/chats/session-2025-11-07T11-30-telemetr.jsonl"), [
+        {**META, "sessionId": "telemetry-gemini-001"}, user("u1", "Help me understand this codebase", "2025-11-07T11:30:00Z")])
+    found = {s.native_id: s for s in catalog.discover(base_env(tmp_path, home=home), ["gemini"], use_cache=False).sessions}
+    with open(PROMPT_LOG) as handle:
+        logged = {e["sessionId"] for e in json.load(handle)}
+    assert found["telemetry-gemini-001"].extra["format"] == "jsonl"
+    for sid in logged - {"telemetry-gemini-001"}:
+        assert found[sid].extra["format"] == "prompt-log"
+        doc = gemini.translate(found[sid], base_env(tmp_path, home=home))
+        with open(PROMPT_LOG) as handle:
+            prompts = [e["message"] for e in json.load(handle) if e["sessionId"] == sid and e["type"] == "user"]
+        assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == prompts
+
+
+# golden files -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, path", [
+    ("live-resumed", os.path.join(LIVE_HOME, ".gemini/tmp/proj-gemini/chats/session-2026-11-29T20-42-511f56fd.jsonl")),
+    ("tool-error", os.path.join(SAMPLE_DIR, "agent-history", "gemini_with_tool_error.jsonl")),
+])
+def test_golden(name, path, tmp_path):
+    target = str(tmp_path / "home/.gemini/tmp/p/chats" / os.path.basename(path))
+    os.makedirs(os.path.dirname(target))
+    shutil.copy2(path, target)
+    check_golden("gemini", name, translate_file(target, tmp_path))
