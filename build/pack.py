@@ -30,7 +30,7 @@ from version import VERSION  # noqa: E402
 DIST = os.path.join(ROOT, "dist")
 BUNDLE = os.path.join(DIST, "trajectoriz-app")
 LAUNCHER = os.path.join(ROOT, "build", "launcher.sh")
-MARKER = ".trajectoriz-app"  # names an unpacked bundle; see build/rthook_appdir.py
+MARKER = ".trajectoriz-app"  # names an unpacked bundle; see build/rthook_app.py
 
 
 def platform_tag() -> str:

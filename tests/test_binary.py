@@ -134,6 +134,21 @@ def test_the_binary_knows_every_agent_module_of_the_source_tree(binary, store):
     assert known == agents.names() and "claude" in known
 
 
+def test_agents_report_matches_through_the_process_pool(binary, store):
+    """`agents` translates every session in a forked process pool when there are enough: the
+    frozen app must fork workers correctly (the spec leaves out PyInstaller's multiprocessing
+    hook, which only the spawn and forkserver start methods need)."""
+    import health
+
+    env, project = store
+    sessions = run(binary, "list", "--all", "--json", env=env, cwd=project).stdout.splitlines()
+    assert len(sessions) >= health.POOL_THRESHOLD and (os.cpu_count() or 1) >= 2, \
+        "the example store no longer takes `agents` through the pool"
+    frozen, source = both(binary, store, "agents", "--json")
+    assert frozen.returncode == 0, frozen.stderr
+    assert frozen.stdout == source.stdout and frozen.stderr == b""
+
+
 # What the file holds --------------------------------------------------------------------------------
 def _payload(path: str) -> tarfile.TarFile:
     """The program inside the single file: the gzip'd tar after the launcher's header."""

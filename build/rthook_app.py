@@ -1,5 +1,12 @@
 """PyInstaller run-time hook: runs in the binary before trajectoriz.py, in every process.
 
+Child processes get the environment the user gave: the bootloader points LD_LIBRARY_PATH at
+the bundle's libraries (so that a `umount` or `git` started from here would load our libuuid
+or libz instead of the host's), and sets private _PYI_* variables that would make a copy of
+the binary started from here (a background mount) think it is part of this process. The
+variable is restored for children (this process's loader read it at start-up already), and
+PYINSTALLER_RESET_ENVIRONMENT=1 makes any copy of the binary start afresh.
+
 The single file unpacks the program once into a folder of the user's cache (build/launcher.sh),
 `<cache>/trajectoriz/app/<version>-<hash>/`, marked by a `.trajectoriz-app` file. Every process
 running from such a folder holds a shared lock on its marker for its whole life, mount daemons
@@ -7,6 +14,17 @@ included. Right after unpacking (the launcher sets TRAJECTORIZ_UNPACKED), the ne
 removes the folders of other versions whose marker it can lock exclusively: nothing runs from
 them any more. Unpack folders left by an interrupted first run are removed after an hour.
 """
+
+
+def _restore_child_environment():
+    import os
+
+    original = os.environ.pop("LD_LIBRARY_PATH_ORIG", None)
+    if original is not None:
+        os.environ["LD_LIBRARY_PATH"] = original
+    else:
+        os.environ.pop("LD_LIBRARY_PATH", None)
+    os.environ["PYINSTALLER_RESET_ENVIRONMENT"] = "1"
 
 
 def _hold_and_clean():
@@ -78,6 +96,7 @@ def _remove_if_unused(path, root):
         os.close(marker)
 
 
+_restore_child_environment()
 _hold_and_clean()
 # Run-time hooks share the namespace of the main script: leave nothing behind in it.
-del _hold_and_clean, _remove_old_versions, _remove_if_abandoned, _remove_if_unused
+del _restore_child_environment, _hold_and_clean, _remove_old_versions, _remove_if_abandoned, _remove_if_unused
