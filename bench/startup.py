@@ -7,10 +7,10 @@ product. The target: from the second run on, the shipped file starts within 1.5x
 
 Compared (all built from build/trajectoriz.spec; see its options):
 - python: `.venv/bin/python trajectoriz.py`, the reference;
-- PyInstaller onefile as it comes, and tuned (our excludes, no inspect hook): it unpacks
-  itself into a new temporary folder on every run;
-- onedir as it comes, tuned with the PYZ archive, and tuned with plain .pyc files (the bundle
-  we ship), each run in place;
+- PyInstaller onefile with its run-time hooks as they come, and without the slow ones: it
+  unpacks itself into a new temporary folder on every run;
+- onedir with the stock hooks, without the slow ones but with the PYZ archive, and the bundle
+  we ship (plain .pyc files, our lazy pkgutil hook), each run in place;
 - the shipped single file dist/trajectoriz (build/launcher.sh + that bundle): its first run
   (the app folder in the cache removed before each run) and its later runs.
 
@@ -180,11 +180,11 @@ def forget_unpacked(env: dict):
 
 NOTES = {
     "python": "the source tree with the project's .venv: the reference",
-    "onefile-stock": "PyInstaller onefile as it comes: unpacks itself to /tmp on every run",
-    "onefile-tuned": "onefile with our excludes and without the inspect run-time hook",
-    "onedir-stock": "onedir as it comes, run in place (modules in the PYZ archive)",
-    "onedir-tuned-pyz": "onedir, excludes, no inspect hook, modules in the PYZ archive",
-    "onedir-tuned": "the bundle we ship: onedir, excludes, no inspect hook, plain .pyc files",
+    "onefile-stock": "PyInstaller onefile, its run-time hooks as they come: unpacks itself into /tmp on every run",
+    "onefile-tuned": "onefile without the inspect and multiprocessing run-time hooks",
+    "onedir-stock": "onedir run in place, run-time hooks as they come, modules in the PYZ archive",
+    "onedir-tuned-pyz": "onedir without the inspect and multiprocessing hooks, modules in the PYZ archive",
+    "onedir-tuned": "the bundle we ship: onedir, plain .pyc files, our lazy pkgutil hook instead of those three",
     "single file, first run": "dist/trajectoriz with no unpacked copy yet: checks the SHA-256, unpacks "
                               "into a folder under ~/.cache, runs",
     "single file, first run, cache in /tmp": "the same, unpacking under /tmp (XDG_CACHE_HOME there)",
