@@ -70,9 +70,10 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
             entry = entries.get(source)
             if entry and entry[0] == fp:
                 found = [Session.from_cache(values) for values in entry[1]]
+                kept[source] = entry
             else:
                 found = _scan(module, source, env, problems)
-            kept[source] = [fp, [s.to_cache() for s in found]]
+                kept[source] = [fp, [s.to_cache() for s in found]]
             for session in found:
                 if session.native_id not in seen_ids:  # the first source of an id wins
                     seen_ids.add(session.native_id)

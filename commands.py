@@ -57,7 +57,7 @@ def run_list(args, env) -> int:
     _, sessions, project = selected(args, env)
     facts = documents.Facts(env)
     try:
-        rows = [(s, facts.of(s)) for s in sessions]
+        rows = list(zip(sessions, facts.of_all(sessions)))
     finally:
         facts.save()
     if args.json:
@@ -83,15 +83,27 @@ def listing_record(session, facts: dict | None = None) -> dict:
 
 # show ---------------------------------------------------------------------------------------------
 def run_show(args, env) -> int:
+    """The whole document as the mount serves it; or a part of it (a sub-agent, a step, a range
+    of steps) as JSON; or, with --markdown, any of these as a readable transcript."""
     session = catalog.find(catalog.discover(env), args.id)
     redact = not args.no_redact
-    if args.step is None:
+    if not (args.markdown or args.subagent or args.steps or args.step is not None):
         write(documents.render(session, env, redact))
         return 0
-    steps = documents.translate(session, env, redact)["steps"]
-    if not 1 <= args.step <= len(steps):
-        raise UserError(f"session {session.short_id} has steps 1..{len(steps)}, not {args.step}")
-    write(dumps(steps[args.step - 1]))
+    import transcript
+
+    doc = documents.translate(session, env, redact)
+    steps = str(args.step) if args.step is not None else args.steps
+    if args.markdown:
+        write(transcript.render(session, doc, args.subagent, steps, args.max_chars))
+        return 0
+    trajectory = transcript.subagent(doc, args.subagent) if args.subagent else doc
+    if steps is None:
+        write(dumps(trajectory))
+        return 0
+    first, last = transcript.step_range(steps, len(trajectory["steps"]))
+    part = trajectory["steps"][first - 1: last]
+    write(dumps(part[0]) if args.step is not None else dumps(part))
     return 0
 
 

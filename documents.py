@@ -18,7 +18,7 @@ from atif.serialize import dumps, loads
 from redact import redact as redact_secrets
 from version import VERSION
 
-FACTS_FILE = "facts-v1.json"
+FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
 
 
 def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
@@ -83,8 +83,32 @@ def cache_stamp(session: Session, env, redact: bool = True) -> list:
     return [fp, catalog.module_version(module), VERSION, redact]
 
 
+def totals(doc: dict, data: bytes, stamp: list) -> dict:
+    """What `list`, `stats` and the mount need to know of a document without translating it
+    again: its size and steps, and the totals `stats` adds up (tokens and cost from
+    `final_metrics`, tool calls counted with the sub-agents', like the tokens)."""
+    fm = doc.get("final_metrics") or {}
+    return {"stamp": stamp, "size": len(data), "steps": len(doc["steps"]),
+            "tool_calls": tool_calls(doc), "prompt": fm.get("total_prompt_tokens"),
+            "completion": fm.get("total_completion_tokens"), "cached": fm.get("total_cached_tokens"),
+            "cost": fm.get("total_cost_usd")}
+
+
+def tool_calls(doc: dict) -> int:
+    own = sum(len(step.get("tool_calls") or ()) for step in doc.get("steps") or ())
+    return own + sum(tool_calls(sub) for sub in doc.get("subagent_trajectories") or ())
+
+
+def fresh_totals(session: Session, env, redact: bool = True) -> dict:
+    """Translate a session and return its totals (a pool worker's job). The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    stamp = cache_stamp(session, env, redact)
+    doc, data = document(session, env, redact)
+    return totals(doc, data, stamp)
+
+
 class Facts:
-    """Size and step count of each rendered document, kept across runs so that `list` and the
+    """The `totals` of each rendered document, kept across runs so that `list`, `stats` and the
     mount's `ls -l` need not translate again what did not change."""
 
     def __init__(self, env, redact: bool = True):
@@ -97,20 +121,35 @@ class Facts:
         found = self.entries.get(cache_key(session))
         return found if found and found.get("stamp") == stamp else None
 
-    def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
-        facts = {"stamp": stamp, "size": len(data), "steps": len(doc["steps"])}
+    def put(self, session: Session, facts: dict) -> dict:
         self.entries[cache_key(session)] = facts
         self.dirty = True
         return facts
 
+    def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
+        return self.put(session, totals(doc, data, stamp))
+
     def of(self, session: Session) -> dict:
-        """The facts of a session's document, translating it only when the cache misses. The
-        stamp is taken before translating, so a session that changes meanwhile is re-done."""
-        stamp = cache_stamp(session, self.env, self.redact)
-        found = self.get(session, stamp)
+        """The facts of a session's document, translating it only when the cache misses."""
+        found = self.get(session, cache_stamp(session, self.env, self.redact))
         if found is None:
-            doc, data = document(session, self.env, self.redact)
-            found = self.record(session, stamp, data, doc)
+            found = self.put(session, fresh_totals(session, self.env, self.redact))
+        return found
+
+    def of_all(self, sessions: list[Session]) -> list[dict]:
+        """The facts of many sessions, the misses translated on every core."""
+        import parallel
+
+        found = [self.get(s, cache_stamp(s, self.env, self.redact)) for s in sessions]
+        missing = [i for i, facts in enumerate(found) if facts is None]
+        progress = parallel.Progress(len(missing), "translating")
+        try:
+            work = parallel.ordered(fresh_totals, [sessions[i] for i in missing], (self.env, self.redact))
+            for n, facts in enumerate(work):
+                found[missing[n]] = self.put(sessions[missing[n]], facts)
+                progress.step()
+        finally:
+            progress.clear()
         return found
 
     def save(self) -> None:

@@ -43,8 +43,75 @@ def build_parser() -> argparse.ArgumentParser:
                     "the memory mount. ID is a short id (cl-eb1c6529), a mount file name, or "
                     "the agent's own session id (or a unique prefix of it).")
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
-    show.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
+    show.add_argument("--markdown", action="store_true",
+                      help="print a readable transcript instead of JSON: each step with its source, "
+                           "message, reasoning, tool calls with arguments, and results (long ones cut, "
+                           "their full length stated)")
+    part = show.add_mutually_exclusive_group()
+    part.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
+    part.add_argument("--steps", metavar="A-B",
+                      help="print only steps A to B (A-B, A- for A to the end, or A): read a long "
+                           "session a slice at a time; the transcript ends with the command for the "
+                           "next slice")
+    show.add_argument("--subagent", metavar="K",
+                      help="the embedded sub-agent K instead of the session: its position (1, 2, ...; "
+                           "2.1 for a sub-agent's own sub-agent, as search --content prints it) or its "
+                           "trajectory_id; --step/--steps then count its steps")
+    show.add_argument("--max-chars", type=int, default=2000, metavar="N",
+                      help="with --markdown, cut tool arguments, results and system text longer "
+                           "than N characters (default 2000; 0 never cuts)")
     _redaction_option(show)
+
+    search = commands.add_parser(
+        "search", help="find sessions by their first message, id or agent (or --content)",
+        description="Find sessions, newest first, in every project unless --local or --dir. By "
+                    "default QUERY is matched against first messages, ids and agent names, which "
+                    "needs no session to be read (fast). --content matches inside every step "
+                    "instead. The ID column is what show and the memory mount's file names use.",
+        epilog="Examples: search 'tokens per trajectory'; search 'pytest \\| unittest' --local; "
+               "search --content --regex 'Error: .*timeout' --since 7d. Exit status: 0 found, "
+               "1 nothing found, 2 error.")
+    search.add_argument("query", metavar="QUERY",
+                        help="words that must all occur, case-insensitive (any order, within one "
+                             "step with --content); '\\|' separates alternatives: 'a b \\| c' "
+                             "finds (a and b) or c")
+    search.add_argument("--content", action="store_true",
+                        help="search inside every step of the sessions (messages, reasoning, tool-call "
+                             "arguments, tool outputs, sub-agents included), as show and the mount "
+                             "serve them; one row per matching step with its number and a snippet. "
+                             "Uses every core; hits are printed as they come, in order (newest session "
+                             "first), and the result count comes last")
+    search.add_argument("--regex", action="store_true",
+                        help="QUERY is a regular expression (Python syntax, case-insensitive)")
+    where = search.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true",
+                       help="only sessions of the current project (the git work tree around the "
+                            "current directory, or the directory itself)")
+    where.add_argument("--dir", metavar="P", help="only sessions of project directory P")
+    _filter_options(search)
+    search.add_argument("--limit", type=int, default=50, metavar="N",
+                        help="print at most N results (default 50; 0 prints them all); a last line "
+                             "says how many more there are")
+    search.add_argument("--offset", type=int, default=0, metavar="N",
+                        help="skip the first N results (to page: --offset 50, --offset 100, ...)")
+    search.add_argument("--json", action="store_true",
+                        help="one JSON object per result, for scripts (the note about further "
+                             "results goes to stderr)")
+    _redaction_option(search)
+
+    stats = commands.add_parser(
+        "stats", help="sessions, steps, tool calls and tokens per agent",
+        description="Per agent and overall: sessions, steps, tool calls, prompt / cached / "
+                    "completion tokens, cost, and tokens per trajectory (median, p90, max), all "
+                    "read from the ATIF documents' final_metrics. Every project unless --local "
+                    "or --dir. Sessions translated before are not translated again unless they "
+                    "changed; the others are translated on every core.")
+    where = stats.add_mutually_exclusive_group()
+    where.add_argument("--all", action="store_true", help="sessions of every project (the default)")
+    where.add_argument("--local", action="store_true", help="only sessions of the current project")
+    where.add_argument("--dir", metavar="P", help="only sessions of project directory P")
+    _filter_options(stats)
+    stats.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)",
@@ -75,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _filter_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
+    command.add_argument("--since", metavar="DATE",
+                         help="only sessions started on or after DATE: YYYY-MM-DD (local day), an "
+                              "ISO time, or Nd for N days ago")
+    command.add_argument("--until", metavar="DATE",
+                         help="only sessions started on or before DATE (YYYY-MM-DD includes that "
+                              "whole day)")
+
+
 def _scope_options(command: argparse.ArgumentParser) -> None:
     group = command.add_mutually_exclusive_group()
     group.add_argument("--all", action="store_true", help="sessions of every project")
@@ -88,16 +165,20 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
              "URLs and NAME_TOKEN=... assignments become «REDACTED:<kind>:<hash>»)")
 
 
+# command -> (module, function): each command's module is imported only when it runs
+HANDLERS = {
+    "list": ("commands", "run_list"), "show": ("commands", "run_show"),
+    "export": ("commands", "run_export"), "validate": ("commands", "run_validate"),
+    "search": ("search", "run_search"), "stats": ("stats", "run_stats"),
+    "agents": ("health", "run"),
+}
+
+
 def dispatch(args, env) -> int:
-    if args.command == "agents":
-        import health
+    import importlib
 
-        return health.run(args, env)
-    import commands  # the command bodies; imported only once a command runs
-
-    handlers = {"list": commands.run_list, "show": commands.run_show,
-                "export": commands.run_export, "validate": commands.run_validate}
-    return handlers[args.command](args, env)
+    module_name, function = HANDLERS[args.command]
+    return getattr(importlib.import_module(module_name), function)(args, env)
 
 
 def main(argv=None) -> int:

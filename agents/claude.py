@@ -94,9 +94,10 @@ def scan(source: str, env) -> list[Session]:
 
 def dependencies(source: str, env) -> list[str]:
     """The transcript plus its sub-agent transcripts: a sub-agent that grows changes the document."""
-    session_dir = source[: -len(".jsonl")]
-    return [source, *sorted(glob.glob(os.path.join(glob.escape(session_dir), "subagents", "**", "*.jsonl"),
-                                       recursive=True))]
+    subagents = os.path.join(source[: -len(".jsonl")], "subagents")
+    if not os.path.isdir(subagents):  # the common case, without a glob: discovery runs this per session
+        return [source]
+    return [source, *sorted(glob.glob(os.path.join(glob.escape(subagents), "**", "*.jsonl"), recursive=True))]
 
 
 # classification of user text ---------------------------------------------------------------------

@@ -1,0 +1,86 @@
+"""Work over many sessions on every core: `search --content`, `stats` and `list` translate
+sessions in a process pool and get their results back in the sessions' order.
+
+Workers return small results (hits, totals), never documents, so memory stays bounded however
+many sessions there are. Ctrl-C belongs to the parent: workers ignore SIGINT, and the pool is
+torn down when the parent stops reading, however it stops (end, error, interrupt, broken pipe).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import time
+
+_context: tuple = ()
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def ordered(function, items: list, context: tuple = (), workers: int | None = None):
+    """`function(item, *context)` for every item, yielded in the items' order as soon as each
+    result (and every one before it) is ready. `function` must be a module-level function."""
+    workers = min(workers or cores(), len(items))
+    if workers <= 1:
+        for item in items:
+            yield function(item, *context)
+        return
+    methods = multiprocessing.get_all_start_methods()
+    start = multiprocessing.get_context("fork" if "fork" in methods else None)
+    pool = start.Pool(workers, _start_worker, (context,))
+    try:
+        jobs = ((function, item) for item in items)
+        yield from pool.imap(_call, jobs, chunksize=chunk_size(len(items), workers))
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def chunk_size(count: int, workers: int) -> int:
+    """Items per task: enough to amortize the round trip to a worker (a session can take less
+    than a millisecond), few enough that results keep streaming and the cores stay balanced."""
+    return max(1, min(32, count // (workers * 8)))
+
+
+def _start_worker(context: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends the pool
+    global _context
+    _context = context
+
+
+def _call(job):
+    function, item = job
+    return function(item, *_context)
+
+
+class Progress:
+    """`label: done/total` on stderr, redrawn at most ten times a second, only when stderr is
+    a terminal (a script reading stderr gets no carriage returns)."""
+
+    def __init__(self, total: int, label: str):
+        self.total = total
+        self.label = label
+        self.done = 0
+        self.shown = 0.0
+        self.active = sys.stderr.isatty() and total > 0
+
+    def step(self, note: str = "") -> None:
+        self.done += 1
+        now = time.monotonic()
+        if self.active and (now - self.shown >= 0.1 or self.done == self.total):
+            self.shown = now
+            sys.stderr.write(f"\r\x1b[K{self.label}: {self.done}/{self.total} session(s){note}")
+            sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.active:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()

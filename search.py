@@ -1,0 +1,288 @@
+"""`trajectoriz search`: find a session, then read it (`show`, or the mount).
+
+The default mode matches what discovery already knows (first message, ids, agent) and so costs
+no more than the cached catalog. `--content` matches inside every step of the documents the
+mount serves (messages, reasoning, tool calls and their outputs, sub-agents included), on every
+core, printing hits as they come.
+
+A query is words that must all occur (case-insensitive), `\\|` separating alternatives; or, with
+`--regex`, a regular expression. It is compiled once, before any session is looked at.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from datetime import datetime, timedelta
+
+import orjson
+
+import catalog
+import commands
+from commands import write
+from errors import UserError
+from output import cell, table
+from transcript import content_text
+
+SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
+
+
+class Query:
+    """A query compiled once: alternatives of lower-cased words (all of one alternative must
+    occur), or one case-insensitive regular expression."""
+
+    def __init__(self, text: str, regex: bool = False):
+        self.text = text.strip()
+        self.pattern = None
+        self.alternatives: list[list[str]] = []
+        if regex:
+            try:
+                self.pattern = re.compile(self.text, re.IGNORECASE)
+            except re.error as exc:
+                raise UserError(f"--regex {self.text!r}: {exc}") from None
+        else:
+            self.alternatives = [words for words in (alt.lower().split() for alt in self.text.split("\\|"))
+                                 if words]
+        if not self.text or not (self.pattern or self.alternatives):
+            raise UserError("the query is empty: give words to look for")
+        self._word_patterns = {word: re.compile(re.escape(word), re.IGNORECASE)
+                               for words in self.alternatives for word in words}
+
+    def matches(self, text: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(text) is not None
+        lowered = text.lower()
+        return any(all(word in lowered for word in words) for words in self.alternatives)
+
+    def locate(self, fields: list[tuple[str, str]]) -> tuple[str, str, int, int] | None:
+        """Where the query matches a step (its fields taken together): (label, text, start, end)
+        of the first occurrence of the regex, or of the first word of the alternative that
+        matched; None when the step does not match."""
+        if self.pattern is not None:
+            for label, text in fields:
+                found = self.pattern.search(text)
+                if found:
+                    return label, text, found.start(), found.end()
+            return None
+        lowered = "\n".join(text for _, text in fields).lower()
+        for words in self.alternatives:
+            if all(word in lowered for word in words):
+                return self._first(words[0], fields)
+        return None
+
+    def _first(self, word: str, fields: list[tuple[str, str]]) -> tuple[str, str, int, int]:
+        for label, text in fields:
+            found = self._word_patterns[word].search(text)
+            if found:
+                return label, text, found.start(), found.end()
+        label, text = fields[0]  # lower() and re.IGNORECASE disagree on some rare letters
+        return label, text, 0, 0
+
+
+# what is searched ---------------------------------------------------------------------------------
+def step_fields(step: dict) -> list[tuple[str, str]]:
+    """The searchable text of a step, labelled by where it comes from; the same text `show`
+    and the mount serve (arguments flattened to `key: value` lines)."""
+    fields = []
+    message = content_text(step.get("message"))
+    if message:
+        fields.append(("message", message))
+    if step.get("reasoning_content"):
+        fields.append(("reasoning", step["reasoning_content"]))
+    for call in step.get("tool_calls") or ():
+        fields.append(("call", f"{call.get('function_name', '')} {argument_text(call.get('arguments'))}"))
+    for result in (step.get("observation") or {}).get("results") or ():
+        text = content_text(result.get("content"))
+        if text:
+            fields.append(("output", text))
+    return fields
+
+
+def argument_text(arguments) -> str:
+    if not isinstance(arguments, dict):
+        return json_text(arguments)
+    return "\n".join(f"{key}: {value if isinstance(value, str) else json_text(value)}"
+                     for key, value in arguments.items())
+
+
+def json_text(value) -> str:
+    return orjson.dumps(value, default=str).decode() if value is not None else ""
+
+
+def snippet(label: str, text: str, start: int, end: int) -> str:
+    left, right = max(0, start - SNIPPET_BEFORE), min(len(text), end + SNIPPET_AFTER)
+    piece = " ".join(text[left:right].split())
+    return f"{label}: {'…' if left else ''}{piece}{'…' if right < len(text) else ''}"
+
+
+def document_hits(doc: dict, query: Query, path: str = ""):
+    """(step number, sub-agent path or "", label, snippet) of every step of a document that
+    matches, its own steps first, then each sub-agent's."""
+    for step in doc.get("steps") or ():
+        fields = step_fields(step)
+        found = query.locate(fields) if fields else None
+        if found:
+            yield step.get("step_id"), path, found[0], snippet(*found)
+    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
+        yield from document_hits(sub, query, f"{path}.{i}" if path else str(i))
+
+
+def search_session(session, env, query: Query, keep: int | None, redact: bool):
+    """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
+    facts (so that `list` and `stats` need not translate it again)."""
+    import documents
+
+    stamp = documents.cache_stamp(session, env, redact)
+    doc, data = documents.document(session, env, redact)
+    hits = list(document_hits(doc, query))
+    return len(hits), hits[:keep], documents.totals(doc, data, stamp)
+
+
+# which sessions -----------------------------------------------------------------------------------
+def when(text: str | None, option: str, end: bool = False) -> float | None:
+    """Epoch seconds from `YYYY-MM-DD` (local day; with `end`, the end of that day), an ISO
+    time, or `Nd` (N days ago)."""
+    if text is None:
+        return None
+    value = text.strip()
+    days = re.fullmatch(r"(\d+)d", value)
+    if days:
+        return time.time() - int(days[1]) * 86400
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(f"{option} {text!r}: expected YYYY-MM-DD, an ISO time "
+                        f"(2026-06-10T14:00) or Nd (N days ago)") from None
+    if end and len(value) == 10:
+        moment += timedelta(days=1) - timedelta(microseconds=1)
+    return moment.timestamp()
+
+
+def scoped(args, env) -> tuple[list, str | None]:
+    """The sessions search and stats look at: every project unless --local or --dir, of one
+    agent with --agent, started within --since/--until, newest first."""
+    args.all = not (getattr(args, "local", False) or getattr(args, "dir", None))
+    _, sessions, project = commands.selected(args, env)
+    since = when(getattr(args, "since", None), "--since")
+    until = when(getattr(args, "until", None), "--until", end=True)
+    if since is not None or until is not None:
+        sessions = [s for s in sessions if s.started is not None
+                    and (since is None or s.started >= since) and (until is None or s.started <= until)]
+    return sessions, project
+
+
+# the command --------------------------------------------------------------------------------------
+def run_search(args, env) -> int:
+    query = Query(args.query, args.regex)
+    if args.limit < 0 or args.offset < 0:
+        raise UserError("--limit and --offset take a number >= 0")
+    sessions, _ = scoped(args, env)
+    if args.content:
+        return content_search(args, env, query, sessions)
+    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{s.native_id}\n{s.agent}")]
+    shown = page(found, args.offset, args.limit)
+    titles = shown_titles(shown, not args.no_redact)
+    if args.json:
+        records = [{**commands.listing_record(s), "first_message": t} for s, t in zip(shown, titles)]
+        write(b"".join(orjson.dumps(record) + b"\n" for record in records))
+        more_note(len(found), args, sys.stderr)
+    else:
+        heading = f"## Search: {code(query.text)} — {len(found)} result(s)\n"
+        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), cell(t, 80)]
+                for s, t in zip(shown, titles)]
+        body = "\n" + table(["ID", "Agent", "Date", "First message"], rows) + "\n" if found else ""
+        write(heading + body)
+        more_note(len(found), args, sys.stdout)
+    return 0 if found else 1
+
+
+def shown_titles(sessions: list, redact: bool) -> list[str]:
+    """First messages as printed: secrets redacted like in the documents (matching used the
+    recorded text, which never leaves this process)."""
+    if not (redact and sessions):
+        return [s.title for s in sessions]
+    from redact import redact as redact_secrets
+
+    return [redact_secrets(s.title.encode())[0].decode() for s in sessions]
+
+
+def page(items: list, offset: int, limit: int) -> list:
+    return items[offset: offset + limit] if limit else items[offset:]
+
+
+def code(text: str) -> str:
+    """Inline code that survives backticks in the text."""
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def more_note(total: int, args, stream) -> None:
+    """The last line when rows were left out: how many, and the options that show them."""
+    end = args.offset + args.limit if args.limit else total
+    if end >= total:
+        return
+    text = (f"{total - end} more result(s) after row {end}: add `--offset {end}` for the next "
+            f"ones, or `--limit N` for more rows.")
+    if stream is sys.stdout:
+        write(f"\n{text}\n")
+    else:
+        print(text, file=stream)
+
+
+def content_search(args, env, query: Query, sessions: list) -> int:
+    """Hits streamed as sessions finish, in catalog order (newest session first, steps in
+    order), so the output is the same however many cores did the work."""
+    import documents
+    import parallel
+
+    end = args.offset + args.limit if args.limit else None
+    if not args.json:
+        write(f"## Search: {code(query.text)} — content of {len(sessions)} session(s)\n")
+    facts = documents.Facts(env, not args.no_redact)
+    progress = parallel.Progress(len(sessions), "searching")
+    total = matched = printed = 0
+    work = parallel.ordered(search_session, sessions, (env, query, end, not args.no_redact))
+    try:
+        for n, (count, hits, totals) in enumerate(work):
+            session = sessions[n]
+            facts.put(session, totals)
+            for position, hit in enumerate(hits, total):
+                if position >= args.offset and (end is None or position < end):
+                    emit_hit(session, hit, args.json, first_row=not (args.json or printed))
+                    printed += 1
+            total += count
+            matched += 1 if count else 0
+            progress.step(f", {total} hit(s)")
+    except KeyboardInterrupt:
+        progress.clear()  # before the message, on the line the progress used
+        print(f"trajectoriz: interrupted after {progress.done} of {len(sessions)} session(s)",
+              file=sys.stderr)
+        return 130
+    finally:
+        work.close()
+        progress.clear()
+        facts.save()
+    summary(total, matched, args)
+    return 0 if total else 1
+
+
+def emit_hit(session, hit: tuple, as_json: bool, first_row: bool) -> None:
+    step, path, label, text = hit
+    if as_json:
+        record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
+                  "step": step, "subagent": path or None, "field": label, "snippet": text,
+                  "file": catalog.file_name(session)}
+        write(orjson.dumps(record) + b"\n")
+        return
+    where = f"{step} (sub-agent {path})" if path else str(step)
+    row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), where, cell(text, 240)]
+    heading = "\n" + table(["ID", "Agent", "Date", "Step", "Snippet"], []) + "\n" if first_row else ""
+    write(heading + "| " + " | ".join(row) + " |\n")
+
+
+def summary(total: int, matched: int, args) -> None:
+    if not args.json:
+        write(f"\n{total} result(s) in {matched} session(s).\n")
+    more_note(total, args, sys.stderr if args.json else sys.stdout)

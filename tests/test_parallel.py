@@ -1,0 +1,47 @@
+"""The process pool behind `search --content`, `stats` and `list`: results in the items' order
+whatever order the workers finish in, the same as one process, and no worker left behind when
+the reader stops early (Ctrl-C, a closed pipe)."""
+
+import multiprocessing
+import os
+import time
+
+import pytest
+
+import parallel
+
+
+def slow_square(item, scale):
+    time.sleep(0.002 * (item % 4))  # later items often finish first
+    return item * item * scale, os.getpid()
+
+
+def test_results_come_in_order_from_several_workers():
+    items = list(range(40))
+    results = list(parallel.ordered(slow_square, items, (3,), workers=2))
+    assert [value for value, _ in results] == [i * i * 3 for i in items]
+    assert len({pid for _, pid in results}) == 2 and os.getpid() not in {pid for _, pid in results}
+
+
+def test_one_worker_runs_in_this_process():
+    results = list(parallel.ordered(slow_square, [1, 2, 3], (1,), workers=1))
+    assert results == [(1, os.getpid()), (4, os.getpid()), (9, os.getpid())]
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, GeneratorExit])
+def test_stopping_early_leaves_no_worker(stop):
+    work = parallel.ordered(slow_square, list(range(400)), (1,), workers=2)
+    next(work)
+    assert len(multiprocessing.active_children()) == 2
+    if stop is GeneratorExit:
+        work.close()
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            work.throw(KeyboardInterrupt)
+    assert multiprocessing.active_children() == []
+
+
+def test_chunks_keep_every_core_busy():
+    assert parallel.chunk_size(3, 2) == 1
+    assert parallel.chunk_size(5000, 2) == 32
+    assert 1 <= parallel.chunk_size(100, 2) <= 100 // 2
