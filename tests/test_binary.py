@@ -79,19 +79,40 @@ def both(binary, store, *args):
 
 
 # The commands of the published usage ---------------------------------------------------------------
-def test_version_list_show_match_the_source_tree(binary, store):
-    frozen, source = both(binary, store, "--version")
-    assert frozen.returncode == 0 and frozen.stdout == source.stdout
-    frozen, source = both(binary, store, "list", "--all", "--json")
+SAME_AS_SOURCE = [
+    ["--version"], ["--help"], ["list"], ["list", "--all", "--json"], ["search", "note"],
+    ["search", "--content", "SCENARIO-DONE", "--json"], ["stats", "--json"], ["agents", "--json"],
+]
+
+
+@pytest.mark.parametrize("args", SAME_AS_SOURCE, ids=" ".join)
+def test_output_matches_the_source_tree(binary, store, args):
+    """search --content, stats and agents run their process pools (forked) in the binary."""
+    frozen, source = both(binary, store, *args)
     assert frozen.returncode == 0, frozen.stderr
-    records = [json.loads(line) for line in frozen.stdout.splitlines()]
-    assert records and frozen.stdout == source.stdout
-    frozen, source = both(binary, store, "list")  # this project only: the table
-    assert frozen.returncode == 0 and frozen.stdout == source.stdout
-    for record in records[:3]:
-        frozen, source = both(binary, store, "show", record["id"])
-        assert frozen.returncode == 0 and frozen.stdout == source.stdout
-        assert json.loads(frozen.stdout)["extra"]["short_id"] == record["id"]
+    assert (frozen.stdout, frozen.stderr) == (source.stdout, source.stderr)
+    assert frozen.stdout.strip()
+
+
+def test_the_example_store_takes_every_pool(binary, store):
+    """The comparisons above go through the process pools only with enough sessions and cores."""
+    import health
+    import parallel
+
+    env, project = store
+    sessions = run(binary, "list", "--all", "--json", env=env, cwd=project).stdout.splitlines()
+    assert len(sessions) >= health.POOL_THRESHOLD and parallel.cores() >= 2
+
+
+def test_show_matches_the_source_tree(binary, store):
+    env, project = store
+    listed = run(binary, "list", "--all", "--json", env=env, cwd=project)
+    for record in [json.loads(line) for line in listed.stdout.splitlines()][:3]:
+        shown, source = both(binary, store, "show", record["id"])
+        assert shown.returncode == 0 and shown.stdout == source.stdout
+        assert json.loads(shown.stdout)["extra"]["short_id"] == record["id"]
+        readable, source = both(binary, store, "show", record["id"], "--markdown")
+        assert readable.returncode == 0 and readable.stdout == source.stdout
 
 
 def test_export_and_validate(binary, store, tmp_path):
@@ -132,21 +153,6 @@ def test_the_binary_knows_every_agent_module_of_the_source_tree(binary, store):
     assert result.returncode == 2
     known = re.search(r"\(known: (.*)\)", result.stderr.decode()).group(1).split(", ")
     assert known == agents.names() and "claude" in known
-
-
-def test_agents_report_matches_through_the_process_pool(binary, store):
-    """`agents` translates every session in a forked process pool when there are enough: the
-    frozen app must fork workers correctly (the spec leaves out PyInstaller's multiprocessing
-    hook, which only the spawn and forkserver start methods need)."""
-    import health
-
-    env, project = store
-    sessions = run(binary, "list", "--all", "--json", env=env, cwd=project).stdout.splitlines()
-    assert len(sessions) >= health.POOL_THRESHOLD and (os.cpu_count() or 1) >= 2, \
-        "the example store no longer takes `agents` through the pool"
-    frozen, source = both(binary, store, "agents", "--json")
-    assert frozen.returncode == 0, frozen.stderr
-    assert frozen.stdout == source.stdout and frozen.stderr == b""
 
 
 # What the file holds --------------------------------------------------------------------------------
