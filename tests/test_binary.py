@@ -261,3 +261,54 @@ def test_unwritable_cache_falls_back_to_a_private_tmp_folder(binary, tmp_path):
     private = tmp_path / f"trajectoriz-{os.getuid()}"
     assert (private.stat().st_mode & 0o777) == 0o700 and len(os.listdir(private / "app")) == 1
     assert run(binary, "--version", env=env, cwd=str(tmp_path)).returncode == 0
+
+
+# The mount, from the binary --------------------------------------------------------------------------
+def _fuse_missing() -> str | None:
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse"
+    if not (shutil.which("fusermount3") or shutil.which("fusermount")):
+        return "no fusermount3 (apt-get install fuse3)"
+    return None
+
+
+def _mapped_files(pid: int) -> set[str]:
+    with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
+        return {line.split(None, 5)[5].strip() for line in handle if len(line.split(None, 5)) == 6}
+
+
+def test_background_mount_outlives_the_launcher_and_uses_the_hosts_libfuse(binary, store, tmp_path):
+    """`trajectoriz memory` re-executes the binary as its server and returns: the server runs
+    from the unpacked copy in the cache (not a temporary folder that vanishes with the command)
+    and loads the host's libfuse; grep -r reads every session through it; --unmount ends it."""
+    env, project = store
+    if run(binary, "memory", "--help", env=env, cwd=project).returncode != 0:
+        pytest.skip("this build has no memory command yet")
+    reason = _fuse_missing()
+    if reason:
+        pytest.skip(reason)
+    point = os.path.join(project, "memory")
+    started = run(binary, "memory", point, env=env, cwd=project, timeout=90)
+    try:
+        assert started.returncode == 0, started.stderr
+        status = run(binary, "memory", "--status", point, env=env, cwd=project)
+        assert status.returncode == 0, status.stdout
+        pid = int(re.search(rb"server pid (\d+)", status.stdout).group(1))
+        app = os.path.realpath(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app"))
+        assert os.path.realpath(f"/proc/{pid}/exe").startswith(app + os.sep)
+        fuse_libraries = [f for f in _mapped_files(pid) if os.path.basename(f).startswith("libfuse")]
+        assert fuse_libraries and not any(f.startswith(app) for f in fuse_libraries), fuse_libraries
+        grep = subprocess.run(["timeout", "-s", "KILL", "60", "grep", "-r", "-l", "SCENARIO", point],
+                              capture_output=True, timeout=90)
+        found = sorted(os.path.basename(p) for p in grep.stdout.decode().split())
+        exported = tmp_path / "export"
+        run(binary, "export", "--out", str(exported), env=env, cwd=project)
+        sessions = sorted(p.name for p in exported.glob("*.atif.json"))
+        assert grep.returncode == 0 and sessions and set(sessions) <= set(found)
+    finally:
+        stopped = run(binary, "memory", "--unmount", point, env=env, cwd=project, timeout=60)
+        if stopped.returncode != 0:
+            subprocess.run(["fusermount3", "-uz", point], capture_output=True)
+    assert stopped.returncode == 0, stopped.stderr
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        assert f" {point} " not in handle.read()
