@@ -26,7 +26,6 @@ fail() {
 
 # The fallback lives in a shared folder: use it only if this user created and owns it.
 owned_fallback() {
-    mkdir -m 700 "$private" 2>/dev/null
     [ -d "$private" ] && [ ! -L "$private" ] && [ -O "$private" ]
 }
 
@@ -59,5 +58,6 @@ case $(digest) in
 esac
 # TRAJECTORIZ_UNPACKED asks the program to remove the older versions beside it.
 unpack "$cache" && TRAJECTORIZ_UNPACKED=1 exec "$cache/$id/trajectoriz" "$@"
+mkdir -m 700 "$private" 2>/dev/null
 owned_fallback && unpack "$fallback" && TRAJECTORIZ_UNPACKED=1 exec "$fallback/$id/trajectoriz" "$@"
 fail "cannot unpack the program into $cache or $fallback (read-only, full, or noexec?)"

@@ -204,6 +204,7 @@ def test_first_run_unpacks_once_and_later_runs_never_read_the_payload(binary, tm
     assert run(copy, "--version", env=env, cwd=str(tmp_path)).returncode == 0
     [app_id] = app_dirs(env["XDG_CACHE_HOME"])
     assert re.fullmatch(r"\d+\.\d+\.\d+-[0-9a-f]{16}", app_id)
+    assert not os.path.exists(tmp_path / f"trajectoriz-{os.getuid()}")  # the fallback stays unused
     app = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", app_id)
     inode = os.stat(app).st_ino
     os.truncate(copy, os.path.getsize(copy) - 4096)  # damage the payload: only a new unpack reads it
