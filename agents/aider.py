@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents import projects
-from agents.base import Session, epoch, iso, one_line
+from agents.base import Session, epoch, iso, one_line, open_binary, unique_files
 from atif.build import TrajectoryBuilder, metrics
 
 NAME = "aider"
@@ -47,14 +47,7 @@ _APPLIED = re.compile(r"^Applied edit to (.+)$")
 
 # discovery --------------------------------------------------------------------------------------
 def sources(env):
-    seen = set()
-    for directory in projects.candidate_dirs(env):
-        path = os.path.join(directory, HISTORY_FILE)
-        if os.path.isfile(path):
-            real = os.path.realpath(path)
-            if real not in seen:
-                seen.add(real)
-                yield path
+    return unique_files(os.path.join(d, HISTORY_FILE) for d in projects.candidate_dirs(env))
 
 
 def dependencies(source: str, env) -> list[str]:
@@ -98,14 +91,14 @@ class Block:
 
 
 def read_text(path: str) -> str:
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         return handle.read().decode("utf-8", "replace")
 
 
 def read_checked(path: str) -> tuple[str, str | None, bool]:
     """The text, a warning when it is not valid UTF-8, and whether its end looks cut (aider
     ends every write with a newline)."""
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         data = handle.read()
     try:
         return data.decode("utf-8"), None, bool(data) and not data.endswith(b"\n")

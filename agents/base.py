@@ -41,10 +41,12 @@ Conventions every translator follows, so that one jq filter works on every agent
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
@@ -84,6 +86,25 @@ def env_dir(env, variable: str, *default: str) -> str:
     """`$variable` if set, else `$HOME/<default...>`."""
     value = env.get(variable)
     return value if value else os.path.join(home(env), *default)
+
+
+def listdir(path: str) -> list[str]:
+    """The sorted names in a directory; none when it is missing or unreadable."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def unique_files(paths):
+    """The paths that are existing files, each real file once (in the order given)."""
+    seen = set()
+    for path in paths:
+        if os.path.isfile(path):
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                yield path
 
 
 # timestamps -------------------------------------------------------------------------------------
@@ -132,8 +153,13 @@ def iso(value) -> str | None:
 
 # reading files ----------------------------------------------------------------------------------
 def open_binary(path: str):
-    """A binary file object; `.zst` files are decompressed as they are read."""
-    handle = open(path, "rb")
+    """A binary file object; `.zst` files are decompressed as they are read. Only regular files
+    are opened: a FIFO or a device named like a session would block or never end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    handle = os.fdopen(fd, "rb")
     if not path.endswith(".zst"):
         return handle
     import zstandard  # only archived Codex sessions need it

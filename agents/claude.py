@@ -13,8 +13,8 @@ import glob
 import os
 import re
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
-                         home, iso, one_line, text_of)
+from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
+                         iso, one_line, open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import loads
 
@@ -372,7 +372,7 @@ class _Translation:
         for candidate in (path, local):
             try:
                 if os.path.getsize(candidate) <= SPILL_LIMIT:
-                    with open(candidate, "rb") as handle:
+                    with open_binary(candidate) as handle:
                         return handle.read().decode("utf-8", "replace"), path
             except OSError:
                 continue
@@ -539,7 +539,7 @@ def subagent_files(session: Session) -> list[tuple[str, str, dict]]:
 
 def read_meta(path: str) -> dict:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             meta = loads(handle.read())
         return meta if isinstance(meta, dict) else {}
     except (OSError, ValueError):

@@ -37,8 +37,9 @@ import os
 import re
 
 from agents import session_totals
-from agents.base import Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
+                         open_binary)
+from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import dumps, loads
 
 API_HISTORY = "api_conversation_history.json"
@@ -87,7 +88,7 @@ def task_dependencies(task_dir: str) -> list[str]:
 def read_json(path: str):
     """(parsed value or None, problem or None)."""
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             data = handle.read()
     except FileNotFoundError:
         return None, None
@@ -133,7 +134,7 @@ _TASK = re.compile(rb"<task>((?:[^<\\]|\\.|<(?!/task>))*)</task>")
 
 def head(path: str) -> bytes:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             return handle.read(HEAD_BYTES)
     except OSError:
         return b""
@@ -392,9 +393,7 @@ def result_content(content):
         parts = [text_part(c.get("text") or "") if c.get("type") == "text" else
                  image_part(as_str(as_dict(c.get("source")).get("media_type")),
                             as_str(as_dict(c.get("source")).get("data"))) for c in items]
-        if all(p["type"] == "text" for p in parts):
-            return "\n".join(p["text"] for p in parts)
-        return parts
+        return plain_or_parts(parts)
     return dumps(content).decode().strip() if content is not None else ""
 
 
@@ -566,7 +565,7 @@ def read_array(path: str) -> tuple[list | None, str | None]:
     value, problem = read_json(path)
     if problem is None or not problem.endswith("truncated"):
         return (value if isinstance(value, list) else None), problem
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         text = handle.read().decode("utf-8", "replace")
     decoder, items = json.JSONDecoder(), []
     position = text.find("[") + 1

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
-                         head_records, iso, one_line, text_of)
+                         head_records, iso, one_line, open_binary, text_of)
 from atif.build import TrajectoryBuilder, metrics
 from atif.serialize import loads
 
@@ -192,7 +192,7 @@ def is_synthetic_prompt(data: dict) -> bool:
 
 
 def read_legacy(source: str) -> dict:
-    with open(source, "rb") as handle:
+    with open_binary(source) as handle:
         document = loads(handle.read())
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")

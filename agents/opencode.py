@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from agents import sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
-                         text_of)
+                         open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import loads
 
@@ -225,7 +225,7 @@ def with_id(object_id: str, data) -> dict:
 # the JSON store ---------------------------------------------------------------------------------
 def read_json(path: str) -> dict | None:
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             found = loads(handle.read())
     except (OSError, ValueError):
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import struct
+from agents.base import open_binary
 
 WAL_MAGIC = (0x377F0682, 0x377F0683)
 
@@ -69,14 +70,14 @@ def committed_pages(wal: bytes) -> tuple[dict[int, bytes], int | None]:
 def snapshot(path: str) -> bytes:
     """The database as SQLite would read it now: the main file with its WAL applied."""
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             image = bytearray(handle.read())
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
     if len(image) >= 100 and not image.startswith(b"SQLite format 3\x00"):
         raise StoreError(f"{path} is not a SQLite database")
     try:
-        with open(path + "-wal", "rb") as handle:
+        with open_binary(path + "-wal") as handle:
             wal = handle.read()
     except OSError:
         wal = b""
