@@ -9,10 +9,11 @@ Compared (all built from build/trajectoriz.spec; see its options):
 - python: `.venv/bin/python trajectoriz.py`, the reference;
 - PyInstaller onefile with its run-time hooks as they come, and without the slow ones: it
   unpacks itself into a new temporary folder on every run;
-- onedir with the stock hooks, without the slow ones but with the PYZ archive, and the bundle
-  we ship (plain .pyc files, our lazy pkgutil hook), each run in place;
-- the shipped single file dist/trajectoriz (build/launcher.sh + that bundle): its first run
-  (the app folder in the cache removed before each run) and its later runs.
+- onedir run in place: with the stock hooks; with modules as plain .pyc files; the bundle we
+  ship (PYZ archive, our hooks);
+- single files (build/launcher.sh + a onedir bundle, build/pack.py): of the .pyc-files bundle,
+  and the one we ship, dist/trajectoriz; first runs (the unpacked copy removed before each run)
+  and later runs.
 
 Each command runs against a copy of examples/home (as `make demo` stages it), rounds
 interleaved so that machine noise hits every option alike.
@@ -48,12 +49,13 @@ TARGET_RATIO, TARGET_FIRST = 1.5, 0.5
 
 # name -> (spec options, onefile?)
 VARIANTS = {
-    "onefile-stock": (["--onefile", "--archive", "--stock-hooks"], True),
-    "onefile-tuned": (["--onefile", "--archive"], True),
-    "onedir-stock": (["--archive", "--stock-hooks"], False),
-    "onedir-tuned-pyz": (["--archive"], False),
-    "onedir-tuned": ([], False),
+    "onefile-stock": (["--onefile", "--stock-hooks"], True),
+    "onefile-tuned": (["--onefile"], True),
+    "onedir-stock": (["--stock-hooks"], False),
+    "onedir-pyc-files": (["--pyc-files"], False),
+    "onedir-shipped": ([], False),
 }
+PYC_SINGLE = os.path.join(VARIANTS_DIR, "pyc-files", "trajectoriz")
 
 
 def build_variant(name: str) -> None:
@@ -149,6 +151,10 @@ def main(argv=None) -> int:
     if not args.no_build:
         for name in VARIANTS:
             build_variant(name)
+        os.makedirs(os.path.dirname(PYC_SINGLE), exist_ok=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, "build", "pack.py"), "--bundle",
+                        os.path.join(VARIANTS_DIR, "onedir-pyc-files"), "--output", PYC_SINGLE],
+                       check=True)
     workdir = tempfile.mkdtemp(prefix="trajectoriz-startup-")
     os.makedirs(args.cache_parent, exist_ok=True)
     home_cache = tempfile.mkdtemp(prefix="trajectoriz-startup-", dir=args.cache_parent)
@@ -157,11 +163,14 @@ def main(argv=None) -> int:
         in_home = dict(env, XDG_CACHE_HOME=home_cache)
         options = {"python": ([sys.executable, os.path.join(ROOT, "trajectoriz.py")], env, None)}
         options.update({name: ([variant_program(name)], env, None) for name in VARIANTS})
+        options["single file of pyc-files, first run"] = ([PYC_SINGLE], in_home, forget_unpacked(in_home))
+        options["single file of pyc-files, later runs"] = ([PYC_SINGLE], in_home, None)
         options["single file, first run"] = ([SINGLE], in_home, forget_unpacked(in_home))
         options["single file, first run, cache in /tmp"] = ([SINGLE], env, forget_unpacked(env))
         options["single file, later runs"] = ([SINGLE], in_home, None)
         sizes = {name: size_of(os.path.join(VARIANTS_DIR, name)) for name in VARIANTS}
-        sizes.update({o: size_of(SINGLE) for o in options if o.startswith("single file")})
+        sizes.update({o: size_of(PYC_SINGLE) for o in options if o.startswith("single file of")})
+        sizes.update({o: size_of(SINGLE) for o in options if o.startswith("single file,")})
         cmds = commands()
         times = measure(options, cmds, project, args.rounds)
     finally:
@@ -181,10 +190,12 @@ def forget_unpacked(env: dict):
 NOTES = {
     "python": "the source tree with the project's .venv: the reference",
     "onefile-stock": "PyInstaller onefile, its run-time hooks as they come: unpacks itself into /tmp on every run",
-    "onefile-tuned": "onefile without the inspect and multiprocessing run-time hooks",
-    "onedir-stock": "onedir run in place, run-time hooks as they come, modules in the PYZ archive",
-    "onedir-tuned-pyz": "onedir without the inspect and multiprocessing hooks, modules in the PYZ archive",
-    "onedir-tuned": "the bundle we ship: onedir, plain .pyc files, our lazy pkgutil hook instead of those three",
+    "onefile-tuned": "onefile with our run-time hooks instead of inspect, multiprocessing and pkgutil",
+    "onedir-stock": "onedir run in place, run-time hooks as they come",
+    "onedir-pyc-files": "onedir run in place, our hooks, modules as plain .pyc files (no PYZ archive)",
+    "onedir-shipped": "the bundle we ship, run in place: our hooks, modules in the PYZ archive",
+    "single file of pyc-files, first run": "launcher + the pyc-files bundle: unpacks 370 more files",
+    "single file of pyc-files, later runs": "launcher + the pyc-files bundle, unpacked",
     "single file, first run": "dist/trajectoriz with no unpacked copy yet: checks the SHA-256, unpacks "
                               "into a folder under ~/.cache, runs",
     "single file, first run, cache in /tmp": "the same, unpacking under /tmp (XDG_CACHE_HOME there)",

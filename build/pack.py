@@ -135,16 +135,18 @@ def release(single: str) -> str:
 def main(argv=None) -> int:
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("--release", action="store_true", help="also write the versioned release file")
+    options.add_argument("--bundle", default=BUNDLE, help="the onedir bundle to pack (bench/startup.py)")
+    options.add_argument("--output", default=os.path.join(DIST, "trajectoriz"), help="the single file to write")
     args = options.parse_args(argv)
-    paths = bundle_files(BUNDLE)
-    app_id = content_id(BUNDLE, paths)
-    data = payload(BUNDLE, paths, app_id)
-    single = os.path.join(DIST, "trajectoriz")
+    paths = bundle_files(args.bundle)
+    app_id = content_id(args.bundle, paths)
+    data = payload(args.bundle, paths, app_id)
+    single = args.output
     write_executable(single, [launcher(app_id, data), data])
-    cli = os.path.join(DIST, "trajectoriz-cli")  # the name of the published usage
+    cli = os.path.join(os.path.dirname(single), "trajectoriz-cli")  # the name of the published usage
     if os.path.lexists(cli):
         os.remove(cli)
-    os.symlink("trajectoriz", cli)
+    os.symlink(os.path.basename(single), cli)
     print(f"{single}: {os.path.getsize(single) / 1e6:.1f} MB, id {app_id}")
     if args.release:
         print(f"{release(single)} and its .sha256")
