@@ -172,11 +172,13 @@ def main(argv=None) -> int:
         sizes.update({o: size_of(PYC_SINGLE) for o in options if o.startswith("single file of")})
         sizes.update({o: size_of(SINGLE) for o in options if o.startswith("single file,")})
         cmds = commands()
+        load_before = os.getloadavg()[0]
         times = measure(options, cmds, project, args.rounds)
+        load = (load_before, os.getloadavg()[0])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(home_cache, ignore_errors=True)
-    write_results(options, sizes, times, cmds, args.rounds)
+    write_results(options, sizes, times, cmds, args.rounds, load)
     print(open(RESULTS, encoding="utf-8").read())
     return 0
 
@@ -203,8 +205,9 @@ NOTES = {
 }
 
 
-def write_results(options, sizes, times, cmds, rounds) -> None:
-    host = (f"Measured on {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
+def write_results(options, sizes, times, cmds, rounds, load) -> None:
+    host = (f"Measured on {platform.system()} {platform.release()}, {os.cpu_count()} CPUs "
+            f"(load average {load[0]:.1f} before, {load[1]:.1f} after), "
             f"Python {platform.python_version()}, trajectoriz {VERSION}")
     text = "\n".join([
         "# Start-up of the shipped binary",
