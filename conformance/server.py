@@ -137,7 +137,7 @@ class Script:
                          [run(f"echo hello-{sid} > note.txt && ls", f"Write hello-{sid} into note.txt", "write",
                               expect="note.txt")])
         if kind == "read":
-            reader = pick_tool(request.tools, READ_TOOLS, PATH_KEYS)
+            reader = pick_tool(request.tools, READ_TOOLS)   # by name: other tools take paths too
             path = f"{directory}/note.txt"
             call = (Call(call_id(sid, index, 0, request.api), reader,
                          read_arguments(request.tools[reader], path), "read", f"hello-{sid}")
@@ -177,7 +177,7 @@ def call_id(sid: str, index: int, n: int, api: str) -> str:
     return f"toolu_{digest}" if api == "anthropic" else f"call_{digest}"
 
 
-def pick_tool(tools: dict, names: tuple, keys: tuple) -> str | None:
+def pick_tool(tools: dict, names: tuple, keys: tuple = ()) -> str | None:
     """The first of `names` the request offers; else any tool whose schema has one of `keys`."""
     for name in names:
         if name in tools:
