@@ -30,6 +30,7 @@ import json
 import re
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -378,7 +379,7 @@ def anthropic_message(reply: Reply, model: str) -> dict:
         content.append({"type": "text", "text": reply.text or reply.json_text})
     for call in reply.calls:
         content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
-    return {"id": "msg_" + hashlib.sha1(repr(content).encode()).hexdigest()[:24], "type": "message",
+    return {"id": new_id("msg_"), "type": "message",
             "role": "assistant", "model": model, "content": content,
             "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": PROMPT_TOKENS - CACHED_TOKENS, "output_tokens": OUTPUT_TOKENS,
@@ -411,6 +412,11 @@ def anthropic_events(reply: Reply, model: str):
     yield "message_stop", {"type": "message_stop"}
 
 
+def new_id(prefix: str) -> str:
+    """A fresh response id: agents join usage records and streamed pieces by it."""
+    return prefix + uuid.uuid4().hex[:24]
+
+
 def chat_usage() -> dict:
     return {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
             "total_tokens": PROMPT_TOKENS + OUTPUT_TOKENS,
@@ -429,15 +435,17 @@ def chat_completion(reply: Reply, model: str) -> dict:
         message["reasoning_content"] = reply.reasoning
     if reply.calls:
         message["tool_calls"] = chat_tool_calls(reply)
-    return {"id": "chatcmpl-conformance", "object": "chat.completion", "created": int(time.time()),
+    return {"id": new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": message,
                                          "finish_reason": "tool_calls" if reply.calls else "stop"}],
             "usage": chat_usage()}
 
 
 def chat_chunks(reply: Reply, model: str):
+    response_id = new_id("chatcmpl-")
+
     def chunk(delta: dict, finish=None, **more) -> dict:
-        return {"id": "chatcmpl-conformance", "object": "chat.completion.chunk", "created": int(time.time()),
+        return {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **more}
 
     yield None, chunk({"role": "assistant", "content": ""})
@@ -465,8 +473,8 @@ def responses_output(reply: Reply) -> list:
     return output
 
 
-def responses_object(reply: Reply, model: str, status: str = "completed") -> dict:
-    return {"id": "resp_conformance", "object": "response", "created_at": int(time.time()), "model": model,
+def responses_object(reply: Reply, model: str, status: str = "completed", response_id: str = "") -> dict:
+    return {"id": response_id or new_id("resp_"), "object": "response", "created_at": int(time.time()), "model": model,
             "status": status, "output": responses_output(reply) if status == "completed" else [],
             "usage": {"input_tokens": PROMPT_TOKENS, "input_tokens_details": {"cached_tokens": CACHED_TOKENS},
                       "output_tokens": OUTPUT_TOKENS, "output_tokens_details": {"reasoning_tokens": 0},
@@ -474,7 +482,9 @@ def responses_object(reply: Reply, model: str, status: str = "completed") -> dic
 
 
 def responses_events(reply: Reply, model: str):
-    yield "response.created", {"type": "response.created", "response": responses_object(reply, model, "in_progress")}
+    response_id = new_id("resp_")
+    yield "response.created", {"type": "response.created",
+                               "response": responses_object(reply, model, "in_progress", response_id)}
     for index, item in enumerate(responses_output(reply)):
         yield "response.output_item.added", {"type": "response.output_item.added", "output_index": index,
                                              "item": item}
@@ -488,7 +498,8 @@ def responses_events(reply: Reply, model: str):
                                                  "delta": item["content"][0]["text"]}
         yield "response.output_item.done", {"type": "response.output_item.done", "output_index": index,
                                             "item": item}
-    yield "response.completed", {"type": "response.completed", "response": responses_object(reply, model)}
+    yield "response.completed", {"type": "response.completed",
+                                 "response": responses_object(reply, model, response_id=response_id)}
 
 
 def gemini_response(reply: Reply, model: str) -> dict:
@@ -503,7 +514,7 @@ def gemini_response(reply: Reply, model: str) -> dict:
             "usageMetadata": {"promptTokenCount": PROMPT_TOKENS, "candidatesTokenCount": OUTPUT_TOKENS,
                               "cachedContentTokenCount": CACHED_TOKENS,
                               "totalTokenCount": PROMPT_TOKENS + OUTPUT_TOKENS},
-            "modelVersion": model, "responseId": "conformance"}
+            "modelVersion": model, "responseId": new_id("")}
 
 
 def model_list(path: str) -> dict:
