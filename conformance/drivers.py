@@ -26,6 +26,7 @@ class Driver:
     parallel: bool = True          # the agent runs two tool calls of one turn
     finish_command: str | None = None   # the agent ends a task through its shell tool
     timeout: int = 240             # seconds one run may take
+    python: tuple = (3, 10)        # the oldest Python a PyPI agent installs on
     note: str = ""
 
     @property
@@ -211,9 +212,9 @@ DRIVERS = {d.name: d for d in [
            ("{venv}/bin/python", "-c", "from kimi_cli.__main__ import run_original_cli; run_original_cli()"),
            new=("--print", "--output-format", "stream-json", "--yolo", "-p", "{prompt}"),
            resume=("--print", "--yolo", "--continue", "-p", "{prompt}"),
-           files={".kimi/config.toml": KIMI_CONFIG},
+           files={".kimi/config.toml": KIMI_CONFIG}, python=(3, 12),
            note="the archived package's `kimi` script only prints a notice: the original CLI is run"),
-    Driver("miniswe", "pypi:mini-swe-agent", "2.4.6", ("{venv}/bin/mini",),
+    Driver("mswea", "pypi:mini-swe-agent", "2.4.6", ("{venv}/bin/mini",),
            new=MSWEA + ("-o", "{home}/.config/mini-swe-agent/trajectories/{sid}.traj.json", "-t", "{prompt}"),
            resume=None,
            env={"MSWEA_GLOBAL_CONFIG_DIR": "{home}/.config/mini-swe-agent", "MSWEA_COST_TRACKING": "ignore_errors",

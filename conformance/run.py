@@ -38,7 +38,7 @@ HERE = os.path.join(ROOT, "conformance")
 CACHE = os.path.join(HERE, "cache")
 RESULTS = os.path.join(HERE, "RESULTS.md")
 DEFAULT_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "qwen", "pi", "cline", "kilo", "hermes",
-                  "kimi", "miniswe")
+                  "kimi", "mswea")
 
 
 @dataclass
@@ -68,6 +68,23 @@ def latest_version(driver: Driver) -> str:
     return re.search(r"\(([^)]+)\)", out).group(1)
 
 
+def find_python(minimum: tuple) -> str:
+    """A Python interpreter at least `minimum`: python3, python3.N on the PATH, or a pyenv one."""
+    candidates = ["python3"] + [f"python3.{minor}" for minor in range(minimum[1], 20)]
+    pyenv = os.path.join(os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv"), "versions")
+    if os.path.isdir(pyenv):
+        candidates += sorted(os.path.join(pyenv, v, "bin", "python3") for v in os.listdir(pyenv))
+    for candidate in candidates:
+        path = shutil.which(candidate)
+        if not path:
+            continue
+        probe = subprocess.run([path, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                               text=True)
+        if probe.returncode == 0 and tuple(map(int, probe.stdout.split())) >= minimum:
+            return path
+    raise RuntimeError(f"install failed: needs Python >= {'.'.join(map(str, minimum))}, none found")
+
+
 def install(driver: Driver, version: str) -> str:
     """The install folder of `driver` at `version`, installed on first use."""
     target = os.path.join(CACHE, f"{driver.name}-{version}")
@@ -83,7 +100,7 @@ def install(driver: Driver, version: str) -> str:
                      "--no-update-notifier", "--loglevel=error", f"{driver.package_name}@{version}"]]
     else:
         venv = os.path.join(target, "venv")
-        commands = [["python3", "-m", "venv", venv],
+        commands = [[find_python(driver.python), "-m", "venv", venv],
                     [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir", "--disable-pip-version-check",
                      "-q", f"{driver.package_name}=={version}"]]
     try:
@@ -92,8 +109,8 @@ def install(driver: Driver, version: str) -> str:
                 subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=True, timeout=1800)
     except subprocess.CalledProcessError:
         with open(log) as handle:
-            tail = handle.read().strip().splitlines()[-3:]
-        raise RuntimeError(f"install failed: {' / '.join(tail)}")
+            tail = handle.read().strip().splitlines()[-1:]
+        raise RuntimeError(f"install failed: {' / '.join(tail)[:300]}")
     finally:
         shutil.rmtree(os.path.join(target, ".npm-cache"), ignore_errors=True)
     open(marker, "w").close()

@@ -114,7 +114,7 @@ class Script:
         with self.lock:
             entry = self.plan.setdefault(sid, {"dir": directory, "steps": {}})
             entry["steps"][index] = {"kind": kinds[index], "text": reply.text,
-                                     "reasoning": reply.reasoning,
+                                     "reasoning": reply.reasoning, "completion": OUTPUT_TOKENS,
                                      "calls": [vars(c) for c in reply.calls]}
         return self._record(sid, index, reply)
 
