@@ -148,8 +148,11 @@ def run_once(driver: Driver, run: check.RunSpec, env: dict, values: dict, log) -
     log.write(f"\n$ ({run.directory}) {' '.join(argv)}\n")
     log.flush()
     started = time.monotonic()
-    process = subprocess.Popen(argv, cwd=run.directory, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        process = subprocess.Popen(argv, cwd=run.directory, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        return f"{run.sid}: cannot start {argv[0]}: {exc.strerror}"
     try:
         code = process.wait(timeout=driver.timeout)
         problem = f"{run.sid}: exit code {code}" if code else ""
