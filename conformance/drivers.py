@@ -5,7 +5,8 @@ the command lines, variables and config files used there; FAILED.md what could n
 
 Templates in `command`, `new`, `resume`, `env` and `files` (plain text replacement, so JSON
 braces need no escaping): {url} the server's base URL, {home} the fake $HOME, {prompt} the user
-prompt, {sid} the scenario id, {venv} the agent's Python environment (PyPI agents).
+prompt, {sid} the scenario id, {cwd} the run's project directory, {venv} the agent's Python
+environment (PyPI agents).
 """
 
 from __future__ import annotations
@@ -150,8 +151,9 @@ PI = ("--offline", "--provider", "fakellm", "--model", "claude-fake-model", "--t
 KILO_ENV = {f"KILO_DISABLE_{what}": "1" for what in (
     "AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "SHARE", "SESSION_INGEST", "PRESENCE", "CODEBASE_INDEXING")}
 OPENCODE_ENV = {f"OPENCODE_DISABLE_{what}": "1" for what in ("AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "SHARE")}
+# mini-swe-agent records a working directory only when its config names one (environment.cwd)
 MSWEA = ("-m", "openai/fake-model", "-c", "mini.yaml", "-c", "model.model_kwargs.api_base={url}/v1",
-         "-y", "--exit-immediately", "-l", "0")
+         "-c", "environment.cwd={cwd}", "-y", "--exit-immediately", "-l", "0")
 
 DRIVERS = {d.name: d for d in [
     Driver("claude", "npm:@anthropic-ai/claude-code", "2.1.332", ("claude",),

@@ -32,7 +32,7 @@ if ROOT not in sys.path:
 
 from conformance import check  # noqa: E402
 from conformance.drivers import DRIVERS, Driver  # noqa: E402
-from conformance.server import ModelServer, Script, prompt_text  # noqa: E402
+from conformance.server import ModelServer, Script  # noqa: E402
 
 HERE = os.path.join(ROOT, "conformance")
 CACHE = os.path.join(HERE, "cache")
@@ -63,7 +63,8 @@ def latest_version(driver: Driver) -> str:
         out = subprocess.run(["npm", "view", driver.package_name, "version"], capture_output=True, text=True,
                              timeout=120, check=True).stdout
         return out.strip().splitlines()[-1]
-    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", driver.package_name],
+    python = find_python(driver.python)   # pip lists the versions that install on this interpreter
+    out = subprocess.run([python, "-m", "pip", "index", "versions", driver.package_name],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     return re.search(r"\(([^)]+)\)", out).group(1)
 
@@ -143,7 +144,7 @@ def scenario_runs(driver: Driver, root: str) -> list[check.RunSpec]:
 
 def run_once(driver: Driver, run: check.RunSpec, env: dict, values: dict, log) -> str:
     """Run one prompt; an empty string when it went well, else what went wrong."""
-    values = dict(values, sid=run.sid, prompt=prompt_text(run.sid, run.directory))
+    values = dict(values, sid=run.sid, prompt=run.prompt, cwd=run.directory)
     argv = [fill(a, values) for a in driver.command + (driver.resume if run.resume else driver.new)]
     log.write(f"\n$ ({run.directory}) {' '.join(argv)}\n")
     log.flush()
@@ -252,7 +253,7 @@ def main(argv=None) -> int:
         driver = DRIVERS[name]
         try:
             version = driver.pinned if args.versions == "pinned" else latest_version(driver)
-        except (subprocess.SubprocessError, AttributeError, OSError) as exc:
+        except (subprocess.SubprocessError, AttributeError, OSError, RuntimeError) as exc:
             rows.append(Row(name, "?", "-", "-", [f"cannot ask the registry for the latest version: {exc}"]))
             continue
         print(f"conformance: {name} {version} ...", file=sys.stderr, flush=True)
@@ -261,7 +262,9 @@ def main(argv=None) -> int:
     text = table(rows)
     print(text)
     with open(args.results, "w") as handle:
-        handle.write(f"# Conformance run ({args.versions} versions, {time.strftime('%Y-%m-%d')})\n\n"
+        sabotage = os.environ.get("CONFORMANCE_SABOTAGE")
+        broken = f", translators sabotaged: {sabotage}" if sabotage else ""
+        handle.write(f"# Conformance run ({args.versions} versions{broken}, {time.strftime('%Y-%m-%d')})\n\n"
                      "Written by `make conformance` (conformance/run.py); see conformance/README.md.\n\n" + text)
     return 0 if all(row.ok() for row in rows) else 1
 
