@@ -6,7 +6,8 @@ the command lines, variables and config files used there; FAILED.md what could n
 Templates in `command`, `new`, `resume`, `env` and `files` (plain text replacement, so JSON
 braces need no escaping): {url} the server's base URL, {home} the fake $HOME, {prompt} the user
 prompt, {sid} the scenario id, {cwd} the run's project directory, {venv} the agent's Python
-environment (PyPI agents).
+environment (PyPI agents), {last} the name of the newest `last_session` match (the session to
+continue, for agents that need its id).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Driver:
     finish_command: str | None = None   # the agent ends a task through its shell tool
     timeout: int = 240             # seconds one run may take
     python: tuple = (3, 10)        # the oldest Python a PyPI agent installs on
+    typed_resume: bool = False     # the continuation runs only as a TUI: started in tmux, prompt typed
+    last_session: str = ""         # glob under $HOME whose newest match's name is {last}
     note: str = ""
 
     @property
@@ -197,9 +200,10 @@ DRIVERS = {d.name: d for d in [
            files={".pi/agent/models.json": PI_MODELS}),
     Driver("cline", "npm:cline", "3.0.65", ("cline",),
            new=("--auto-approve", "true", "--json", "{prompt}"),
-           resume=None,
+           resume=("--auto-approve", "true", "--id", "{last}"),
            files={".cline/data/settings/providers.json": CLINE_PROVIDERS},
-           note="no resume: `cline --id` only runs as the interactive TUI"),
+           typed_resume=True, last_session=".cline/data/sessions/*",
+           note="`cline --id` runs only as the TUI: the continuation is typed into it through tmux"),
     Driver("kilo", "npm:@kilocode/cli", "7.7.7", ("kilo",),
            new=("run", "--format", "json", "--auto", "-m", "fakellm/fake-model", "{prompt}"),
            resume=("run", "--continue", "--auto", "{prompt}"),

@@ -15,9 +15,12 @@ group), and check. Set CONFORMANCE_SABOTAGE=<kind> to run a deliberately broken 
 from __future__ import annotations
 
 import argparse
+import functools
+import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -142,12 +145,16 @@ def scenario_runs(driver: Driver, root: str) -> list[check.RunSpec]:
     return runs
 
 
-def run_once(driver: Driver, run: check.RunSpec, env: dict, values: dict, log) -> str:
-    """Run one prompt; an empty string when it went well, else what went wrong."""
-    values = dict(values, sid=run.sid, prompt=run.prompt, cwd=run.directory)
+def run_once(driver: Driver, run: check.RunSpec, env: dict, values: dict, log, finished) -> str:
+    """Run one prompt; an empty string when it went well, else what went wrong. `finished()`
+    tells whether the server has served the scenario's final answer."""
+    values = dict(values, sid=run.sid, prompt=run.prompt, cwd=run.directory,
+                  last=newest(values["home"], driver.last_session))
     argv = [fill(a, values) for a in driver.command + (driver.resume if run.resume else driver.new)]
     log.write(f"\n$ ({run.directory}) {' '.join(argv)}\n")
     log.flush()
+    if run.resume and driver.typed_resume:
+        return run_typed(argv, run, env, log, driver.timeout, finished)
     started = time.monotonic()
     try:
         process = subprocess.Popen(argv, cwd=run.directory, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -162,6 +169,45 @@ def run_once(driver: Driver, run: check.RunSpec, env: dict, values: dict, log) -
     end_group(process)
     log.write(f"[{run.sid}: {time.monotonic() - started:.1f}s {problem or 'ok'}]\n")
     return problem
+
+
+def newest(home: str, pattern: str) -> str:
+    matches = glob.glob(os.path.join(home, pattern)) if pattern else []
+    return os.path.basename(max(matches, key=os.path.getmtime)) if matches else ""
+
+
+def run_typed(argv: list, run: check.RunSpec, env: dict, log, timeout: int, finished) -> str:
+    """An agent that continues a session only in its TUI: start it in a tmux server of our own,
+    type the prompt once the screen shows something, wait until the scenario's final answer was
+    served (and a moment for the agent to write it down), then end that tmux server."""
+    tmux = ["tmux", "-L", f"trajectoriz-conformance-{os.getpid()}-{run.sid}"]
+    started = time.monotonic()
+    try:
+        subprocess.run(tmux + ["new-session", "-d", "-x", "160", "-y", "48", "-c", run.directory, shlex.join(argv)],
+                       env=dict(env, TERM="xterm-256color"), check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{run.sid}: cannot start tmux: {exc}"
+    try:
+        while not screen(tmux).strip() and time.monotonic() - started < 30:
+            time.sleep(0.5)
+        time.sleep(3)   # the TUI draws before it reads keys
+        subprocess.run(tmux + ["send-keys", "-l", run.prompt], check=True, timeout=30)
+        time.sleep(0.5)
+        subprocess.run(tmux + ["send-keys", "Enter"], check=True, timeout=30)
+        while not finished() and time.monotonic() - started < timeout:
+            time.sleep(0.5)
+        time.sleep(3)
+        log.write(screen(tmux) + "\n")
+    finally:
+        subprocess.run(tmux + ["kill-server"], capture_output=True, timeout=30)
+    problem = "" if finished() else f"{run.sid}: no final answer within {timeout}s of typing the prompt"
+    log.write(f"[{run.sid}: {time.monotonic() - started:.1f}s {problem or 'ok'} (typed into the TUI)]\n")
+    return problem
+
+
+def screen(tmux: list) -> str:
+    done = subprocess.run(tmux + ["capture-pane", "-p"], capture_output=True, text=True, timeout=30)
+    return done.stdout if done.returncode == 0 else ""
 
 
 def end_group(process: subprocess.Popen) -> None:
@@ -205,7 +251,11 @@ def run_agent(driver: Driver, version: str, keep: bool) -> Row:
                     handle.write(fill(content, values))
             env = base_env(home, install_dir)
             env.update({key: fill(value, values) for key, value in driver.env.items()})
-            run_problems = [p for run in runs if (p := run_once(driver, run, env, values, agent_log))]
+            run_problems = []
+            for run in runs:
+                finished = functools.partial(served_final, script, run.sid)
+                problem = run_once(driver, run, env, values, agent_log, finished)
+                run_problems += [problem] if problem else []
         finally:
             server.stop()
     result = check.check_agent(driver.name, env, runs, script.plan, script.served, trajectoriz_command())
@@ -218,6 +268,11 @@ def run_agent(driver: Driver, version: str, keep: bool) -> Row:
         shutil.rmtree(root, ignore_errors=True)
     return Row(driver.name, version, result.sessions, result.passed, failures,
                result.notes + ([driver.note] if driver.note else []))
+
+
+def served_final(script: Script, sid: str) -> bool:
+    with script.lock:
+        return any(step["kind"] == "final" for step in script.plan.get(sid, {}).get("steps", {}).values())
 
 
 def trajectoriz_command() -> list[str]:
