@@ -61,11 +61,14 @@ OPENAI_COMPATIBLE = """{
 }
 """
 
+# Session retention off: at start-up Gemini CLI 0.61 deletes every chat its own quick reader
+# cannot parse, and in one of our runs that was the resumed session of the previous run.
 GEMINI_SETTINGS = """{
   "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
   "privacy": {"usageStatisticsEnabled": false},
   "telemetry": {"enabled": false},
-  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false,
+              "sessionRetention": {"enabled": false}}
 }
 """
 

@@ -230,34 +230,9 @@ def run_agent(driver: Driver, version: str, keep: bool) -> Row:
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
         return Row(driver.name, version, "-", "-", [str(exc)])
     root = tempfile.mkdtemp(prefix=f"trajectoriz-conformance-{driver.name}-")
-    home = os.path.join(root, "home")
-    values = {"home": home, "venv": os.path.join(install_dir, "venv")}
     runs = scenario_runs(driver, root)
-    for path in {run.directory for run in runs} | {home, os.path.join(root, "tmp")}:
-        os.makedirs(path, exist_ok=True)
-    for run in runs:
-        with open(os.path.join(run.directory, "README.md"), "w") as handle:
-            handle.write("# conformance project\n")
     script = Script(driver.parallel, driver.finish_command)
-    with open(os.path.join(root, "server.jsonl"), "w") as server_log, \
-            open(os.path.join(root, "agent.log"), "w") as agent_log:
-        server = ModelServer(script, log=server_log).start()
-        try:
-            values["url"] = server.url
-            for relative, content in driver.files.items():
-                path = os.path.join(home, relative)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as handle:
-                    handle.write(fill(content, values))
-            env = base_env(home, install_dir)
-            env.update({key: fill(value, values) for key, value in driver.env.items()})
-            run_problems = []
-            for run in runs:
-                finished = functools.partial(served_final, script, run.sid)
-                problem = run_once(driver, run, env, values, agent_log, finished)
-                run_problems += [problem] if problem else []
-        finally:
-            server.stop()
+    env, run_problems = play(driver, install_dir, root, runs, script)
     result = check.check_agent(driver.name, env, runs, script.plan, script.served, trajectoriz_command())
     failures = run_problems + result.failures
     with open(os.path.join(root, "plan.json"), "w") as handle:
@@ -268,6 +243,34 @@ def run_agent(driver: Driver, version: str, keep: bool) -> Row:
         shutil.rmtree(root, ignore_errors=True)
     return Row(driver.name, version, result.sessions, result.passed, failures,
                result.notes + ([driver.note] if driver.note else []))
+
+
+def play(driver: Driver, install_dir: str, root: str, runs: list, script: Script) -> tuple[dict, list[str]]:
+    """Start the server, write the agent's config into a fresh $HOME, run every prompt, stop
+    the server. The agent's environment and what went wrong in the runs."""
+    home = os.path.join(root, "home")
+    for path in {run.directory for run in runs} | {home, os.path.join(root, "tmp")}:
+        os.makedirs(path, exist_ok=True)
+    for run in runs:
+        with open(os.path.join(run.directory, "README.md"), "w") as handle:
+            handle.write("# conformance project\n")
+    with open(os.path.join(root, "server.jsonl"), "w") as server_log, \
+            open(os.path.join(root, "agent.log"), "w") as agent_log:
+        server = ModelServer(script, log=server_log).start()
+        try:
+            values = {"home": home, "venv": os.path.join(install_dir, "venv"), "url": server.url}
+            for relative, content in driver.files.items():
+                path = os.path.join(home, relative)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as handle:
+                    handle.write(fill(content, values))
+            env = base_env(home, install_dir)
+            env.update({key: fill(value, values) for key, value in driver.env.items()})
+            problems = [run_once(driver, run, env, values, agent_log, functools.partial(served_final, script, run.sid))
+                        for run in runs]
+        finally:
+            server.stop()
+    return env, [p for p in problems if p]
 
 
 def served_final(script: Script, sid: str) -> bool:
