@@ -79,12 +79,21 @@ def failed(result: dict) -> bool:
     return extra.get("is_error") is True or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
 
 
-def check_document(doc: dict, plans: dict, served_totals: dict) -> tuple[list[str], list[str]]:
-    """Problems of one document holding the scenarios `plans` (sid -> the server's plan for it,
-    with the prompt); the second list holds the reasoning texts it lacks (the caller decides
-    whether the agent stored them at all). `served_totals` has the run's served "prompt" and
-    "completion" sums."""
-    problems: list[str] = []
+@dataclass
+class Verdict:
+    """What is wrong with one document. `lost_reasoning` (reasoning texts it lacks) and
+    `thin_results` ((problem, the result's content) for results lacking the expected output)
+    may be the agent's doing rather than the translator's: the caller looks into the store."""
+    problems: list = field(default_factory=list)
+    lost_reasoning: list = field(default_factory=list)
+    thin_results: list = field(default_factory=list)
+
+
+def check_document(doc: dict, plans: dict, served_totals: dict) -> Verdict:
+    """Check one document holding the scenarios `plans` (sid -> the server's plan for it, with
+    the prompt). `served_totals` has the run's served "prompt" and "completion" sums."""
+    verdict = Verdict()
+    problems = verdict.problems
     errors, _warnings = validate(doc)
     problems += [f"invalid ATIF: {e}" for e in errors[:3]]
     for warning in (doc.get("extra") or {}).get("warnings") or []:
@@ -98,7 +107,6 @@ def check_document(doc: dict, plans: dict, served_totals: dict) -> tuple[list[st
     user_text = [message_text(s.get("message")) for s in steps if s.get("source") == "user"]
     agent_text = [message_text(s.get("message")) for s in steps if s.get("source") == "agent"]
     reasoning = "\n".join(s.get("reasoning_content") or "" for s in steps)
-    missing_reasoning: list[str] = []
     used: set = set()
     for sid, plan in plans.items():
         if not any(plan["prompt"] in text for text in user_text):
@@ -106,16 +114,17 @@ def check_document(doc: dict, plans: dict, served_totals: dict) -> tuple[list[st
         for index in sorted(plan["steps"], key=int):
             served = plan["steps"][index]
             if served["reasoning"] and served["reasoning"] not in reasoning:
-                missing_reasoning.append(served["reasoning"])
+                verdict.lost_reasoning.append(served["reasoning"])
             for call in served["calls"]:
-                problems += check_call(sid, call, calls, results, used)
+                problems += check_call(sid, call, calls, results, used, verdict.thin_results)
         if not any(f"SCENARIO-DONE {sid}" in text for text in agent_text):
             problems.append(f"{sid}: the final answer (SCENARIO-DONE {sid}) is not an agent message")
     problems += check_tokens(doc, plans, served_totals)
-    return problems, missing_reasoning
+    return verdict
 
 
-def check_call(sid: str, call: dict, calls: list, results: dict, used: set) -> list[str]:
+def check_call(sid: str, call: dict, calls: list, results: dict, used: set, thin: list) -> list[str]:
+    """Problems of one served call; a result without the expected output goes to `thin`."""
     label = f"{sid}: {call['kind']} call {call['name']}"
     match = next((c for s, c in calls if id(c) not in used and c.get("function_name") == call["name"]
                   and covers(c.get("arguments"), call["arguments"])), None)
@@ -135,9 +144,9 @@ def check_call(sid: str, call: dict, calls: list, results: dict, used: set) -> l
     if failed(result):
         return [f"{label}: a successful command's result is marked failed"]
     if call.get("expect") and call["expect"] not in text:
-        return [f"{label}: the result lacks {call['expect']!r} ({text[:80]!r})"]
-    if call["kind"] == "long" and len(text) < LONG_OUTPUT_MIN:
-        return [f"{label}: the long output kept only {len(text)} characters"]
+        thin.append((f"{label}: the result lacks {call['expect']!r} ({text[:80]!r})", text))
+    elif call["kind"] == "long" and len(text) < LONG_OUTPUT_MIN:
+        thin.append((f"{label}: the long output kept only {len(text)} characters", text))
     return []
 
 
@@ -233,16 +242,31 @@ def check_session(row, doc, by_sid, plan, totals, placed, home, notes) -> list[s
     if missing:
         return [f"the server never served {', '.join(missing)}: the agent did not run the scenario"]
     plans = {sid: dict(plan[sid], prompt=by_sid[sid].prompt) for sid in sids}
-    problems, lost_reasoning = check_document(doc, plans, totals)
-    for text in lost_reasoning:
-        if store_holds(home, text):
-            problems.append(f"reasoning {text!r} is in the store but not in the document")
-        elif f"{row['agent']} does not store reasoning" not in notes:
-            notes.append(f"{row['agent']} does not store reasoning")
+    verdict = check_document(doc, plans, totals)
+    problems, found_notes = judge_losses(home, verdict, row["agent"])
+    notes += [note for note in found_notes if note not in notes]
     expected_cwd = {os.path.realpath(by_sid[sid].directory) for sid in sids}
     if len(expected_cwd) == 1 and os.path.realpath(row.get("cwd") or "") not in expected_cwd:
         problems.append(f"cwd {row.get('cwd')!r}, expected {expected_cwd.pop()!r}")
     return problems
+
+
+def judge_losses(home: str, verdict: Verdict, agent: str) -> tuple[list[str], list[str]]:
+    """The document's problems, plus its losses that the store shows are the translator's:
+    reasoning the store holds, a thin result whose content is not what the agent stored (a
+    result copied verbatim from the store is the agent's loss: a note, not a failure)."""
+    problems, notes = list(verdict.problems), []
+    for text in verdict.lost_reasoning:
+        if store_holds(home, text):
+            problems.append(f"reasoning {text!r} is in the store but not in the document")
+        else:
+            notes.append(f"{agent} does not store reasoning")
+    for problem, content in verdict.thin_results:
+        if content.strip() and (store_holds(home, content) or store_holds(home, json.dumps(content)[1:-1])):
+            notes.append(f"{agent} itself stored it so: {problem}")
+        else:
+            problems.append(problem)
+    return problems, list(dict.fromkeys(notes))
 
 
 def check_grouping(runs: list[RunSpec], placed: dict, plan: dict) -> list[str]:

@@ -58,18 +58,19 @@ def plan():
 
 
 def problems_of(doc, plan):
-    return check.check_document(doc, {SID: plan}, SERVED)
+    verdict = check.check_document(doc, {SID: plan}, SERVED)
+    return verdict.problems + [problem for problem, _content in verdict.thin_results]
 
 
 def test_a_faithful_document_passes(plan):
     assert [s["kind"] for s in plan["steps"].values()] == ["write", "read", "fail", "long", "parallel", "final"]
-    assert problems_of(faithful_document(plan), plan) == ([], [])
+    assert check.check_document(faithful_document(plan), {SID: plan}, SERVED) == check.Verdict()
 
 
 def damaged(plan, damage):
     doc = faithful_document(plan)
     damage(doc)
-    return problems_of(doc, plan)[0]
+    return problems_of(doc, plan)
 
 
 def results(doc):
@@ -127,9 +128,9 @@ def test_each_damage_is_flagged_with_its_reason(plan):
 def test_the_sabotage_kinds_are_each_caught(plan, kind, reason):
     served = {"prompt": 6000, "completion": 120}   # exactly what the six turns were served
     doc = faithful_document(plan)
-    assert check.check_document(doc, {SID: plan}, served)[0] == []
+    assert check.check_document(doc, {SID: plan}, served) == check.Verdict()
     sabotage.KINDS[kind](doc)
-    found = check.check_document(doc, {SID: plan}, served)[0]
+    found = check.check_document(doc, {SID: plan}, served).problems
     assert any(reason in problem for problem in found), found
 
 
@@ -137,8 +138,21 @@ def test_lost_reasoning_is_reported_apart(plan):
     doc = faithful_document(plan)
     for step in doc["steps"]:
         step.pop("reasoning_content", None)
-    problems, lost = problems_of(doc, plan)
-    assert problems == [] and lost == [s["reasoning"] for s in plan["steps"].values()]
+    verdict = check.check_document(doc, {SID: plan}, SERVED)
+    assert verdict.problems == [] and verdict.lost_reasoning == [s["reasoning"] for s in plan["steps"].values()]
+
+
+def test_losses_are_the_translators_only_when_the_store_has_what_the_document_lacks(tmp_path):
+    store = tmp_path / "home" / ".agent"
+    store.mkdir(parents=True)
+    (store / "session.jsonl").write_text('{"reasoning": "THINK-0", "output": "Output: (empty)\\nExit Code: 0"}\n')
+    verdict = check.Verdict(problems=["x"], lost_reasoning=["THINK-0", "THINK-1"],
+                            thin_results=[("long call: kept 30 characters", "Output: (empty)\nExit Code: 0"),
+                                          ("read call: lacks 'hello'", "something the translator made up")])
+    problems, notes = check.judge_losses(str(tmp_path / "home"), verdict, "agent")
+    assert problems == ["x", "reasoning 'THINK-0' is in the store but not in the document",
+                        "read call: lacks 'hello'"]
+    assert notes == ["agent does not store reasoning", "agent itself stored it so: long call: kept 30 characters"]
 
 
 def test_grouping_wants_each_prompt_once_and_continuations_together():
