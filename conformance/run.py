@@ -63,8 +63,9 @@ class Row:
 # versions and installs ---------------------------------------------------------------------------------
 def latest_version(driver: Driver) -> str:
     if driver.registry == "npm":
-        out = subprocess.run(["npm", "view", driver.package_name, "version"], capture_output=True, text=True,
-                             timeout=120, check=True).stdout
+        with tempfile.TemporaryDirectory(prefix="trajectoriz-npm-") as npm_cache:
+            out = subprocess.run(["npm", "view", "--cache", npm_cache, driver.package_name, "version"],
+                                 capture_output=True, text=True, timeout=120, check=True).stdout
         return out.strip().splitlines()[-1]
     python = find_python(driver.python)   # pip lists the versions that install on this interpreter
     out = subprocess.run([python, "-m", "pip", "index", "versions", driver.package_name],
@@ -112,13 +113,19 @@ def install(driver: Driver, version: str) -> str:
             for command in commands:
                 subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=True, timeout=1800)
     except subprocess.CalledProcessError:
-        with open(log) as handle:
-            tail = handle.read().strip().splitlines()[-1:]
-        raise RuntimeError(f"install failed: {' / '.join(tail)[:300]}")
+        raise RuntimeError(f"install failed: {install_error(log)}")
     finally:
         shutil.rmtree(os.path.join(target, ".npm-cache"), ignore_errors=True)
     open(marker, "w").close()
     return target
+
+
+def install_error(log: str) -> str:
+    """The line of an install log that says why (npm and pip bury it among others)."""
+    with open(log, errors="replace") as handle:
+        lines = [re.sub(r"^(npm error )+", "", line).strip() for line in handle if line.strip()]
+    telling = [line for line in lines if re.search(r"notarget No matching|No matching|ENOTFOUND|ERROR:|Error:", line)]
+    return ((telling or lines or ["(empty log)"])[0])[:300]
 
 
 # running one agent ---------------------------------------------------------------------------------------
@@ -210,6 +217,28 @@ def screen(tmux: list) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
+def end_leftovers(home: str) -> None:
+    """End what an agent left running outside its process group (Cline starts a detached hub
+    daemon): such a process still has the fake $HOME in its environment, so it is ours."""
+    marker = b"\0HOME=" + home.encode() + b"\0"
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if entry.isdigit() and marker in b"\0" + handle.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if pids:
+            time.sleep(1)
+
+
 def end_group(process: subprocess.Popen) -> None:
     """End the agent and anything it left running in its process group (it leads the group)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -233,6 +262,7 @@ def run_agent(driver: Driver, version: str, keep: bool) -> Row:
     runs = scenario_runs(driver, root)
     script = Script(driver.parallel, driver.finish_command)
     env, run_problems = play(driver, install_dir, root, runs, script)
+    end_leftovers(env["HOME"])
     result = check.check_agent(driver.name, env, runs, script.plan, script.served, trajectoriz_command())
     failures = run_problems + result.failures
     with open(os.path.join(root, "plan.json"), "w") as handle:
