@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 
-.PHONY: venv test demo bench clean build release man bench-startup
+.PHONY: venv test demo bench clean conformance build release man bench-startup
 
 venv: $(STAMP)
 
@@ -22,6 +22,13 @@ test: venv
 
 demo: venv
 	$(PY) examples/demo.py
+
+# Real agent CLIs (downloaded into conformance/cache/) against a scripted model server; not part
+# of `make test`. AGENTS=claude,codex picks agents, VERSIONS=latest asks the registries.
+AGENTS ?=
+VERSIONS ?= pinned
+conformance: venv
+	$(PY) -m conformance.run --versions $(VERSIONS) $(if $(AGENTS),--agents $(AGENTS))
 
 bench: venv
 	$(PY) bench/run.py
