@@ -33,10 +33,11 @@ conformance: venv
 bench: venv
 	$(PY) bench/run.py
 
-# dist/trajectoriz (+ dist/trajectoriz-cli, dist/trajectoriz.1); `make release` adds
+# dist/trajectoriz (+ dist/trajectoriz-cli, dist/trajectoriz.1), reproducibly (PYTHONHASHSEED fixes
+# the order of PyInstaller's base_library.zip); `make release` adds
 # dist/trajectoriz-<version>-<os>-<arch> and its .sha256.
 build: venv
-	$(PY) -m PyInstaller --noconfirm --log-level WARN --workpath pyi-work --distpath dist build/trajectoriz.spec
+	PYTHONHASHSEED=0 $(PY) -m PyInstaller --noconfirm --log-level WARN --workpath pyi-work --distpath dist build/trajectoriz.spec
 	$(PY) build/pack.py $(PACK_FLAGS)
 	$(PY) build/manpage.py --output dist/trajectoriz.1
 
