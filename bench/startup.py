@@ -220,6 +220,7 @@ def write_results(options, sizes, times, cmds, rounds, load) -> None:
         report(options, NOTES, sizes, times, cmds, rounds),
         "",
         "Target (issue 6): later runs within 1.5× of `python trajectoriz.py`, first run under 0.5 s.",
+        "Why the shipped file is built this way: build/README.md.",
         "",
         *verdict(times, cmds),
         "",
