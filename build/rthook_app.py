@@ -31,6 +31,8 @@ def _hold_and_clean():
     import os
     import sys
 
+    if os.path.basename(sys._MEIPASS) != "_internal":
+        return  # a onefile build (bench/startup.py): its folder is a temporary one
     app = os.path.dirname(sys._MEIPASS)
     try:
         marker = os.open(os.path.join(app, ".trajectoriz-app"), os.O_RDONLY)
