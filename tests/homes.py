@@ -40,6 +40,11 @@ def live_store(agent: str) -> str | None:
     return None
 
 
+def live_stores() -> list[tuple[str, str]]:
+    """(agent, live store) for every agent with a live store, in agent order."""
+    return [(agent, live_store(agent)) for agent in agents.names() if live_store(agent)]
+
+
 def _copy_live(agent: str) -> Callable[[str], dict]:
     def build(root: pathlib.Path) -> dict:
         home = str(root / "home")

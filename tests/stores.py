@@ -10,32 +10,17 @@
 
 from __future__ import annotations
 
-import glob
-import io
 import os
 import shutil
-import subprocess
-import sys
 
-import agents
 from helpers import LIVE, SAMPLES, base_env
+from homes import live_stores
 
 SHOWCASE = os.path.join(SAMPLES, "claude", "claude-code-log", "minimal_showcase")
 CLAUDE_2 = os.path.join(LIVE, "claude-2.1.332", ".claude", "projects", "-tmp-agents-proj-claude",
                         "348a3463-5332-480a-8329-09f4fe2cc499.jsonl")
 PIPE_ID = "77770000-0000-4000-8000-00000000beef"
 PIPE_PROMPT = "PIPECHECK grep a | wc -l && echo ok|tee log, count the tokens per trajectory of"
-
-
-def live_homes() -> list[tuple[str, str]]:
-    """(agent, live home) for every live store whose agent has a module."""
-    found = []
-    for home in sorted(glob.glob(os.path.join(LIVE, "*"))):
-        name = os.path.basename(home)
-        agent = next((a for a in agents.names() if name.startswith(a + "-")), None)
-        if agent and os.path.isdir(home):
-            found.append((agent, home))
-    return found
 
 
 def copy_tree(source: str, target: str, replacements: list[tuple[str, str]]) -> None:
@@ -62,7 +47,7 @@ def copy_tree(source: str, target: str, replacements: list[tuple[str, str]]) -> 
 def build_home(root) -> tuple[dict, str]:
     env = base_env(root)
     home, work = env["HOME"], os.path.join(str(root), "work")
-    agent_names = [agent for agent, _ in live_homes()]
+    agent_names = [agent for agent, _ in live_stores()]
     for agent in agent_names:
         for suffix in ("", "-other"):
             os.makedirs(os.path.join(work, f"proj-{agent}{suffix}", "src"), exist_ok=True)
@@ -70,7 +55,7 @@ def build_home(root) -> tuple[dict, str]:
     for folder in ("showcase", "proj-claude-pipe"):
         os.makedirs(os.path.join(work, folder), exist_ok=True)
     moved = [("/tmp/agents/", f"{work}/")]
-    for _, live in live_homes():
+    for _, live in live_stores():
         copy_tree(live, home, moved)
     claude_projects = os.path.join(home, ".claude", "projects")
     copy_tree(SHOWCASE, os.path.join(claude_projects, "-showcase"),
@@ -85,28 +70,3 @@ def build_home(root) -> tuple[dict, str]:
     with open(os.path.join(pipe_dir, f"{PIPE_ID}.jsonl"), "w", encoding="utf-8") as handle:
         handle.write(text)
     return env, work
-
-
-def run_main(env: dict, args, cwd: str | None = None) -> subprocess.CompletedProcess:
-    """`trajectoriz ARGS` run in this process (the tests make many calls; a fresh interpreter
-    for each costs more than the call): the same environment, working directory, output and
-    exit status a user gets, without the start-up."""
-    import trajectoriz
-
-    out, err = io.BytesIO(), io.BytesIO()
-    saved = os.environ, sys.stdout, sys.stderr, os.getcwd()
-    streams = [io.TextIOWrapper(out, encoding="utf-8", write_through=True),
-               io.TextIOWrapper(err, encoding="utf-8", write_through=True)]
-    sys.stdout, sys.stderr = streams
-    os.environ = env  # main() hands os.environ to the command
-    os.chdir(cwd or env["HOME"])
-    try:
-        code = trajectoriz.main(list(args))
-    except SystemExit as exc:  # argparse refusing the arguments
-        code = exc.code
-    finally:
-        os.environ, sys.stdout, sys.stderr = saved[:3]
-        os.chdir(saved[3])
-    result = subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
-    streams.clear()  # closing a wrapper closes its buffer: only once the output is read
-    return result

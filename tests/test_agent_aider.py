@@ -6,7 +6,6 @@ Golden file: `tests/golden/aider/` (regenerate with `UPDATE_GOLDEN=1 pytest test
 """
 
 import glob
-import hashlib
 import os
 import re
 import shutil
@@ -16,11 +15,10 @@ import pytest
 import cache
 import catalog
 from agents import aider
-from atif.serialize import dumps, loads
-from helpers import LIVE, ROOT, SAMPLES, assert_valid, base_env, cli
+from atif.serialize import loads
+from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, tree_digest
 
 LIVE_AIDER = os.path.join(LIVE, "aider-0.86.2", "projects")
-GOLDEN = os.path.join(ROOT, "tests", "golden", "aider")
 SAMPLE_FILES = sorted(glob.glob(os.path.join(SAMPLES, "aider", "**", aider.HISTORY_FILE), recursive=True)
                       + glob.glob(os.path.join(LIVE_AIDER, "*", aider.HISTORY_FILE)))
 
@@ -174,16 +172,9 @@ def test_a_cut_or_damaged_file_still_translates_with_a_warning(tmp_path):
 def test_reading_leaves_the_store_unchanged(tmp_path):
     env = base_env(tmp_path)
     path = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
-    folder = os.path.dirname(path)
-
-    def snapshot():
-        return {name: (hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest(),
-                       os.stat(os.path.join(folder, name)).st_mtime_ns)
-                for name in sorted(os.listdir(folder))}
-
-    before = snapshot()
+    before = tree_digest(os.path.dirname(path))
     documents(path, env)
-    assert snapshot() == before
+    assert tree_digest(os.path.dirname(path)) == before
 
 
 def test_golden(tmp_path):
@@ -191,10 +182,4 @@ def test_golden(tmp_path):
     path = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
     doc = documents(path, env)[0][1]
     doc["session_id"] = "<hash of the transcript path and run index>"
-    golden = os.path.join(GOLDEN, "live-proj-aider-run0.atif.json")
-    if os.environ.get("UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN, exist_ok=True)
-        with open(golden, "wb") as handle:
-            handle.write(dumps(doc))
-    with open(golden, "rb") as handle:
-        assert loads(handle.read()) == doc
+    assert_golden(doc, "aider", "live-proj-aider-run0")

@@ -10,8 +10,8 @@ import os
 import shutil
 
 from agents import amp
-from helpers import SAMPLES, assert_valid, base_env, cli
-from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+from helpers import (SAMPLES, assert_golden, assert_valid, base_env, cli, doc_counts, scoped_ids,
+                    totals, translate_all, tree_digest)
 
 SAMPLE = os.path.join(SAMPLES, "amp", "cass", "threads", "thread-001.json")
 RICH_ID = "T-019ca26f-aaaa-bbbb-cccc-dddddddddddd"
@@ -97,7 +97,7 @@ def test_rich_thread(tmp_path):
     assert read["content"] == "CREATE TABLE t (id int);"
     assert steps[1]["metrics"]["extra"] == {"cache_write_tokens": 3000}
     assert scoped_ids(env, "/tmp/agents/proj amp", "amp") == {RICH_ID}
-    check_golden("amp", "rich-thread", doc)
+    assert_golden(doc, "amp", "rich-thread")
 
 
 def test_openai_threads_do_not_count_cache_writes(tmp_path):
@@ -126,10 +126,10 @@ def test_a_thread_cut_short_keeps_its_complete_messages(tmp_path):
 
 def test_store_is_never_written(tmp_path):
     home = threads_home(tmp_path)
-    before = tree_state(str(home))
+    before = tree_digest(str(home))
     env = base_env(tmp_path, home=str(home))
     translate_all(amp, env)
     result = cli("list", "--all", "--json", env=env)
     assert result.returncode == 0 and result.stdout.count(b'"agent":"amp"') == 2
     assert_valid(json.loads(cli("show", RICH_ID, env=env).stdout))
-    assert tree_state(str(home)) == before
+    assert tree_digest(str(home)) == before

@@ -14,14 +14,12 @@ import pytest
 import catalog
 import documents
 from agents import claude
-from atif.serialize import dumps
-from helpers import LIVE, ROOT, SAMPLES, assert_valid, base_env
+from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, write_jsonl
 
 CLAUDE_SAMPLES = sorted(
     p for p in glob.glob(os.path.join(SAMPLES, "claude", "**", "*.jsonl"), recursive=True)
     + glob.glob(os.path.join(LIVE, "claude-*", ".claude", "projects", "*", "*.jsonl"))
     if "/subagents/" not in p)
-GOLDEN_DIR = os.path.join(ROOT, "tests", "golden", "claude")
 GOLDEN = {
     "live-scenario": "live/claude-2.1.332/.claude/projects/-tmp-agents-proj-claude/348a3463-5332-480a-8329-09f4fe2cc499.jsonl",
     "subagents": "claude/claude-code-log/minimal_showcase/55550000-0000-4000-8000-000000000001.jsonl",
@@ -175,9 +173,7 @@ def test_spilled_tool_output_is_read_back(tmp_path):
          "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
                                                   "content": f"<persisted-output>\nFull output saved to: {spilled}\n</persisted-output>"}]}},
     ]
-    transcript = project / "s1.jsonl"
-    transcript.write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    doc = translate_file(str(transcript))
+    doc = translate_file(write_jsonl(project / "s1.jsonl", records))
     result = doc["steps"][1]["observation"]["results"][0]
     assert result["content"] == full
     assert result["extra"]["persisted_output_path"] == str(spilled)
@@ -247,18 +243,8 @@ def test_orphan_sidechain_files_are_sessions_and_owned_ones_are_not(tmp_path):
     assert len(doc["subagent_trajectories"]) == 1
 
 
-def normalized(doc: dict) -> bytes:
-    doc["extra"]["source"] = "<source>"
-    return dumps(doc)
-
-
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_golden_documents(name):
-    produced = normalized(translate_file(os.path.join(SAMPLES, GOLDEN[name])))
-    golden = os.path.join(GOLDEN_DIR, f"{name}.atif.json")
-    if os.environ.get("UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN_DIR, exist_ok=True)
-        with open(golden, "wb") as handle:
-            handle.write(produced)
-    with open(golden, "rb") as handle:
-        assert produced == handle.read()
+    doc = translate_file(os.path.join(SAMPLES, GOLDEN[name]))
+    doc["extra"]["source"] = "<source>"   # where the samples are checked out
+    assert_golden(doc, "claude", name)

@@ -8,7 +8,6 @@ sample has both): its shapes are those of the real samples above (API messages w
 Golden file: `tests/golden/cline/` (regenerate with `UPDATE_GOLDEN=1`).
 """
 
-import hashlib
 import json
 import os
 import re
@@ -18,10 +17,10 @@ import pytest
 
 import catalog
 from agents import cline, cline_tasks
-from atif.serialize import dumps, loads
-from helpers import LIVE, ROOT, SAMPLES, assert_valid, base_env, copy_into
+from atif.serialize import loads
+from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, copy_into, scan_all,
+                     tree_digest)
 
-GOLDEN = os.path.join(ROOT, "tests", "golden", "cline")
 LIVE_HOME = os.path.join(LIVE, "cline-3.0.65")
 STORAGE = os.path.join(".config", "Code", "User", "globalStorage", "saoudrizwan.claude-dev")
 HUMAN = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]*)?>")
@@ -100,7 +99,7 @@ def install(home: str) -> dict:
 def store(tmp_path):
     env = base_env(tmp_path)
     tasks = install(env["HOME"])
-    sessions = {s.native_id: s for src in cline.sources(env) for s in cline.scan(src, env)}
+    sessions = {s.native_id: s for s in scan_all(cline, env)}
     return env, tasks, sessions
 
 
@@ -275,28 +274,13 @@ def test_truncated_files_keep_what_could_be_read(store):
 
 def test_reading_leaves_the_store_unchanged(store):
     env, _, sessions = store
-
-    def snapshot():
-        found = {}
-        for folder, _, names in os.walk(env["HOME"]):
-            for name in names:
-                path = os.path.join(folder, name)
-                with open(path, "rb") as handle:
-                    found[path] = (hashlib.sha256(handle.read()).hexdigest(), os.stat(path).st_mtime_ns)
-        return found
-
-    before = snapshot()
+    before = tree_digest(env["HOME"])
     for session in sessions.values():
         cline.translate(session, env)
-    assert snapshot() == before
+    assert tree_digest(env["HOME"]) == before
 
 
 def test_golden(store):
     env, _, sessions = store
     doc = cline.translate(sessions["1767261600000"], env)
-    golden = os.path.join(GOLDEN, "both-files-task.atif.json")
-    if os.environ.get("UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN, exist_ok=True)
-        with open(golden, "wb") as handle:
-            handle.write(dumps(doc))
-    assert load(golden) == doc
+    assert_golden(doc, "cline", "both-files-task")

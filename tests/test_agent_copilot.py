@@ -22,24 +22,11 @@ import catalog
 import documents
 from agents import copilot
 from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, copy_into,
-                     file_states)
+                     read_jsonl, tree_digest, write_jsonl)
 
 LIVE_HOME = os.path.join(LIVE, "copilot-1.0.102")
 STATE = os.path.join(LIVE_HOME, ".copilot", "session-state")
 OLD = os.path.join(SAMPLES, "copilot")
-
-
-def events_of(path: str) -> list[dict]:
-    found = []
-    with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                found.append(record)
-    return found
 
 
 def data(record: dict) -> dict:
@@ -106,7 +93,7 @@ def document_counts(doc: dict) -> tuple[int, int, int]:
 @pytest.mark.parametrize("session_dir", sorted(d for d in os.listdir(STATE) if not d.startswith(".")))
 def test_live_counts_and_tokens_match_the_events(tmp_path, session_dir):
     log = os.path.join(STATE, session_dir, "events.jsonl")
-    events = events_of(log)
+    events = read_jsonl(log)
     session = copilot.scan(log, {"HOME": LIVE_HOME})[0]
     doc = copilot.translate(session, {"HOME": LIVE_HOME})
     assert_valid(doc)
@@ -145,7 +132,7 @@ def test_resumed_session_keeps_both_prompts_and_the_scenario_text():
 
 def test_old_logs_take_session_totals_from_the_shutdown(tmp_path):
     source = os.path.join(OLD, "agent-sessions", "stage0_schema_drift.jsonl")
-    events = events_of(source)
+    events = read_jsonl(source)
     doc = copilot.translate(copilot.scan(source, {})[0], {})
     assert_valid(doc)
     usage = [data(e) for e in events if e["type"] == "session.shutdown"][-1]["modelMetrics"]["gpt-4.1"]["usage"]
@@ -161,7 +148,7 @@ def test_old_logs_take_session_totals_from_the_shutdown(tmp_path):
 def test_message_output_tokens_are_the_step_metrics_of_old_logs():
     source = os.path.join(OLD, "agent-sessions", "session-state",
                           "aaaabbbb-1111-2222-3333-ccccddddeeee", "events.jsonl")
-    events = events_of(source)
+    events = read_jsonl(source)
     doc = copilot.translate(copilot.scan(source, {})[0], {})
     outputs = [data(e)["outputTokens"] for e in events if e["type"] == "assistant.message"]
     assert [s["metrics"]["completion_tokens"] for s in steps_of(doc, "agent")] == outputs
@@ -201,11 +188,7 @@ SUBAGENT_LOG = [
 
 
 def write_log(tmp_path, records: list[dict], name: str = "sub-1") -> str:
-    directory = tmp_path / "home" / ".copilot" / "session-state" / name
-    directory.mkdir(parents=True)
-    path = directory / "events.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return str(path)
+    return write_jsonl(tmp_path / "home" / ".copilot" / "session-state" / name / "events.jsonl", records)
 
 
 def test_subagent_is_embedded_and_referenced_from_its_task_call(tmp_path):
@@ -315,7 +298,7 @@ def test_cwd_falls_back_to_workspace_yaml(tmp_path):
 def test_list_and_show_leave_the_store_untouched(tmp_path):
     home = str(tmp_path / "home")
     copy_into(home, os.path.join(LIVE_HOME, ".copilot"), ".copilot")
-    before = file_states(home)
+    before = tree_digest(home)
     env = base_env(tmp_path, home)
     listing = cli("list", "--all", "--json", env=env)
     assert listing.returncode == 0, listing.stderr
@@ -325,7 +308,7 @@ def test_list_and_show_leave_the_store_untouched(tmp_path):
         shown = cli("show", ident, env=env)
         assert shown.returncode == 0, shown.stderr
         assert_valid(json.loads(shown.stdout))
-    assert file_states(home) == before
+    assert tree_digest(home) == before
 
 
 def test_golden_document():
@@ -338,7 +321,7 @@ def test_shutdown_totals_are_cumulative_only_when_they_carry_a_snapshot(tmp_path
     """Without per-call records, the resumed live session's total is its last shutdown (which
     carries an `accountingSnapshot`); shutdowns without one (older CLIs reset on resume) add."""
     log = os.path.join(STATE, "8f7036d2-6424-4778-ad6e-f49e7212fcef", "events.jsonl")
-    events = [e for e in events_of(log) if e["type"] != "session.usage_record"]
+    events = [e for e in read_jsonl(log) if e["type"] != "session.usage_record"]
     shutdowns = [data(e)["modelMetrics"]["gpt-4o"]["usage"] for e in events if e["type"] == "session.shutdown"]
     assert len(shutdowns) == 2
     path = write_log(tmp_path, events, "cumulative")

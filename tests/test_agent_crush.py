@@ -10,7 +10,6 @@ comments once promised.
 Golden file: `tests/golden/crush/` (regenerate with `UPDATE_GOLDEN=1`).
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,11 +18,10 @@ import sqlite3
 import pytest
 
 import catalog
-from agents import crush, sqlite_ro
-from atif.serialize import dumps, loads
-from helpers import ROOT, assert_valid, base_env
+from agents import crush
+from helpers import (assert_damaged_database_is_reported, assert_golden, assert_valid, base_env,
+                     doc_counts, tree_digest)
 
-GOLDEN = os.path.join(ROOT, "tests", "golden", "crush")
 
 INITIAL_MIGRATION = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -177,12 +175,6 @@ def documents(db, env):
     return {s.native_id: crush.translate(s, env) for s in crush.scan(db, env)}
 
 
-def every_step(doc):
-    yield from doc["steps"]
-    for sub in doc.get("subagent_trajectories") or []:
-        yield from every_step(sub)
-
-
 def session_tree(root):
     ids = {root}
     for sid, parent, *_ in SESSIONS:
@@ -197,14 +189,7 @@ def native_counts(session_ids):
                   if role == "user" and any(p["type"] == "text" for p in parts))
     calls = sum(1 for *_, parts, _, _ in rows for p in parts if p["type"] == "tool_call")
     results = sum(1 for *_, parts, _, _ in rows for p in parts if p["type"] == "tool_result")
-    return prompts, calls, results
-
-
-def document_counts(doc):
-    steps = list(every_step(doc))
-    return (sum(1 for s in steps if s["source"] == "user"),
-            sum(len(s.get("tool_calls", [])) for s in steps),
-            sum(1 for s in steps for r in (s.get("observation") or {}).get("results", []) if "source_call_id" in r))
+    return {"user": prompts, "calls": calls, "results": results}
 
 
 @pytest.fixture
@@ -219,7 +204,7 @@ def test_every_session_translates_to_its_native_content(store):
     assert sorted(docs) == ["s-main", "s-other"]  # sub-agent sessions are embedded
     for sid, doc in docs.items():
         assert_valid(doc)
-        assert document_counts(doc) == native_counts(session_tree(sid))
+        assert doc_counts(doc, with_subagents=True) == native_counts(session_tree(sid))
     main = docs["s-main"]
     results = {r["source_call_id"]: r for s in main["steps"] for r in (s.get("observation") or {}).get("results", [])}
     assert results["call_1"]["content"] == "--- FAIL: TestX"
@@ -301,35 +286,15 @@ def test_wal_is_read_and_no_file_is_touched(tmp_path):
     env = base_env(tmp_path)
     db = build_database(str(tmp_path / "proj"), wal=True)
     assert os.path.getsize(db + "-wal") > 0
-    folder = os.path.dirname(db)
-
-    def snapshot():
-        return {n: (hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest(),
-                    os.stat(os.path.join(folder, n)).st_mtime_ns) for n in sorted(os.listdir(folder))}
-
-    before = snapshot()
+    before = tree_digest(os.path.dirname(db))
     docs = documents(db, env)
     assert docs["s-other"]["steps"][-1]["message"] == "Hello!"
-    assert snapshot() == before
+    assert tree_digest(os.path.dirname(db)) == before
 
 
 def test_damaged_database_and_rows(store):
     env, project, db = store
-    sessions = crush.scan(db, env)
-    bad = os.path.join(project, "bad.db")
-    with open(db, "rb") as handle:
-        data = handle.read()
-    with open(bad, "wb") as handle:
-        handle.write(data[: len(data) // 3])
-    for session in sessions:
-        session.source = bad
-        doc = crush.translate(session, env)
-        assert_valid(doc)
-        assert doc["extra"]["warnings"]
-    with open(bad, "wb") as handle:
-        handle.write(b"garbage" * 100)
-    with pytest.raises(sqlite_ro.StoreError):
-        crush.scan(bad, env)
+    assert_damaged_database_is_reported(crush, db, os.path.join(project, "bad.db"), env)
     connection = sqlite3.connect(db)
     connection.execute("UPDATE messages SET parts = '[{\"type\": \"text\", \"da' WHERE id = 'm9'")
     connection.execute("UPDATE messages SET parts = ? WHERE id = 'm6'", (json.dumps(
@@ -346,10 +311,4 @@ def test_damaged_database_and_rows(store):
 def test_golden(store):
     env, _, db = store
     doc = documents(db, env)["s-main"]
-    golden = os.path.join(GOLDEN, "built-db-s-main.atif.json")
-    if os.environ.get("UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN, exist_ok=True)
-        with open(golden, "wb") as handle:
-            handle.write(dumps(doc))
-    with open(golden, "rb") as handle:
-        assert loads(handle.read()) == doc
+    assert_golden(doc, "crush", "built-db-s-main")

@@ -15,10 +15,9 @@ import sqlite3
 import pytest
 
 import catalog
-from agent_checks import (check_golden, doc_counts, sessions, translate_all, tree_digest,
-                          truncate_copy)
 from agents import cursor
-from helpers import SAMPLES, assert_valid, base_env
+from helpers import (SAMPLES, assert_golden, base_env, doc_counts, read_jsonl, scan_all,
+                     translate_all, translate_file, tree_digest, truncate_copy)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "cursor")
 AS = os.path.join(SAMPLE_DIR, "agent-sessions")
@@ -41,21 +40,16 @@ OTHER = "/tmp/agents/proj-cursor-other"
 # native counts, written independently of the translator -------------------------------------------
 def native_counts(path: str) -> dict:
     user = calls = results = 0
-    with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            blocks = (record.get("message") or {}).get("content") or []
-            kinds = [str(b.get("type", "")).replace("-", "_") for b in blocks]
-            calls += sum(k in ("tool_use", "tool_call") for k in kinds)
-            results += sum(k == "tool_result" for k in kinds)
-            if record.get("role") == "user":
-                text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-                if "<user_query>" in text:
-                    text = text.split("<user_query>", 1)[1].split("</user_query>", 1)[0]
-                user += bool(text.strip())
+    for record in read_jsonl(path):
+        blocks = (record.get("message") or {}).get("content") or []
+        kinds = [str(b.get("type", "")).replace("-", "_") for b in blocks]
+        calls += sum(k in ("tool_use", "tool_call") for k in kinds)
+        results += sum(k == "tool_result" for k in kinds)
+        if record.get("role") == "user":
+            text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+            if "<user_query>" in text:
+                text = text.split("<user_query>", 1)[1].split("</user_query>", 1)[0]
+            user += bool(text.strip())
     return {"user": user, "calls": calls, "results": results}
 
 
@@ -134,31 +128,23 @@ def sample_home(tmp_path_factory):
     return home
 
 
-def translate_file(path: str, env) -> dict:
-    [session] = cursor.scan(path, env)
-    doc = cursor.translate(session, env)
-    assert_valid(doc)
-    return doc
-
-
 # transcripts ------------------------------------------------------------------------------------
 def test_every_sample_is_a_valid_document_with_native_counts(sample_home, tmp_path):
     env = base_env(tmp_path, home=sample_home)
     before = tree_digest(sample_home)
-    docs = translate_all("cursor", env)
-    found = {s.source: s for s in sessions("cursor", env)}
+    found = {s.source: (s, doc) for s, doc in translate_all(cursor, env)}
     child = os.path.join(sample_home, ".cursor", LAYOUT[os.path.join(AS, "subagent/subagents/child.jsonl")])
     assert child not in found and len(found) == len(LAYOUT) - 1   # a sub-agent is no session of its own
-    for path, session in found.items():
+    for path, (session, doc) in found.items():
         if path.endswith(".jsonl"):
-            assert doc_counts(docs[session.native_id]) == native_counts(path), path
-        assert session.cwd is None and "cwd_unknown" in docs[session.native_id]["extra"]
+            assert doc_counts(doc) == native_counts(path), path
+        assert session.cwd is None and "cwd_unknown" in doc["extra"]
     assert tree_digest(sample_home) == before
 
 
 def test_results_without_ids_answer_the_oldest_waiting_call(sample_home, tmp_path):
     path = os.path.join(sample_home, ".cursor", LAYOUT[os.path.join(AS, "stage0_large.jsonl")])
-    doc = translate_file(path, base_env(tmp_path, home=sample_home))
+    doc = translate_file(cursor, path, base_env(tmp_path, home=sample_home))
     pairs = [(c["function_name"], r["content"], r["extra"]) for s in doc["steps"] for c in s.get("tool_calls", [])
              for r in s["observation"]["results"] if r["source_call_id"] == c["tool_call_id"]]
     assert pairs == [("Bash", "file1.txt\nfile2.txt", {"joined_by": "order", "tool_use_id": "t1"}),
@@ -168,7 +154,7 @@ def test_results_without_ids_answer_the_oldest_waiting_call(sample_home, tmp_pat
 
 def test_subagent_is_embedded_and_referenced_from_the_spawning_call(sample_home, tmp_path):
     path = os.path.join(sample_home, ".cursor", LAYOUT[os.path.join(AS, "subagent/parent.jsonl")])
-    doc = translate_file(path, base_env(tmp_path, home=sample_home))
+    doc = translate_file(cursor, path, base_env(tmp_path, home=sample_home))
     [sub] = doc["subagent_trajectories"]
     assert sub["trajectory_id"] == "child" and sub["steps"][0]["message"] == "List files"
     [call_step] = [s for s in doc["steps"] if s.get("tool_calls")]
@@ -184,9 +170,9 @@ def test_txt_transcript(tmp_path):
                      "assistant:\n[Thinking] look first\n  at the file\nI'll read it.\n[Tool call] Read\n  path = src/a.py\n"
                      "[Tool result] Read\n  print('a')\nFixed.\n")
     env = base_env(tmp_path, home=home)
-    [session] = sessions("cursor", env)
+    [session] = scan_all(cursor, env)
     assert session.cwd == "/Users/me/app" and session.title == "fix it"   # hint verified against the slug
-    doc = translate_file(path, env)
+    doc = translate_file(cursor, path, env)
     agent = doc["steps"][-1]
     assert [s["source"] for s in doc["steps"]] == ["system", "user", "agent"]
     assert agent["reasoning_content"] == "look first\nat the file"
@@ -202,7 +188,7 @@ def test_workspace_hint_that_does_not_match_the_folder_is_not_used(tmp_path):
     with open(path, "w") as handle:
         handle.write(json.dumps({"role": "user", "message": {"content": [{"type": "text", "text":
                      "<user_info>Workspace Path: /elsewhere/app</user_info><user_query>hi</user_query>"}]}}) + "\n")
-    [session] = sessions("cursor", base_env(tmp_path, home=home))
+    [session] = scan_all(cursor, base_env(tmp_path, home=home))
     assert session.cwd is None and session.extra["cwd_candidates_unverified"] == ["/elsewhere/app"]
 
 
@@ -210,7 +196,7 @@ def test_truncated_transcript_yields_a_valid_document_with_a_warning(sample_home
     source = os.path.join(sample_home, ".cursor", LAYOUT[os.path.join(AS, "projects/-tmp-proj/agent-transcripts/test-session.jsonl")])
     target = str(tmp_path / "home/.cursor/projects/p/agent-transcripts/cut.jsonl")
     truncate_copy(source, target)
-    doc = translate_file(target, base_env(tmp_path))
+    doc = translate_file(cursor, target, base_env(tmp_path))
     assert doc["extra"]["warnings"] and doc["steps"][0]["message"] == "run ls command"
 
 
@@ -220,11 +206,11 @@ def test_chat_store_with_an_uncheckpointed_wal(tmp_path):
     writer = build_store(home, PROJECT, "agent-wal", conversation("list the files", PROJECT), keep_open=True)
     try:
         env = base_env(tmp_path, home=home)
-        folder = os.path.dirname(sessions("cursor", env)[0].source)
+        folder = os.path.dirname(scan_all(cursor, env)[0].source)
         assert os.path.getsize(os.path.join(folder, "store.db-wal")) > 0
         before = tree_digest(home)
-        [session] = sessions("cursor", env)
-        doc = translate_file(session.source, env)
+        [session] = scan_all(cursor, env)
+        doc = translate_file(cursor, session.source, env)
         assert tree_digest(home) == before                           # nothing written, no -shm touched
     finally:
         writer.close()
@@ -244,7 +230,7 @@ def test_chat_store_cwd_sources(tmp_path):
     build_store(home, PROJECT, "sibling", conversation("b"))                     # sibling meta.json
     build_store(home, OTHER, "from-root", conversation("c"), workspace="file://" + OTHER, wrap=True)
     build_store(home, "/nowhere", "hint-mismatch", conversation("d", workspace_hint=OTHER))
-    found = {s.native_id: s for s in sessions("cursor", base_env(tmp_path, home=home))}
+    found = {s.native_id: s for s in scan_all(cursor, base_env(tmp_path, home=home))}
     assert found["with-meta"].cwd == PROJECT and found["with-meta"].extra["cwd_source"] == "meta.json"
     assert found["sibling"].cwd == PROJECT and found["sibling"].extra["cwd_source"] == "md5 of the chat folder"
     assert found["from-root"].cwd == OTHER and found["from-root"].title == "c"   # protobuf-wrapped blobs read
@@ -278,13 +264,13 @@ def test_transcript_wins_over_the_chat_store_of_the_same_id_and_takes_its_cwd(tm
 def test_damaged_stores_yield_valid_documents_with_warnings(sample_home, tmp_path):
     env = base_env(tmp_path, home=sample_home)
     store = os.path.join(sample_home, ".cursor", LAYOUT[os.path.join(AS, "chats/test-store.db")])
-    doc = translate_file(store, env)                                   # the sample: meta, no blobs
+    doc = translate_file(cursor, store, env)                                   # the sample: meta, no blobs
     assert any("root blob" in w for w in doc["extra"]["warnings"])
     home = str(tmp_path / "home")
     path = build_store(home, PROJECT, "holes", conversation("q"))
     with sqlite3.connect(path) as writer:                                # lose one message blob
         writer.execute("DELETE FROM blobs WHERE CAST(data AS TEXT) LIKE '%tool-result%'")
-    doc = translate_file(path, base_env(tmp_path, home=home))
+    doc = translate_file(cursor, path, base_env(tmp_path, home=home))
     assert any("missing" in w for w in doc["extra"]["warnings"])
     assert doc_counts(doc) == {"user": 1, "calls": 2, "results": 0}
 
@@ -292,13 +278,13 @@ def test_damaged_stores_yield_valid_documents_with_warnings(sample_home, tmp_pat
 # golden files -----------------------------------------------------------------------------------
 def test_golden_transcript(sample_home, tmp_path):
     path = os.path.join(sample_home, ".cursor", LAYOUT[os.path.join(AS, "stage0_large.jsonl")])
-    check_golden("cursor", "transcript-joined-by-order", translate_file(path, base_env(tmp_path, home=sample_home)))
+    assert_golden(translate_file(cursor, path, base_env(tmp_path, home=sample_home)), "cursor", "transcript-joined-by-order")
 
 
 def test_golden_chat_store(tmp_path):
     home = str(tmp_path / "home")
     path = build_store(home, PROJECT, "golden-store", conversation("list the files", PROJECT))
-    check_golden("cursor", "chat-store", translate_file(path, base_env(tmp_path, home=home)))
+    assert_golden(translate_file(cursor, path, base_env(tmp_path, home=home)), "cursor", "chat-store")
 
 
 def test_context_only_user_message_is_not_a_prompt(tmp_path):
@@ -306,6 +292,6 @@ def test_context_only_user_message_is_not_a_prompt(tmp_path):
     messages = [{"role": "user", "content": "<user_info>\nWorkspace Path: /tmp/agents/proj-cursor\n</user_info>"},
                 *conversation("the real question")[1:]]
     path = build_store(home, PROJECT, "ctx", messages)
-    doc = translate_file(path, base_env(tmp_path, home=home))
+    doc = translate_file(cursor, path, base_env(tmp_path, home=home))
     assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == ["the real question"]
     assert doc["steps"][0]["extra"] == {"kind": "context"}

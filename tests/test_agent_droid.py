@@ -10,8 +10,8 @@ import os
 import shutil
 
 from agents import droid
-from helpers import SAMPLES, assert_valid, base_env, cli
-from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+from helpers import (SAMPLES, assert_golden, assert_valid, base_env, cli, doc_counts, read_jsonl,
+                     scan_all, scoped_ids, totals, translate_all, tree_digest, write_jsonl)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "droid", "agent-sessions")
 
@@ -49,13 +49,13 @@ def store_home(tmp_path):
     shutil.copy(os.path.join(SAMPLE_DIR, "session_store_large.jsonl"), large / "droid_large.jsonl")
     shutil.copy(os.path.join(SAMPLE_DIR, "stream_json_large.jsonl"), large / "exec-stream.jsonl")
     shutil.copy(os.path.join(SAMPLE_DIR, "session_store_schema_drift.jsonl"), drift / "droid_drift.jsonl")
-    (proj / f"{RICH_ID}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RICH))
+    write_jsonl(proj / f"{RICH_ID}.jsonl", RICH)
     (proj / f"{RICH_ID}.settings.json").write_text(json.dumps(RICH_SETTINGS))
     return home
 
 
 def native_counts(path):
-    records = [json.loads(line) for line in open(path) if line.strip()]
+    records = read_jsonl(path)
     if droid.dialect(records) == "stream-json":
         return {"user": sum(1 for r in records if r["type"] == "message" and r["role"] == "user"),
                 "calls": sum(1 for r in records if r["type"] == "tool_call"),
@@ -88,12 +88,12 @@ def test_rich_session(tmp_path):
     assert steps[2]["observation"]["results"][0]["extra"] == {"is_error": True}
     assert doc["agent"]["model_name"] == "claude-sonnet-4-5"
     assert scoped_ids(env, "/tmp/agents/proj-droid", "droid") == {RICH_ID}
-    check_golden("droid", "rich-session", doc)
+    assert_golden(doc, "droid", "rich-session")
 
 
 def test_scan_reads_the_head(tmp_path):
     env = base_env(tmp_path, home=str(store_home(tmp_path)))
-    sessions = {s.native_id: s for src in droid.sources(env) for s in droid.scan(src, env)}
+    sessions = {s.native_id: s for s in scan_all(droid, env)}
     assert sessions["droid_drift"].title == "Do the thing"
     assert sessions["droid_drift"].extra["format"] == "store-v2"
     assert sessions["sid_stage0_large"].extra["format"] == "stream-json"
@@ -116,10 +116,10 @@ def test_damaged_files_give_documents_with_warnings(tmp_path):
 
 def test_store_is_never_written(tmp_path):
     home = store_home(tmp_path)
-    before = tree_state(str(home))
+    before = tree_digest(str(home))
     env = base_env(tmp_path, home=str(home))
     translate_all(droid, env)
     result = cli("list", "--all", "--json", env=env)
     assert result.returncode == 0 and result.stdout.count(b'"agent":"droid"') == 4
-    assert tree_state(str(home)) == before
+    assert tree_digest(str(home)) == before
     assert_valid(json.loads(cli("show", RICH_ID, env=env).stdout))

@@ -13,10 +13,11 @@ import shutil
 import pytest
 
 import catalog
-from agent_checks import (Run, check_golden, doc_counts, doc_tokens, scenario_runs, sessions,
-                          translate_all, tree_digest, truncate_copy)
 from agents import gemini
-from helpers import LIVE, SAMPLES, assert_valid, base_env
+from helpers import (LIVE, SAMPLES, assert_golden, assert_holds_runs,
+                     assert_scoped_as_the_scenario, assert_valid, base_env, doc_counts, live_copy,
+                     read_jsonl, scenario_sessions, totals, translate_all, translate_file,
+                     tree_digest, truncate_copy, write_jsonl)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "gemini")
 LIVE_HOME = os.path.join(LIVE, "gemini-0.61.0")
@@ -33,24 +34,19 @@ def native_messages(path: str) -> list[dict]:
             doc = json.loads(handle.read())
         return [m for m in doc.get("messages", doc.get("history", [])) if isinstance(m, dict)]
     order, records = [], {}
-    with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if "$rewindTo" in record:
-                target = record["$rewindTo"]
-                order = order[:order.index(target)] if target in order else []
-            elif isinstance(record.get("id"), str):
-                records[record["id"]] = record
-                if record["id"] not in order:
-                    order.append(record["id"])
-            elif isinstance(record.get("$set"), dict):
-                for message in record["$set"].get("messages") or []:
-                    records.setdefault(message["id"], message)
-                    if message["id"] not in order:
-                        order.append(message["id"])
+    for record in read_jsonl(path):
+        if "$rewindTo" in record:
+            target = record["$rewindTo"]
+            order = order[:order.index(target)] if target in order else []
+        elif isinstance(record.get("id"), str):
+            records[record["id"]] = record
+            if record["id"] not in order:
+                order.append(record["id"])
+        elif isinstance(record.get("$set"), dict):
+            for message in record["$set"].get("messages") or []:
+                records.setdefault(message["id"], message)
+                if message["id"] not in order:
+                    order.append(message["id"])
     return [records[i] for i in order]
 
 
@@ -114,67 +110,42 @@ def sample_home(tmp_path_factory):
     return home
 
 
-@pytest.fixture
-def live_home(tmp_path):
-    home = str(tmp_path / "live")
-    shutil.copytree(LIVE_HOME, home)
-    return home
-
-
-def env_for(home: str, tmp_path) -> dict:
-    return base_env(tmp_path, home=home)
-
-
 def chat_files(home: str) -> list[str]:
     return [s for s in gemini.sources({"HOME": home}) if not s.endswith("logs.json")]
 
 
 # every sample -------------------------------------------------------------------------------------
 def test_every_sample_is_a_valid_document_with_native_counts(sample_home, tmp_path):
-    env = env_for(sample_home, tmp_path)
+    env = base_env(tmp_path, home=sample_home)
     before = tree_digest(sample_home)
-    docs = translate_all("gemini", env)
-    by_source = {s.source: s for s in sessions("gemini", env)}
-    assert len([s for s in by_source.values() if s.extra["format"] != "prompt-log"]) == len(CHAT_SAMPLES)
+    by_source = {s.source: (s, doc) for s, doc in translate_all(gemini, env)}
+    assert len([s for s, _ in by_source.values() if s.extra["format"] != "prompt-log"]) == len(CHAT_SAMPLES)
     for path in chat_files(sample_home):
-        doc = docs[by_source[path].native_id]
+        _, doc = by_source[path]
         counts, tokens = native_counts(native_messages(path))
         assert doc_counts(doc) == counts, path
-        assert doc_tokens(doc) == tokens, path
+        assert totals(doc) == tokens, path
     assert tree_digest(sample_home) == before
 
 
-def test_live_sessions_follow_the_scenario(live_home, tmp_path):
+def test_live_sessions_follow_the_scenario(tmp_path):
     """Prompts, tool outputs, final answers and cwd of the real 0.61.0 store, resumed session
     included (its history snapshot must not duplicate the first turn)."""
-    env = env_for(live_home, tmp_path)
-    found = {s.source: s for s in sessions("gemini", env)}
-    runs = scenario_runs(LIVE_HOME)
-    for store in {r.stores[0] for r in runs}:
-        session = found[os.path.join(live_home, store)]
-        turns: list[Run] = [r for r in runs if r.stores[0] == store]
+    env = base_env(tmp_path, home=live_copy(tmp_path, LIVE_HOME))
+    for session, runs in scenario_sessions(gemini, env, LIVE_HOME):
         doc = gemini.translate(session, env)
         assert_valid(doc)
-        assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == [r.prompt for r in turns]
-        outputs = [r["content"].strip() for s in doc["steps"] for r in s.get("observation", {}).get("results", [])]
-        assert outputs == [o for r in turns for o in r.tool_outputs]
-        finals = [s["message"] for s in doc["steps"] if s["source"] == "agent" and not s.get("tool_calls")]
-        assert len(finals) == len(turns) and all("SCENARIO-DONE" in f for f in finals)
-        assert {session.cwd} == {r.cwd for r in turns}
+        assert_holds_runs(doc, session, runs)
         counts, tokens = native_counts(native_messages(session.source))
-        assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+        assert (doc_counts(doc), totals(doc)) == (counts, tokens)
 
 
-def test_project_scoping_with_the_live_projects(live_home, tmp_path):
-    found = catalog.discover(env_for(live_home, tmp_path), ["gemini"], use_cache=False).sessions
-    runs = scenario_runs(LIVE_HOME)
-    for project in ("/tmp/agents/proj-gemini", "/tmp/agents/proj-gemini-other"):
-        expected = {os.path.join(live_home, r.stores[0]) for r in runs if r.cwd == project}
-        assert {s.source for s in catalog.Scope(project).filter(found)} == expected
+def test_project_scoping_with_the_live_projects(tmp_path):
+    assert_scoped_as_the_scenario("gemini", base_env(tmp_path, home=live_copy(tmp_path, LIVE_HOME)), LIVE_HOME)
 
 
-def test_project_root_from_each_source_never_the_folder_name(live_home):
-    gemini_dir = os.path.join(live_home, ".gemini")
+def test_project_root_from_each_source_never_the_folder_name(tmp_path):
+    gemini_dir = os.path.join(live_copy(tmp_path, LIVE_HOME), ".gemini")
     project = os.path.join(gemini_dir, "tmp", "proj-gemini")
     digest = "d874b1361cb09c25a6ef149675b929a56615235ad5bcd1195f10b3fe7f3f6eb9"
     assert gemini.project_root(project, digest) == "/tmp/agents/proj-gemini"
@@ -189,13 +160,6 @@ def test_project_root_from_each_source_never_the_folder_name(live_home):
 
 
 # JSONL semantics --------------------------------------------------------------------------------
-def write_jsonl(path, records) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as handle:
-        handle.writelines(json.dumps(r) + "\n" for r in records)
-    return path
-
-
 def user(mid, text, at):
     return {"id": mid, "timestamp": at, "type": "user", "content": [{"text": text}]}
 
@@ -218,14 +182,6 @@ META = {"sessionId": "rw-1", "projectHash": "0" * 64, "startTime": "2026-01-01T0
         "lastUpdated": "2026-01-01T00:00:00.000Z", "kind": "main"}
 
 
-def translate_file(path, tmp_path):
-    env = base_env(tmp_path, home=str(tmp_path / "home"))
-    [session] = gemini.scan(path, env)
-    doc = gemini.translate(session, env)
-    assert_valid(doc)
-    return doc
-
-
 def shell_call(cid, output, name="run_shell_command"):
     return {"id": cid, "name": name, "args": {"command": cid}, "status": "success",
             "result": [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}]}
@@ -243,7 +199,7 @@ def test_failed_shell_command_is_marked_from_its_exit_code(tmp_path):
                            shell_call("read", "Exit Code: 3", name="read_file")]
     path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-2026-01-01T00-00-ex000001.jsonl", [
         {**META, "sessionId": "ex-1"}, user("m1", "go", "2026-01-01T00:00:01.000Z"), record])
-    doc = translate_file(str(path), tmp_path)
+    doc = translate_file(gemini, path, base_env(tmp_path))
     extras = {r["source_call_id"]: r.get("extra") or {} for s in doc["steps"]
               for r in (s.get("observation") or {}).get("results", [])}
     assert extras["fails"] == {"is_error": True, "exit_code": 2}
@@ -263,12 +219,12 @@ def test_rewind_drops_the_message_and_everything_after_it(tmp_path):
         user("u3", "second", "2026-01-01T00:00:05Z"),
         reply("g3", "done", "2026-01-01T00:00:06Z", tokens=200),
     ])
-    doc = translate_file(str(path), tmp_path)
+    doc = translate_file(gemini, path, base_env(tmp_path))
     assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == ["first", "second"]
     assert [c["tool_call_id"] for s in doc["steps"] for c in s.get("tool_calls", [])] == ["c1"]
-    assert doc_tokens(doc) == (300, 14, 2)
-    counts, tokens = native_counts(native_messages(str(path)))
-    assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+    assert totals(doc) == (300, 14, 2)
+    counts, tokens = native_counts(native_messages(path))
+    assert (doc_counts(doc), totals(doc)) == (counts, tokens)
     assert doc["extra"]["rewinds"] == 1
 
 
@@ -276,7 +232,7 @@ def test_rewind_to_an_unknown_message_drops_everything_before_it(tmp_path):
     path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-x-rw000002.jsonl", [
         META, user("u1", "gone", "2026-01-01T00:00:01Z"), {"$rewindTo": "nope"},
         user("u2", "kept", "2026-01-01T00:00:02Z")])
-    doc = translate_file(str(path), tmp_path)
+    doc = translate_file(gemini, path, base_env(tmp_path))
     assert [s["message"] for s in doc["steps"]] == ["kept"]
     assert any("nope" in w for w in doc["extra"]["warnings"])
 
@@ -291,7 +247,7 @@ def test_history_snapshot_inserts_only_what_it_alone_holds(tmp_path):
         META, user("u1", "old", "2026-01-01T00:00:01Z"), reply("g1", "old answer", "2026-01-01T00:00:02Z", tokens=10),
         user("u2", "recent", "2026-01-01T00:00:03Z"), reply("g2", "recent answer", "2026-01-01T00:00:04Z", tokens=20),
         {"$set": {"messages": snapshot}}, user("u3", "after", "2026-01-01T00:00:10Z")])
-    doc = translate_file(str(path), tmp_path)
+    doc = translate_file(gemini, path, base_env(tmp_path))
     kinds = [(s["source"], s["message"]) for s in doc["steps"]]
     assert kinds == [("user", "old"), ("agent", "old answer"), ("user", "recent"),
                      ("system", "The chat history was compressed into this summary."),
@@ -299,7 +255,7 @@ def test_history_snapshot_inserts_only_what_it_alone_holds(tmp_path):
     summary = doc["steps"][3]
     assert summary["observation"]["results"][0]["content"].startswith("<state_snapshot>")
     assert summary["extra"]["context_management"]["type"] == "compaction"
-    assert doc_tokens(doc)[0] == 30
+    assert totals(doc)[0] == 30
 
 
 def test_subagent_is_embedded_and_referenced_from_the_spawning_call(tmp_path):
@@ -319,16 +275,16 @@ def test_subagent_is_embedded_and_referenced_from_the_spawning_call(tmp_path):
         user("s1", "look", "2026-01-01T00:00:05Z"),
         reply("s2", "looked", "2026-01-01T00:00:06Z", tokens=7, calls=["sub-c1"]),
     ])
-    env = base_env(tmp_path, home=str(tmp_path / "home"))
-    assert gemini.sources(env) == [str(parent)]                # the sub-agent is no session of its own
-    assert os.path.join(str(chats), "parent00-0000", "abc123.jsonl") in gemini.dependencies(str(parent), env)
-    doc = translate_file(str(parent), tmp_path)
+    env = base_env(tmp_path)
+    assert gemini.sources(env) == [parent]                # the sub-agent is no session of its own
+    assert os.path.join(str(chats), "parent00-0000", "abc123.jsonl") in gemini.dependencies(parent, env)
+    doc = translate_file(gemini, parent, env)
     [sub] = doc["subagent_trajectories"]
     assert sub["trajectory_id"] == "abc123" and sub["extra"]["kind"] == "subagent"
     [result] = doc["steps"][1]["observation"]["results"]
     assert result["subagent_trajectory_ref"] == [{"trajectory_id": "abc123", "session_id": "abc123"}]
     assert result["content"] == "found it"
-    assert doc_tokens(doc) == (57, 14, 2)                        # the sub-agent's tokens count too
+    assert totals(doc) == (57, 14, 2)                        # the sub-agent's tokens count too
 
 
 # robustness -------------------------------------------------------------------------------------
@@ -338,7 +294,7 @@ def test_truncated_copy_yields_a_valid_document_with_a_warning(sample, tmp_path)
               if sample == "live" else os.path.join(SAMPLE_DIR, "agent-history", "gemini_golden.json"))
     target = str(tmp_path / "home/.gemini/tmp/p/chats" / os.path.basename(source))
     truncate_copy(source, target)
-    doc = translate_file(target, tmp_path)
+    doc = translate_file(gemini, target, base_env(tmp_path))
     assert doc["extra"]["warnings"]
     assert any(s["source"] == "user" for s in doc["steps"])
 
@@ -369,4 +325,4 @@ def test_golden(name, path, tmp_path):
     target = str(tmp_path / "home/.gemini/tmp/p/chats" / os.path.basename(path))
     os.makedirs(os.path.dirname(target))
     shutil.copy2(path, target)
-    check_golden("gemini", name, translate_file(target, tmp_path))
+    assert_golden(translate_file(gemini, target, base_env(tmp_path)), "gemini", name)

@@ -10,7 +10,6 @@ of stores.md §8 (goose 1.48 rows quoted in vshulcz/deja-vu's tests).
 Golden file: `tests/golden/goose/` (regenerate with `UPDATE_GOLDEN=1`).
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,12 +18,12 @@ import sqlite3
 import pytest
 
 import catalog
-from agents import goose, sqlite_ro
-from atif.serialize import dumps, loads
-from helpers import ROOT, SAMPLES, assert_valid, base_env
+from agents import goose
+from atif.serialize import loads
+from helpers import (SAMPLES, assert_damaged_database_is_reported, assert_golden, assert_valid,
+                     base_env, doc_counts, read_jsonl, tree_digest)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "goose", "deja-vu", "sessions")
-GOLDEN = os.path.join(ROOT, "tests", "golden", "goose")
 
 SCHEMA_V5 = """
 CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
@@ -150,12 +149,6 @@ def all_documents(source, env):
     return {s.native_id: goose.translate(s, env) for s in goose.scan(source, env)}
 
 
-def every_step(doc):
-    yield from doc["steps"]
-    for sub in doc.get("subagent_trajectories") or []:
-        yield from every_step(sub)
-
-
 # native counts ------------------------------------------------------------------------------------
 def native_counts(session_ids):
     rows = [m for m in MESSAGES if m[0] in session_ids]
@@ -165,15 +158,7 @@ def native_counts(session_ids):
                   and (meta or {}).get("userVisible") is not False)
     calls = sum(1 for _, _, b in blocks if b["type"] == "toolRequest")
     results = sum(1 for _, _, b in blocks if b["type"] == "toolResponse")
-    return prompts, calls, results
-
-
-def document_counts(doc):
-    steps = list(every_step(doc))
-    return (sum(1 for s in steps if s["source"] == "user"),
-            sum(len(s.get("tool_calls", [])) for s in steps),
-            sum(1 for s in steps for r in (s.get("observation") or {}).get("results", [])
-                if "source_call_id" in r))
+    return {"user": prompts, "calls": calls, "results": results}
 
 
 def test_built_database_translates_to_its_native_content(tmp_path):
@@ -183,8 +168,8 @@ def test_built_database_translates_to_its_native_content(tmp_path):
     for doc in docs.values():
         assert_valid(doc)
     main = docs["20260101_1"]
-    assert document_counts(main) == native_counts({"20260101_1", "20260101_2"})
-    assert document_counts(docs["20260101_3"]) == native_counts({"20260101_3"})
+    assert doc_counts(main, with_subagents=True) == native_counts({"20260101_1", "20260101_2"})
+    assert doc_counts(docs["20260101_3"], with_subagents=True) == native_counts({"20260101_3"})
     results = {r["source_call_id"]: r for s in main["steps"] for r in (s.get("observation") or {}).get("results", [])}
     assert results["t1"]["content"] == "a.txt"
     assert results["t2"]["extra"] == {"is_error": True}
@@ -223,8 +208,7 @@ def test_sample_dump_and_legacy_jsonl(tmp_path):
     assert [s["message"] for s in steps] == [b["text"] for blocks in dumped for b in blocks]
     legacy = os.path.join(SAMPLE_DIR, "20250724_1.jsonl")
     (session,) = goose.scan(legacy, env)
-    with open(legacy) as handle:
-        lines = [json.loads(line) for line in handle]
+    lines = read_jsonl(legacy)
     assert session.cwd == lines[0]["working_dir"]
     doc = goose.translate(session, env)
     assert_valid(doc)
@@ -254,37 +238,17 @@ def test_sources_database_first_then_legacy_files_and_scoping(tmp_path):
 def test_wal_only_rows_are_read_and_no_file_is_touched(tmp_path):
     env, db = goose_home(tmp_path, wal=True)
     assert os.path.getsize(db + "-wal") > 0
-    folder = os.path.dirname(db)
-
-    def snapshot():
-        return {n: (hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest(),
-                    os.stat(os.path.join(folder, n)).st_mtime_ns) for n in sorted(os.listdir(folder))}
-
-    before = snapshot()
+    before = tree_digest(os.path.dirname(db))
     docs = all_documents(db, env)
     assert sorted(docs) == ["20260101_1", "20260101_3"]
     assert docs["20260101_3"]["steps"][-1]["message"] == "Hello!"
-    assert snapshot() == before
+    assert tree_digest(os.path.dirname(db)) == before
 
 
 def test_damaged_database_and_rows(tmp_path):
     env, db = goose_home(tmp_path)
-    sessions = goose.scan(db, env)
-    bad = str(tmp_path / "bad" / "sessions.db")
-    os.makedirs(os.path.dirname(bad))
-    with open(db, "rb") as handle:
-        data = handle.read()
-    with open(bad, "wb") as handle:
-        handle.write(data[: len(data) // 3])
-    for session in sessions:
-        session.source = bad
-        doc = goose.translate(session, env)
-        assert_valid(doc)
-        assert doc["extra"]["warnings"]
-    with open(bad, "wb") as handle:
-        handle.write(b"not a database at all" * 10)
-    with pytest.raises(sqlite_ro.StoreError):
-        goose.scan(bad, env)
+    os.makedirs(tmp_path / "bad")
+    assert_damaged_database_is_reported(goose, db, str(tmp_path / "bad" / "sessions.db"), env)
     connection = sqlite3.connect(db)
     connection.execute("UPDATE messages SET content_json = '[{\"type\": \"text\", \"te' WHERE message_id = 'a4'")
     connection.commit()
@@ -309,10 +273,4 @@ def test_truncated_legacy_file(tmp_path):
 def test_golden(tmp_path):
     env, db = goose_home(tmp_path)
     doc = all_documents(db, env)["20260101_1"]
-    golden = os.path.join(GOLDEN, "built-db-20260101_1.atif.json")
-    if os.environ.get("UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN, exist_ok=True)
-        with open(golden, "wb") as handle:
-            handle.write(dumps(doc))
-    with open(golden, "rb") as handle:
-        assert loads(handle.read()) == doc
+    assert_golden(doc, "goose", "built-db-20260101_1")

@@ -13,8 +13,8 @@ import sqlite3
 import catalog
 import documents
 from agents import hermes, sqlite_ro
-from helpers import LIVE, assert_valid, base_env, cli
-from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+from helpers import (LIVE, assert_golden, assert_valid, base_env, cli, doc_counts, scoped_ids,
+                    totals, translate_all, tree_digest)
 
 LIVE_HOME = os.path.join(LIVE, "hermes-agent-0.19.0")
 LIVE_DB = os.path.join(LIVE_HOME, ".hermes", "state.db")
@@ -96,11 +96,11 @@ def test_sessions_only_in_the_wal_are_read(tmp_path):
         shutil.copy(db + suffix, snapshot / ("state.db" + suffix))
     writer.close()
     env = base_env(tmp_path, home=str(tmp_path / "snap"))
-    before = tree_state(str(snapshot))
+    before = tree_digest(str(snapshot))
     found = {s.native_id: d for s, d in translate_all(hermes, env)}
     assert found["wal_session"]["steps"][0]["message"] == "only in the WAL"
     assert totals(found["wal_session"])[:2] == (7, 3)
-    assert tree_state(str(snapshot)) == before  # no -shm created, nothing written
+    assert tree_digest(str(snapshot)) == before  # no -shm created, nothing written
 
 
 def test_rewound_rows_are_skipped_and_compacted_rows_kept(tmp_path):
@@ -144,17 +144,17 @@ def test_golden_document(tmp_path):
     session = next(s for s in hermes.scan(LIVE_DB, env) if s.native_id == CONTINUED)
     doc = hermes.translate(session, env)
     assert_valid(doc)
-    check_golden("hermes", "live-continued-session", doc)
+    assert_golden(doc, "hermes", "live-continued-session")
 
 
 def test_store_is_never_written(tmp_path):
-    before = tree_state(LIVE_HOME)
+    before = tree_digest(LIVE_HOME)
     env = live_env(tmp_path)
     translate_all(hermes, env)
     result = cli("list", "--all", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(b'"agent":"hermes"') == 3
-    assert tree_state(LIVE_HOME) == before
+    assert tree_digest(LIVE_HOME) == before
 
 
 def test_tool_result_failures():

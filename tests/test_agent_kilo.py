@@ -10,7 +10,7 @@ import os
 
 import catalog
 from agents import kilo
-from helpers import LIVE, assert_golden, assert_valid, base_env, cli, copy_into, file_states
+from helpers import LIVE, assert_golden, assert_valid, base_env, cli, copy_into, tree_digest
 from test_agent_opencode import check_store, translate
 
 LIVE_HOME = os.path.join(LIVE, "kilo-7.7.7")
@@ -45,7 +45,7 @@ def test_sources_and_scoping(tmp_path):
 def test_list_and_show_leave_the_store_untouched(tmp_path):
     home = str(tmp_path / "home")
     copy_into(home, os.path.join(LIVE_HOME, DATA), DATA)
-    before = file_states(home)
+    before = tree_digest(home)
     env = base_env(tmp_path, home)
     listing = cli("list", "--all", "--json", "--agent", "kilo", env=env)
     assert listing.returncode == 0, listing.stderr
@@ -54,7 +54,7 @@ def test_list_and_show_leave_the_store_untouched(tmp_path):
     shown = cli("show", records[0]["id"], env=env)
     assert shown.returncode == 0, shown.stderr
     assert_valid(json.loads(shown.stdout))
-    assert file_states(home) == before
+    assert tree_digest(home) == before
 
 
 def test_golden_document():

@@ -10,8 +10,9 @@ import os
 import shutil
 
 from agents import kimi
-from helpers import LIVE, SAMPLES, assert_valid, base_env, cli
-from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, doc_counts,
+                     read_jsonl, scan_all, scoped_ids, totals, translate_all, tree_digest,
+                     write_jsonl)
 
 LIVE_HOME = os.path.join(LIVE, "kimi-cli-1.52.0")
 LIVE_SESSIONS = os.path.join(LIVE_HOME, ".kimi", "sessions")
@@ -23,14 +24,9 @@ def live_env(tmp_path):
     return base_env(tmp_path, home=LIVE_HOME)
 
 
-def records(path):
-    with open(path, "rb") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 # Kimi CLI ----------------------------------------------------------------------------------------
 def wire_counts(path):
-    events = [r["message"] for r in records(path) if "message" in r]
+    events = [r["message"] for r in read_jsonl(path) if "message" in r]
     kinds = [e["type"] for e in events]
     usages = [e["payload"]["token_usage"] for e in events
               if e["type"] == "StatusUpdate" and e["payload"].get("token_usage")]
@@ -42,7 +38,7 @@ def wire_counts(path):
 
 
 def context_counts(path):
-    messages = records(path)
+    messages = read_jsonl(path)
     return {"user": sum(1 for m in messages if m.get("role") == "user"),
             "calls": sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant"),
             "results": sum(1 for m in messages if m.get("role") == "tool")}
@@ -71,7 +67,7 @@ def test_cli_work_dir_comes_from_kimi_json(tmp_path):
     sessions = home / ".kimi" / "sessions"
     os.rename(sessions / "864d39b0c6d74eb010dfb736f76ba741", sessions / "not-a-known-hash")
     env = base_env(tmp_path, home=str(home))
-    cwds = {s.native_id: s.cwd for src in kimi.sources(env) for s in kimi.scan(src, env)}
+    cwds = {s.native_id: s.cwd for s in scan_all(kimi, env)}
     assert cwds["6af17eca-d66e-42b6-8975-27e459b9f2ad"] is None
     assert cwds[CONTINUED] == "/tmp/agents/proj-kimi"
 
@@ -123,9 +119,7 @@ def test_cli_subagent_events_are_embedded(tmp_path):
              event("ToolResult", {"tool_call_id": "call_task",
                                   "return_value": {"is_error": False, "output": "3"}}, 8)]
     home = tmp_path / "home"
-    folder = home / ".kimi" / "sessions" / "h" / "s-sub"
-    folder.mkdir(parents=True)
-    (folder / "wire.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    write_jsonl(home / ".kimi" / "sessions" / "h" / "s-sub" / "wire.jsonl", lines)
     (_, doc), = translate_all(kimi, base_env(tmp_path, home=str(home)))
     (child,) = doc["subagent_trajectories"]
     assert child["steps"][1]["message"] == "Counted: 3"
@@ -163,7 +157,7 @@ def code_env(tmp_path):
 
 
 def code_counts(path):
-    found = records(path)
+    found = read_jsonl(path)
     loop = [r["event"]["type"] for r in found if r["type"] == "context.append_loop_event"]
     users = [r for r in found if r["type"] == "context.append_message" and r["message"]["role"] == "user"
              and r["message"].get("origin", {}).get("kind", "user") == "user"]
@@ -171,7 +165,7 @@ def code_counts(path):
 
 
 def code_usage(*paths):
-    usages = [r["usage"] for p in paths for r in records(p) if r["type"] == "usage.record" and "usage" in r]
+    usages = [r["usage"] for p in paths for r in read_jsonl(p) if r["type"] == "usage.record" and "usage" in r]
     if not usages:
         return None, None, None
     return (sum(u["inputOther"] + u["inputCacheRead"] + u["inputCacheCreation"] for u in usages),
@@ -234,17 +228,17 @@ def test_damaged_logs_give_documents_with_warnings(tmp_path):
 
 def test_golden_document(tmp_path):
     env = live_env(tmp_path)
-    session = next(s for src in kimi.sources(env) for s in kimi.scan(src, env) if s.native_id == CONTINUED)
+    session = next(s for s in scan_all(kimi, env) if s.native_id == CONTINUED)
     doc = kimi.translate(session, env)
     assert_valid(doc)
-    check_golden("kimi", "live-continued-session", doc)
+    assert_golden(doc, "kimi", "live-continued-session")
 
 
 def test_stores_are_never_written(tmp_path):
     env = {**live_env(tmp_path), "KIMI_CODE_HOME": str(code_home(tmp_path))}
-    before = tree_state(LIVE_HOME, str(code_home(tmp_path)))
+    before = tree_digest(LIVE_HOME, str(code_home(tmp_path)))
     translate_all(kimi, env)
     result = cli("list", "--all", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(b'"agent":"kimi"') == 6
-    assert tree_state(LIVE_HOME, str(code_home(tmp_path))) == before
+    assert tree_digest(LIVE_HOME, str(code_home(tmp_path))) == before

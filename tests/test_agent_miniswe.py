@@ -10,8 +10,8 @@ import os
 import shutil
 
 from agents import miniswe
-from helpers import LIVE, assert_valid, base_env, cli
-from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+from helpers import (LIVE, assert_golden, assert_valid, base_env, cli, doc_counts, scoped_ids,
+                    totals, translate_all, tree_digest)
 
 LIVE_HOME = os.path.join(LIVE, "mini-swe-agent-2.4.6")
 CONFIG = os.path.join(LIVE_HOME, ".config", "mini-swe-agent")
@@ -126,12 +126,12 @@ def test_golden_document(tmp_path):
     (session,) = miniswe.scan(LAST_RUN, env)
     doc = miniswe.translate(session, env)
     assert_valid(doc)
-    check_golden("mswea", "live-last-run", doc)
+    assert_golden(doc, "mswea", "live-last-run")
 
 
 def test_store_is_never_written(tmp_path):
-    before = tree_state(LIVE_HOME)
+    before = tree_digest(LIVE_HOME)
     env = live_env(tmp_path)
     translate_all(miniswe, env)
     assert cli("list", "--all", env=env).returncode == 0
-    assert tree_state(LIVE_HOME) == before
+    assert tree_digest(LIVE_HOME) == before

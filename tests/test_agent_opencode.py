@@ -21,7 +21,7 @@ import catalog
 import documents
 from agents import opencode, sqlite_ro
 from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, copy_into,
-                     file_states)
+                     tree_digest)
 
 LIVE_HOME = os.path.join(LIVE, "opencode-1.18.33")
 DATA = ".local/share/opencode"
@@ -366,7 +366,7 @@ def checkpointed_copy(tmp_path) -> str:
 @pytest.mark.parametrize("layout", ["with-wal", "checkpointed"])
 def test_list_and_show_leave_the_store_untouched(tmp_path, layout):
     home = writable_copy(tmp_path) if layout == "with-wal" else checkpointed_copy(tmp_path)
-    before = file_states(home)
+    before = tree_digest(home)
     env = base_env(tmp_path, home)
     listing = cli("list", "--all", "--json", env=env)
     assert listing.returncode == 0, listing.stderr
@@ -376,7 +376,7 @@ def test_list_and_show_leave_the_store_untouched(tmp_path, layout):
         shown = cli("show", record["id"], env=env)
         assert shown.returncode == 0, shown.stderr
         assert_valid(json.loads(shown.stdout))
-    assert file_states(home) == before   # same files (no new -wal/-shm), bytes and mtimes
+    assert tree_digest(home) == before   # same files (no new -wal/-shm), bytes and mtimes
 
 
 def test_dependencies_include_the_wal(tmp_path):

@@ -4,15 +4,15 @@ give a document with a warning; the store is never written.
 
 Golden file: `UPDATE_GOLDEN=1 pytest tests/test_agent_pi.py` rewrites tests/golden/pi/."""
 
-import json
 import os
 import shutil
 
 import pytest
 
 from agents import pi
-from helpers import LIVE, SAMPLES, assert_valid, base_env, cli
-from store_checks import check_golden, doc_counts, scoped_ids, totals, translate_all, tree_state
+from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, doc_counts,
+                     read_jsonl, scan_all, scoped_ids, totals, translate_all, tree_digest,
+                     write_jsonl)
 
 LIVE_HOME = os.path.join(LIVE, "pi-0.73.1")
 SESSIONS = os.path.join(LIVE_HOME, ".pi", "agent", "sessions")
@@ -21,11 +21,6 @@ CATALOG_SAMPLE = os.path.join(SAMPLES, "pi", "agent-sessions", "small.jsonl")
 
 def live_env(tmp_path):
     return base_env(tmp_path, home=LIVE_HOME)
-
-
-def native_records(path):
-    with open(path, "rb") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def native_counts(records):
@@ -56,7 +51,7 @@ def test_live_sessions_match_native_records(tmp_path):
     translated = translate_all(pi, live_env(tmp_path))
     assert len(translated) == 3
     for session, doc in translated:
-        records = native_records(session.source)
+        records = read_jsonl(session.source)
         assert doc_counts(doc) == native_counts(records)
         assert totals(doc) == native_totals(records)
         assert doc["session_id"] == records[0]["id"] and session.cwd == records[0]["cwd"]
@@ -66,7 +61,7 @@ def test_live_sessions_match_native_records(tmp_path):
 
 def test_catalog_sample_keeps_compactions_and_usage(tmp_path):
     (session, doc), = translate_all(pi, catalog_home(tmp_path))
-    records = native_records(session.source)
+    records = read_jsonl(session.source)
     assert doc_counts(doc) == native_counts(records)
     assert totals(doc) == native_totals(records)
     compactions = [s for s in doc["steps"] if (s.get("extra") or {}).get("kind") == "compaction"]
@@ -79,7 +74,7 @@ def test_catalog_sample_keeps_compactions_and_usage(tmp_path):
 
 def test_scan_reads_the_header(tmp_path):
     env = live_env(tmp_path)
-    sessions = [s for src in pi.sources(env) for s in pi.scan(src, env)]
+    sessions = scan_all(pi, env)
     assert {s.cwd for s in sessions} == {"/tmp/agents/proj-pi", "/tmp/agents/proj-pi-other"}
     assert all(s.title.startswith("SCENARIO pi-") and s.model == "claude-fake-model" for s in sessions)
     assert {s.extra["format"] for s in sessions} == {"v3"}
@@ -98,11 +93,6 @@ def test_store_can_be_relocated(tmp_path):
     assert len(pi.sources(env)) == 3
     env = {**base_env(tmp_path), "PI_CODING_AGENT_SESSION_DIR": str(agent_dir / "sessions")}
     assert len(pi.sources(env)) == 3
-
-
-def write_jsonl(path, records):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 def test_only_the_active_branch_is_translated(tmp_path):
@@ -157,31 +147,31 @@ def test_an_entry_outside_the_tree_does_not_abandon_the_conversation(tmp_path, s
     env = live_env(tmp_path)
     source = pi.sources(env)[0]
     home = tmp_path / "damaged"
-    records = native_records(source)
+    records = read_jsonl(source)
     records.insert(len(records) if where is None else where, stray)
     write_jsonl(home / ".pi" / "agent" / "sessions" / "--p--" / os.path.basename(source), records)
     (_, doc), = translate_all(pi, base_env(tmp_path, home=str(home)))
-    assert doc_counts(doc) == native_counts(native_records(source))
+    assert doc_counts(doc) == native_counts(read_jsonl(source))
     assert doc["extra"]["entries_off_path"] == 1
 
 
 def test_golden_document(tmp_path):
     env = live_env(tmp_path)
-    session = next(s for src in pi.sources(env) for s in pi.scan(src, env)
+    session = next(s for s in scan_all(pi, env)
                    if s.native_id == "01a2290b-e864-76d6-b47a-20eb8f7add32")
     doc = pi.translate(session, env)
     assert_valid(doc)
-    check_golden("pi", "live-continued-session", doc)
+    assert_golden(doc, "pi", "live-continued-session")
 
 
 def test_store_is_never_written(tmp_path):
-    before = tree_state(LIVE_HOME)
+    before = tree_digest(LIVE_HOME)
     env = live_env(tmp_path)
     translate_all(pi, env)
     result = cli("list", "--all", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert len([line for line in result.stdout.splitlines() if b'"agent":"pi"' in line]) == 3
-    assert tree_state(LIVE_HOME) == before
+    assert tree_digest(LIVE_HOME) == before
 
 
 @pytest.mark.parametrize("usage, expected", [

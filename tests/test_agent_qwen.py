@@ -12,11 +12,11 @@ import shutil
 
 import pytest
 
-import catalog
-from agent_checks import (check_golden, doc_counts, doc_tokens, scenario_runs, sessions,
-                          translate_all, tree_digest, truncate_copy)
 from agents import qwen
-from helpers import LIVE, SAMPLES, assert_valid, base_env
+from helpers import (LIVE, SAMPLES, assert_golden, assert_holds_runs,
+                     assert_scoped_as_the_scenario, assert_valid, base_env, doc_counts, live_copy,
+                     read_jsonl, scan_all, scenario_sessions, totals, translate_all,
+                     translate_file, tree_digest, truncate_copy, write_jsonl)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "qwen")
 LIVE_HOME = os.path.join(LIVE, "qwen-0.24.4")
@@ -28,20 +28,9 @@ LIVE_FILES = sorted(os.path.join(folder, name) for folder, _, names in os.walk(o
 
 
 # native view, written independently of the translator ---------------------------------------------
-def read_records(path: str) -> list[dict]:
-    found = []
-    with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                found.append(json.loads(line))
-            except ValueError:
-                pass
-    return found
-
-
 def native_branch(path: str) -> list[list[dict]]:
     """The active branch as groups of fragments, root first."""
-    records = read_records(path)
+    records = read_jsonl(path)
     groups: dict = {}
     for index, record in enumerate(records):
         groups.setdefault(record.get("uuid") or index, []).append(record)
@@ -97,40 +86,23 @@ def sample_home(tmp_path_factory):
     return home
 
 
-@pytest.fixture
-def live_home(tmp_path):
-    home = str(tmp_path / "live")
-    shutil.copytree(LIVE_HOME, home)
-    return home
-
-
-def translate_file(path: str, tmp_path) -> dict:
-    env = base_env(tmp_path)
-    [session] = qwen.scan(path, env)
-    doc = qwen.translate(session, env)
-    assert_valid(doc)
-    return doc
-
-
 # every sample -------------------------------------------------------------------------------------
 def test_every_sample_is_a_valid_document_with_native_counts(sample_home, tmp_path):
     env = base_env(tmp_path, home=sample_home)
     before = tree_digest(sample_home)
-    docs = translate_all("qwen", env)
-    found = sessions("qwen", env)
+    found = translate_all(qwen, env)
     assert len(found) == len(SAMPLE_FILES) + len(LIVE_FILES)
-    for session in found:
+    for session, doc in found:
         counts, tokens = native_counts(native_branch(session.source))
-        doc = docs[session.native_id]
         assert doc_counts(doc) == counts, session.source
-        assert doc_tokens(doc) == tokens, session.source
+        assert totals(doc) == tokens, session.source
     assert tree_digest(sample_home) == before
 
 
 def usage_ledger(home: str) -> dict:
     """Qwen Code's own cumulative usage per session (the last line of a session wins)."""
     ledger = {}
-    for record in read_records(os.path.join(home, ".qwen", "usage_record.jsonl")):
+    for record in read_jsonl(os.path.join(home, ".qwen", "usage_record.jsonl")):
         models = record["models"].values()
         ledger[record["sessionId"]] = (sum(m["inputTokens"] for m in models),
                                        sum(m["outputTokens"] for m in models),
@@ -138,32 +110,19 @@ def usage_ledger(home: str) -> dict:
     return ledger
 
 
-def test_live_sessions_follow_the_scenario(live_home, tmp_path):
-    env = base_env(tmp_path, home=live_home)
-    found = {s.source: s for s in sessions("qwen", env)}
-    runs = scenario_runs(LIVE_HOME)
-    ledger = usage_ledger(live_home)
-    for store in {r.stores[0] for r in runs}:
-        session = found[os.path.join(live_home, store)]
-        turns = [r for r in runs if r.stores[0] == store]
+def test_live_sessions_follow_the_scenario(tmp_path):
+    env = base_env(tmp_path, home=live_copy(tmp_path, LIVE_HOME))
+    ledger = usage_ledger(env["HOME"])
+    for session, runs in scenario_sessions(qwen, env, LIVE_HOME):
         doc = qwen.translate(session, env)
         assert_valid(doc)
-        assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == [r.prompt for r in turns]
-        outputs = [r["content"].strip() for s in doc["steps"] for r in s.get("observation", {}).get("results", [])]
-        assert outputs == [o for r in turns for o in r.tool_outputs]
-        finals = [s["message"] for s in doc["steps"] if s["source"] == "agent" and not s.get("tool_calls")]
-        assert len(finals) == len(turns) and all("SCENARIO-DONE" in f for f in finals)
-        assert {session.cwd} == {r.cwd for r in turns}
-        assert doc_tokens(doc) == ledger[session.native_id]
+        assert_holds_runs(doc, session, runs)
+        assert totals(doc) == ledger[session.native_id]
         assert doc["agent"]["version"] == "0.24.4"
 
 
-def test_project_scoping_with_the_live_projects(live_home, tmp_path):
-    found = catalog.discover(base_env(tmp_path, home=live_home), ["qwen"], use_cache=False).sessions
-    runs = scenario_runs(LIVE_HOME)
-    for project in ("/tmp/agents/proj-qwen", "/tmp/agents/proj-qwen-other"):
-        expected = {os.path.join(live_home, r.stores[0]) for r in runs if r.cwd == project}
-        assert {s.source for s in catalog.Scope(project).filter(found)} == expected
+def test_project_scoping_with_the_live_projects(tmp_path):
+    assert_scoped_as_the_scenario("qwen", base_env(tmp_path, home=live_copy(tmp_path, LIVE_HOME)), LIVE_HOME)
 
 
 def test_qwen_home_and_archive(tmp_path):
@@ -172,13 +131,13 @@ def test_qwen_home_and_archive(tmp_path):
     archive.mkdir(parents=True)
     shutil.copy2(LIVE_FILES[0], archive / os.path.basename(LIVE_FILES[0]))
     env = {**base_env(tmp_path), "QWEN_HOME": str(root)}
-    [session] = sessions("qwen", env)
+    [session] = scan_all(qwen, env)
     assert session.extra["archived"] and session.source.startswith(str(archive))
 
 
 # the tree ---------------------------------------------------------------------------------------
 def test_rewind_keeps_only_the_active_branch_and_merges_fragments(tmp_path):
-    doc = translate_file(REWIND_SAMPLE, tmp_path)
+    doc = translate_file(qwen, REWIND_SAMPLE, base_env(tmp_path))
     text = json.dumps(doc)
     assert "Discarded branch" not in text and "synthetic-dead-model" not in text
     assert doc["extra"]["records_on_abandoned_branches"] == 2
@@ -190,15 +149,13 @@ def test_rewind_keeps_only_the_active_branch_and_merges_fragments(tmp_path):
 
 
 def test_missing_parent_is_reported(tmp_path):
-    records = read_records(LIVE_FILES[1])
+    records = read_jsonl(LIVE_FILES[1])
     broken = [r for r in records if r["uuid"] != records[3]["uuid"]]   # drop one link of the chain
-    path = tmp_path / "home/.qwen/projects/p/chats/broken.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in broken))
-    doc = translate_file(str(path), tmp_path)
+    path = write_jsonl(tmp_path / "home/.qwen/projects/p/chats/broken.jsonl", broken)
+    doc = translate_file(qwen, path, base_env(tmp_path))
     assert any("missing" in w for w in doc["extra"]["warnings"])
-    counts, tokens = native_counts(native_branch(str(path)))
-    assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+    counts, tokens = native_counts(native_branch(path))
+    assert (doc_counts(doc), totals(doc)) == (counts, tokens)
 
 
 @pytest.mark.parametrize("last", [{"uuid": "zz", "type": "from-the-future"},
@@ -206,20 +163,18 @@ def test_missing_parent_is_reported(tmp_path):
                                    "message": {"role": "user", "parts": [{"text": "x"}]}}])
 def test_a_last_record_outside_the_tree_does_not_abandon_the_conversation(tmp_path, last):
     """A damaged or unknown last record whose parent link is missing starts no new conversation."""
-    records = read_records(LIVE_FILES[1])
-    path = tmp_path / "home/.qwen/projects/p/chats/damaged.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records + [last]))
-    doc = translate_file(str(path), tmp_path)
+    records = read_jsonl(LIVE_FILES[1])
+    path = write_jsonl(tmp_path / "home/.qwen/projects/p/chats/damaged.jsonl", records + [last])
+    doc = translate_file(qwen, path, base_env(tmp_path))
     counts, tokens = native_counts(native_branch(LIVE_FILES[1]))
-    assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+    assert (doc_counts(doc), totals(doc)) == (counts, tokens)
     assert doc["extra"]["records_on_abandoned_branches"] == 1
 
 
 def test_truncated_copy_yields_a_valid_document_with_a_warning(tmp_path):
     target = str(tmp_path / "home/.qwen/projects/p/chats/cut.jsonl")
     truncate_copy(LIVE_FILES[1], target)
-    doc = translate_file(target, tmp_path)
+    doc = translate_file(qwen, target, base_env(tmp_path))
     assert doc["extra"]["warnings"]
     assert doc["steps"][0]["source"] == "user"
 
@@ -230,4 +185,4 @@ def test_truncated_copy_yields_a_valid_document_with_a_warning(tmp_path):
     ("rewind-branch", REWIND_SAMPLE),
 ])
 def test_golden(name, path, tmp_path):
-    check_golden("qwen", name, translate_file(path, tmp_path))
+    assert_golden(translate_file(qwen, path, base_env(tmp_path)), "qwen", name)

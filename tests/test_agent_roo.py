@@ -11,10 +11,9 @@ import os
 import shutil
 
 from agents import cline_tasks, roo
-from atif.serialize import dumps, loads
-from helpers import ROOT, SAMPLES, assert_valid, base_env
+from atif.serialize import loads
+from helpers import SAMPLES, assert_golden, assert_valid, base_env, scan_all
 
-GOLDEN = os.path.join(ROOT, "tests", "golden", "roo")
 STORAGE = os.path.join(".config", "Code", "User", "globalStorage", "rooveterinaryinc.roo-cline")
 SAMPLE_TASK = os.path.join(SAMPLES, "cline", "deja-vu", "roo", "tasks", "1767225700000")
 
@@ -49,7 +48,7 @@ def install(home):
 
 
 def sessions_of(env):
-    return {s.native_id: s for src in roo.sources(env) for s in roo.scan(src, env)}
+    return {s.native_id: s for s in scan_all(roo, env)}
 
 
 def test_tasks_and_subtasks(tmp_path):
@@ -94,10 +93,4 @@ def test_golden(tmp_path):
     env = base_env(tmp_path)
     install(env["HOME"])
     doc = roo.translate(sessions_of(env)[PARENT], env)
-    golden = os.path.join(GOLDEN, "task-with-subtask.atif.json")
-    if os.environ.get("UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN, exist_ok=True)
-        with open(golden, "wb") as handle:
-            handle.write(dumps(doc))
-    with open(golden, "rb") as handle:
-        assert loads(handle.read()) == doc
+    assert_golden(doc, "roo", "task-with-subtask")

@@ -9,11 +9,10 @@ import sys
 
 import pytest
 
-from agent_checks import scenario_runs
 from atif.build import TrajectoryBuilder, metrics
 from conformance import check, sabotage
 from conformance.server import Message, Request, Script, prompt_text
-from helpers import LIVE, ROOT, base_env
+from helpers import LIVE, ROOT, base_env, scenario_runs
 from stores import copy_tree
 
 DIR = "/tmp/proj"

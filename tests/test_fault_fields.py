@@ -20,10 +20,9 @@ import pytest
 
 import agents
 from atif.validate import validate
-from helpers import assert_clear
+from helpers import assert_clear, run_main
 from homes import agent_homes, by_agent
 from mutations import Pristine, field_mutation, field_mutations, id_mutations, native_files
-from stores import run_main
 
 FIELD_LIMIT = 400
 CLI_EVERY = 100

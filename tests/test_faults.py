@@ -6,7 +6,6 @@ sessions are untouched, and no store file changes. The CLI gives one clear line 
 never a traceback. Damage to single fields (wrong types, ids): test_fault_fields.py."""
 
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -20,22 +19,10 @@ import pytest
 import catalog
 import documents
 from atif.validate import validate
-from helpers import ROOT, assert_clear, base_env, cli
+from helpers import ROOT, assert_clear, base_env, cli, run_main, tree_digest, write_jsonl
 from homes import agent_homes, by_agent
-from stores import run_main
 
 HOMES = agent_homes()
-
-
-def snapshot(root: str) -> dict:
-    state = {}
-    for folder, _, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            if os.path.isfile(path) and os.access(path, os.R_OK):
-                with open(path, "rb") as handle:
-                    state[path] = (hashlib.sha256(handle.read()).hexdigest(), os.stat(path).st_mtime_ns)
-    return state
 
 
 def translate_all(env) -> dict:
@@ -81,6 +68,16 @@ def text_sources(baseline: dict) -> list[tuple[str, str]]:
     return [(p, session_file(p)) for p in baseline if not is_database(session_file(p))]
 
 
+def text_store(home, tmp_path) -> tuple[dict, dict, list[tuple[str, str]]]:
+    """`store_home` with the store's text sources; a store that is a database is skipped here
+    (test_sqlite_faults damages those)."""
+    env, baseline = store_home(home, tmp_path)
+    sources = text_sources(baseline)
+    if not sources:
+        pytest.skip("the store is a database (test_sqlite_faults)")
+    return env, baseline, sources
+
+
 def complete_last_line(data: bytes) -> bool:
     """True when cutting lost nothing: the cut fell on a line end, or the unterminated last
     line is still a whole JSON value."""
@@ -114,19 +111,16 @@ TEXT_FAULTS = {
 
 @pytest.mark.parametrize("home", HOMES, ids=lambda h: h.agent)
 def test_text_faults(home, tmp_path):
-    env, baseline = store_home(home, tmp_path)
-    sources = text_sources(baseline)
-    if not sources:
-        pytest.skip("the store is a database (test_sqlite_faults)")
+    env, baseline, sources = text_store(home, tmp_path)
     source, target = sources[0]
     original = open(target, "rb").read()
     others = {p: [d["steps"] for d in docs] for p, docs in baseline.items() if p != source}
     for name, fault in TEXT_FAULTS.items():
         with open(target, "wb") as handle:
             handle.write(fault(original))
-        before = snapshot(store_root(env))
+        before = tree_digest(store_root(env))
         found = translate_all(env)
-        assert snapshot(store_root(env)) == before, name
+        assert tree_digest(store_root(env)) == before, name
         assert {p: [d["steps"] for d in docs] for p, docs in found.items() if p != source} == others, name
         if name == "empty" and len(baseline[source]) > 1:
             continue  # a file of several sessions (Aider's runs) holds none once empty
@@ -138,10 +132,7 @@ def test_text_faults(home, tmp_path):
 
 @pytest.mark.parametrize("home", HOMES, ids=lambda h: h.agent)
 def test_truncated_at_many_offsets(home, tmp_path):
-    env, baseline = store_home(home, tmp_path)
-    sources = text_sources(baseline)
-    if not sources:
-        pytest.skip("the store is a database (test_sqlite_faults)")
+    env, baseline, sources = text_store(home, tmp_path)
     source, target = max(sources, key=lambda pair: os.path.getsize(pair[1]))
     original = open(target, "rb").read()
     for fraction in (0.03, 0.11, 0.25, 0.38, 0.5, 0.61, 0.74, 0.87, 0.95, 0.999):
@@ -258,8 +249,7 @@ def test_a_huge_single_line(tmp_path):
                 "message": {"role": "user", "content": "hi " + big}},
                {"type": "assistant", "uuid": "a1", "timestamp": "2026-01-01T00:00:01Z",
                 "message": {"id": "m1", "model": "x", "content": [{"type": "text", "text": "ok"}]}}]
-    with open(os.path.join(project, "s.jsonl"), "w") as handle:
-        handle.write("\n".join(json.dumps(r) for r in records) + "\n")
+    write_jsonl(os.path.join(project, "s.jsonl"), records)
     (session,) = catalog.discover(env, use_cache=False).sessions
     doc = documents.translate(session, env)
     assert len(doc["steps"][0]["message"]) == len(big) + 3 and doc["steps"][1]["message"] == "ok"

@@ -7,9 +7,8 @@ import sqlite3
 
 import pytest
 
-from helpers import assert_valid, cli
+from helpers import assert_valid, cli, run_main
 from homes import agent_homes
-from stores import run_main
 from redact import redact
 
 SECRETS = {

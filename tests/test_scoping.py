@@ -21,9 +21,9 @@ import sqlite3
 import pytest
 
 import catalog
+from helpers import run_main
 from homes import by_agent
 from mutations import settle_sqlite
-from stores import run_main
 
 # agents whose live store records the working directory of each session
 AGENTS = ["claude", "cline", "codex", "copilot", "gemini", "hermes", "kilo", "kimi", "opencode", "pi", "qwen"]

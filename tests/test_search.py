@@ -10,8 +10,8 @@ import re
 import pytest
 
 import catalog
-from helpers import cli
-from stores import PIPE_PROMPT, build_home, run_main
+from helpers import cli, run_main
+from stores import PIPE_PROMPT, build_home
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import statistics
 
 import pytest
 
-from stores import build_home, run_main
+from helpers import run_main
+from stores import build_home
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ import re
 import pytest
 
 import transcript
-from stores import build_home, run_main
+from helpers import run_main
+from stores import build_home
 
 
 @pytest.fixture(scope="module")
