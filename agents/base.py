@@ -381,26 +381,6 @@ def one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def apply_session_totals(doc: dict, prompt=None, completion=None, cached=None, cost=None,
-                         source: str = "session totals") -> None:
-    """For stores that record usage per session only (Hermes, Factory Droid): the session's
-    totals become `final_metrics` when no step carries metrics, with `final_metrics.extra.
-    usage_source` saying so. Step metrics, when present, win: counting both would count twice."""
-    final = doc.setdefault("final_metrics", {})
-    if any(key in final for key in ("total_prompt_tokens", "total_completion_tokens")):
-        return
-    found = {"total_prompt_tokens": prompt, "total_completion_tokens": completion,
-             "total_cached_tokens": cached, "total_cost_usd": cost}
-    found = {k: v for k, v in found.items() if v is not None}
-    if not found:
-        return
-    steps = final.pop("total_steps", None)
-    final.update(found)
-    if steps is not None:
-        final["total_steps"] = steps
-    final["extra"] = {**final.get("extra", {}), "usage_source": source}
-
-
 def json_arguments(raw):
     """Tool-call arguments recorded as a JSON string (OpenAI style): the parsed value, `{}` for
     an empty string, `{"input": raw}` for text that is not JSON; anything else as it is."""

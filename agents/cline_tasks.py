@@ -611,8 +611,7 @@ def translate_task(agent_name: str, task_dir: str, depth: int = 0) -> dict:
         builder.extra["translated_from"] = "ui_messages.json (no API history)"
     builder.extra.update(task_extra(item))
     doc = builder.build()
-    if not any("metrics" in step for step in doc["steps"]):
-        item_totals(doc, item)
+    item_totals(doc, item)
     return doc
 
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 import glob
 import os
 
-from agents import claude
-from agents.base import (JsonlReader, Session, apply_session_totals, as_dict, as_int, as_list,
-                         as_str, epoch, head_records, home, iso, join_result, one_line,
-                         read_json_object, text_of)
+from agents import claude, session_totals
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch,
+                         head_records, home, iso, join_result, one_line, read_json_object, text_of)
 from atif.build import TrajectoryBuilder
 
 NAME = "droid"
@@ -232,10 +231,10 @@ def _apply_totals(doc: dict, usage: dict) -> None:
     fresh = as_int(usage.get("inputTokens"))
     write = as_int(usage.get("cacheCreationTokens")) or 0
     read = as_int(usage.get("cacheReadTokens")) or 0
-    apply_session_totals(doc, prompt=None if fresh is None else fresh + write + read,
-                         completion=as_int(usage.get("outputTokens")),
-                         cached=read if fresh is not None else None,
-                         source="settings.json tokenUsage (Droid records usage per session)")
+    session_totals.apply(doc, None if fresh is None else fresh + write + read,
+                         as_int(usage.get("outputTokens")), read if fresh is not None else None,
+                         includes_subagents=False,
+                         usage_source="settings.json tokenUsage (Droid records usage per session)")
     extra = doc["final_metrics"].get("extra")
     if extra is not None:
         for key, name in (("cacheCreationTokens", "cache_write_tokens"),

@@ -10,7 +10,7 @@ columns; `active`/`compacted` flags). Structured content is stored as JSON behin
 prefix (`\\x00json:` in older releases, `\\x01json:` now).
 
 Usage is recorded per session, not per message, so `final_metrics` carries the session totals
-(`agents.base.apply_session_totals`). Rows a rewind (`/undo`) retired (`active=0` and not
+(`agents/session_totals.py`). Rows a rewind (`/undo`) retired (`active=0` and not
 `compacted`) are not part of the conversation and are skipped; rows archived by a compression
 (`compacted=1`) are kept and flagged. A session that continues another (compression split,
 sub-agent) names it in `extra.parent_session_id`; Hermes records no link from a tool call to a
@@ -27,9 +27,9 @@ import os
 import sqlite3
 from contextlib import closing
 
-from agents import sqlite_ro
-from agents.base import (Session, apply_session_totals, as_dict, as_int, as_list, as_str, env_dir,
-                         epoch, iso, join_result, json_arguments, one_line)
+from agents import session_totals, sqlite_ro
+from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
+                         join_result, json_arguments, one_line)
 from atif.build import TrajectoryBuilder, image_part, plain_or_parts, text_part
 
 NAME = "hermes"
@@ -198,9 +198,9 @@ def _apply_totals(doc: dict, row: dict) -> None:
     fresh, read, write = (as_int(row.get(c)) for c in
                           ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
     prompt = None if fresh is None else fresh + (read or 0) + (write or 0)
-    apply_session_totals(doc, prompt=prompt, completion=as_int(row.get("output_tokens")),
-                         cached=read if prompt is not None else None, cost=_cost(row),
-                         source="sessions table (Hermes records usage per session)")
+    session_totals.apply(doc, prompt, as_int(row.get("output_tokens")),
+                         read if prompt is not None else None, _cost(row), includes_subagents=False,
+                         usage_source="sessions table (Hermes records usage per session)")
     extra = doc["final_metrics"].get("extra")
     if extra is not None:
         extra.update({c: row[c] for c in ("cache_write_tokens", "reasoning_tokens")

@@ -1,4 +1,5 @@
-"""Totals a store keeps per session only (Goose's `accumulated_*` columns, Crush's `cost`).
+"""Totals a store keeps per session only (Goose's `accumulated_*` columns, Crush's `cost`, the
+Cline/Roo history entry, Hermes' sessions table, Droid's settings file).
 
 Step metrics are the rule; when a store records usage only for the whole session there is
 nothing to put on the steps, so the session's figures go to the document's `final_metrics`.
@@ -12,14 +13,18 @@ _KEYS = ("total_prompt_tokens", "total_completion_tokens", "total_cached_tokens"
 
 
 def apply(doc: dict, prompt=None, completion=None, cached=None, cost=None, *,
-          includes_subagents: bool, extra: dict | None = None) -> None:
-    """Set the session's own totals in `doc["final_metrics"]`.
+          includes_subagents: bool, usage_source: str = "session totals",
+          extra: dict | None = None) -> None:
+    """Set the session's own totals in `doc["final_metrics"]`, unless a step of the document
+    reports usage: the steps' sums are then the totals, and counting both would count twice.
 
     `includes_subagents`: the store's figure already counts the embedded sub-agents (Crush adds
     a task's cost to its parent's), so it replaces the computed total; otherwise it is added to
     what the builder summed from the embedded sub-agents (Harbor's rule: a total includes the
     sub-agents spawned). `final_metrics.extra.usage_source` then says the totals are not the
-    sum of the step metrics."""
+    sum of the step metrics; `extra` goes to `final_metrics.extra` too."""
+    if steps_report_usage(doc):
+        return
     final = dict(doc.get("final_metrics") or {})
     applied = False
     for key, value in zip(_KEYS, (prompt, completion, cached, cost)):
@@ -33,8 +38,12 @@ def apply(doc: dict, prompt=None, completion=None, cached=None, cost=None, *,
     if final.get("total_cost_usd") is not None:
         final["total_cost_usd"] = round(final["total_cost_usd"], 10)
     merged_extra = {**(final.get("extra") or {}), **(extra or {})}
-    if applied:  # as base.apply_session_totals: the totals are not the sum of the steps
-        merged_extra["usage_source"] = "session totals"
+    if applied:
+        merged_extra["usage_source"] = usage_source
     doc["final_metrics"] = drop_none(**{k: final.get(k) for k in _KEYS},
                                      total_steps=final.get("total_steps", len(doc.get("steps", []))),
                                      extra=merged_extra or None)
+
+
+def steps_report_usage(doc: dict) -> bool:
+    return any("metrics" in step for step in doc.get("steps", []))
