@@ -219,9 +219,7 @@ class _Translation:
             if title:
                 self.b.extra["native_title"] = title
         elif kind not in SKIPPED_TYPES and kind is not None:
-            self.b.extra.setdefault("skipped_record_types", [])
-            if kind not in self.b.extra["skipped_record_types"]:
-                self.b.extra["skipped_record_types"].append(kind)
+            note_skipped_type(self.b, kind)
 
     # assistant records: one step per message id ---------------------------------------------------
     def assistant(self, record: dict) -> None:
@@ -454,6 +452,25 @@ class _Translation:
             self.b.model_name = self.b.model_name or self.model
         if self.version:
             self.b.version = self.version
+
+
+def note_skipped_type(builder: TrajectoryBuilder, kind) -> None:
+    """Name a record type the translation passed over in `extra.skipped_record_types`, once."""
+    skipped = builder.extra.setdefault("skipped_record_types", [])
+    if kind not in skipped:
+        skipped.append(kind)
+
+
+def translate_records(builder: TrajectoryBuilder, records, session_dir: str) -> None:
+    """Translate records of Claude Code's shape into `builder` as `translate` does a
+    transcript's (calls joined to results, injected text told from prompts, abandoned branches
+    marked, usage counted once per API call), for other stores that write that shape (Factory
+    Droid). Each record is translated as `records` yields it. Spilled tool outputs are looked
+    for in `session_dir`/tool-results."""
+    translation = _Translation(builder, _Context(session_dir))
+    for record in records:
+        translation.feed(record)
+    translation.finish()
 
 
 def usage_metrics(usage: dict) -> dict | None:

@@ -132,25 +132,32 @@ def translate(session: Session, env) -> dict:
 
 
 def _translate_store(builder: TrajectoryBuilder, records: list[dict], session: Session) -> None:
-    translation = claude._Translation(builder, claude._Context(session.source[: -len(".jsonl")]))
+    claude.translate_records(builder, _as_claude_records(builder, records),
+                             session.source[: -len(".jsonl")])
+
+
+def _as_claude_records(builder: TrajectoryBuilder, records: list[dict]):
+    """The message records in Claude Code's shape, in file order. The `session_start` record and
+    records of other types are noted in `builder` as they go by, so that the notes keep the file
+    order, mixed with those the Claude translator makes."""
     for record in records:
         if record.get("type") == "session_start":
-            version = record.get("version")  # the CLI's release, or (a number) the file's schema
-            if isinstance(version, str):
-                builder.version = version
-            elif as_int(version) is not None:
-                builder.extra["schema_version"] = as_int(version)
-            title = as_str(record.get("sessionTitle")) or as_str(record.get("title"))
-            if title:
-                builder.extra["native_title"] = title
+            _note_session_start(builder, record)
         elif record.get("type") == "message":
-            for adapted in claude_records(record):
-                translation.feed(adapted)
+            yield from claude_records(record)
         else:
-            builder.extra.setdefault("skipped_record_types", [])
-            if record.get("type") not in builder.extra["skipped_record_types"]:
-                builder.extra["skipped_record_types"].append(record.get("type"))
-    translation.finish()
+            claude.note_skipped_type(builder, record.get("type"))
+
+
+def _note_session_start(builder: TrajectoryBuilder, record: dict) -> None:
+    version = record.get("version")  # the CLI's release, or (a number) the file's schema
+    if isinstance(version, str):
+        builder.version = version
+    elif as_int(version) is not None:
+        builder.extra["schema_version"] = as_int(version)
+    title = as_str(record.get("sessionTitle")) or as_str(record.get("title"))
+    if title:
+        builder.extra["native_title"] = title
 
 
 def claude_records(record: dict) -> list[dict]:
