@@ -50,6 +50,7 @@ import stat
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import loads
 
 HEAD_BYTES = 256 * 1024
@@ -94,6 +95,14 @@ def listdir(path: str) -> list[str]:
         return sorted(os.listdir(path))
     except OSError:
         return []
+
+
+def mtime(path: str) -> float | None:
+    """When a file was last written; None when it cannot be read."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def unique_files(paths):
@@ -392,6 +401,32 @@ def json_arguments(raw):
         return loads(raw)
     except ValueError:
         return {"input": raw}
+
+
+def chat_content(content):
+    """OpenAI-style message content (a string, or `text` and `image_url` parts, and the
+    Responses API's `input_text`, `output_text` and `input_image`) as an ATIF message: a string
+    unless images are present. Other parts (Kimi's `think`) are not the message."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = []
+    for part in as_list(content) if isinstance(content, list) else [content]:
+        part = as_dict(part)
+        if part.get("type") in ("text", "input_text", "output_text"):
+            parts.append(text_part(as_str(part.get("text")) or ""))
+        elif part.get("type") in ("image_url", "input_image"):
+            parts.append(_url_image(part))
+    return plain_or_parts(parts)
+
+
+def _url_image(part: dict) -> dict:
+    """An image part from an `image_url` (`{url}` or the URL itself): inline data or a link."""
+    url = as_dict(part.get("image_url")).get("url") or part.get("image_url") or ""
+    url = url if isinstance(url, str) else ""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url[5:].split(";base64,", 1)
+        return image_part(media_type, data)
+    return image_part("image/png" if url else None, url=url or None)
 
 
 def join_result(builder, call_id: str | None, content, when=None, extra: dict | None = None,

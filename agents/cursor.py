@@ -37,7 +37,7 @@ from atif.serialize import dumps, loads
 
 from agents import sqlite_ro
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
-                         iso, listdir, one_line, open_binary)
+                         iso, listdir, mtime, one_line, open_binary)
 
 NAME = "cursor"
 PREFIX = "cu"
@@ -342,19 +342,12 @@ def _transcript_cwd(path: str, messages: list[_Message]) -> tuple[_Cwd, dict]:
     return _resolve_cwd(meta.get("cwd"), _workspace_hints(_texts(messages)), md5_folder, slug), meta
 
 
-def _mtime(path: str) -> float | None:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
-
-
 def _scan_transcript(path: str) -> Session:
     messages = read_transcript(path, limit=HEAD_LINES)
     cwd, meta = _transcript_cwd(path, messages)
     stem = os.path.splitext(os.path.basename(path))[0]
     return Session(agent=NAME, native_id=stem, source=path,
-                   started=epoch(meta.get("createdAt")) or _mtime(path), cwd=cwd.path,
+                   started=epoch(meta.get("createdAt")) or mtime(path), cwd=cwd.path,
                    title=one_line(_first_prompt(messages)), model=as_str(meta.get("lastUsedModel")),
                    extra={"format": "transcript-" + os.path.splitext(path)[1][1:], **cwd.extra()})
 
@@ -525,7 +518,7 @@ def _scan_store(path: str) -> Session:
     meta = store.meta
     native_id = as_str(meta.get("agentId")) or os.path.basename(os.path.dirname(path))
     return Session(agent=NAME, native_id=native_id, source=path,
-                   started=epoch(meta.get("createdAt")) or _mtime(path), cwd=cwd.path,
+                   started=epoch(meta.get("createdAt")) or mtime(path), cwd=cwd.path,
                    title=one_line(_first_prompt(messages) or as_str(meta.get("name")) or ""),
                    model=as_str(meta.get("lastUsedModel")), extra={"format": "chat-store", **cwd.extra()})
 
@@ -650,7 +643,7 @@ def _spawn_links(messages: list[_Message], children: list[tuple[str, str]]) -> d
 
 def _embed_subagents(builder: TrajectoryBuilder, transcript: str, messages: list[_Message]) -> dict:
     children = []
-    for path in sorted(_subagent_files(transcript), key=lambda p: (_mtime(p) or 0, p)):
+    for path in sorted(_subagent_files(transcript), key=lambda p: (mtime(p) or 0, p)):
         sub = TrajectoryBuilder(ATIF_NAME, session_id=os.path.splitext(os.path.basename(path))[0])
         sub_messages = read_transcript(path, sub)
         _Translation(sub).messages(sub_messages)

@@ -28,9 +28,9 @@ import sqlite3
 from contextlib import closing
 
 from agents import session_totals, sqlite_ro
-from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
-                         join_result, json_arguments, one_line)
-from atif.build import TrajectoryBuilder, image_part, plain_or_parts, text_part
+from agents.base import (Session, as_dict, as_int, as_list, as_str, chat_content, env_dir, epoch,
+                         iso, join_result, json_arguments, one_line)
+from atif.build import TrajectoryBuilder
 
 NAME = "hermes"
 PREFIX = "hm"
@@ -132,29 +132,6 @@ def message_text(content) -> str:
                      if as_dict(p).get("type") in ("text", "input_text", "output_text"))
 
 
-def message_parts(content):
-    """OpenAI-style content as an ATIF message: a string unless images are present."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    parts = []
-    for part in as_list(content) if isinstance(content, list) else [content]:
-        part = as_dict(part)
-        if part.get("type") in ("text", "input_text", "output_text"):
-            parts.append(text_part(as_str(part.get("text")) or ""))
-        elif part.get("type") in ("image_url", "input_image"):
-            parts.append(_image(part))
-    return plain_or_parts(parts)
-
-
-def _image(part: dict) -> dict:
-    url = as_dict(part.get("image_url")).get("url") or part.get("image_url") or ""
-    url = url if isinstance(url, str) else ""
-    if url.startswith("data:") and ";base64," in url:
-        media_type, data = url[5:].split(";base64,", 1)
-        return image_part(media_type, data)
-    return image_part("image/png" if url else None, url=url or None)
-
-
 # translation -------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
     builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
@@ -240,20 +217,20 @@ class _MessageTranslator:
         role = row.get("role")
         content = decode_content(row.get("content"))
         if role == "user":
-            self.builder.user(message_parts(content), when, extra=flags or None)
+            self.builder.user(chat_content(content), when, extra=flags or None)
         elif role == "assistant":
             self.assistant(row, content, when, flags)
         elif role == "tool":
             self.tool(row, content, when)
         elif role == "system":
-            self.builder.system(message_parts(content), when, extra={"kind": "system", **flags})
+            self.builder.system(chat_content(content), when, extra={"kind": "system", **flags})
         else:
             self.builder.warn(f"message with unknown role {role!r} skipped")
 
     def assistant(self, row: dict, content, when, flags: dict) -> None:
         reasoning = as_str(row.get("reasoning_content")) or as_str(row.get("reasoning")) or None
         extra = {**flags, **{k: row[k] for k in ("finish_reason", "token_count") if row.get(k)}}
-        step = self.builder.agent(message_parts(content), when, model_name=self.model,
+        step = self.builder.agent(chat_content(content), when, model_name=self.model,
                                   reasoning=reasoning, llm_call_count=1, extra=extra or None)
         for call in self.calls(row.get("tool_calls")):
             function = as_dict(call.get("function"))
@@ -274,7 +251,7 @@ class _MessageTranslator:
     def tool(self, row: dict, content, when) -> None:
         extra = tool_result_extra(content)
         call_id = as_str(row.get("tool_call_id")) or ""
-        join_result(self.builder, call_id, message_parts(content), when, extra,
+        join_result(self.builder, call_id, chat_content(content), when, extra,
                     tool_name=as_str(row.get("tool_name")))
 
 

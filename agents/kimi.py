@@ -31,10 +31,10 @@ import hashlib
 import os
 import re
 
-from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
-                         head_records, iso, join_result, json_arguments, one_line, read_json_object,
-                         text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, chat_content,
+                         env_dir, epoch, head_records, iso, join_result, json_arguments, mtime,
+                         one_line, read_json_object, text_of)
+from atif.build import TrajectoryBuilder, metrics
 
 NAME = "kimi"
 PREFIX = "km"
@@ -129,7 +129,7 @@ def _scan_cli(source: str, env) -> Session:
         title = one_line(text_of(first.get("content")))
     state = read_json_object(os.path.join(folder, "state.json"))
     hash_folder = os.path.basename(os.path.dirname(folder))
-    return Session(agent=NAME, native_id=native_id, source=source, started=started or _mtime(source),
+    return Session(agent=NAME, native_id=native_id, source=source, started=started or mtime(source),
                    cwd=work_dir_of(native_id, hash_folder, env),
                    title=title or one_line(as_str(state.get("custom_title")) or ""),
                    extra={"format": fmt})
@@ -154,7 +154,7 @@ def _scan_code(source: str) -> Session:
             break
     native_id = os.path.basename(folder).removeprefix("session_")
     return Session(agent=NAME, native_id=native_id, source=source,
-                   started=started or epoch(state.get("createdAt")) or _mtime(source),
+                   started=started or epoch(state.get("createdAt")) or mtime(source),
                    cwd=as_str(state.get("workDir")) or None,
                    title=title or one_line(as_str(state.get("title")) or ""), model=model,
                    extra={"format": f"kimi-code-wire-{version}"})
@@ -164,13 +164,6 @@ def typed_by_user(message: dict) -> bool:
     """A Kimi Code user message the human typed (no origin in early releases), not one the
     harness injected (`injection`, `system_trigger`)."""
     return as_dict(message.get("origin")).get("kind") in (None, "user")
-
-
-def _mtime(path: str) -> float | None:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
 
 
 # translation -------------------------------------------------------------------------------------
@@ -201,25 +194,6 @@ def _fallback_to_context(builder: TrajectoryBuilder, session: Session) -> None:
         _CliContext(builder).run(reader)
         for problem in reader.problems():
             builder.warn(f"context.jsonl: {problem}")
-
-
-def content_message(content):
-    """Kimi content (a string, or text/think/image_url parts) as an ATIF message."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    parts = []
-    for part in as_list(content) if isinstance(content, list) else [content]:
-        part = as_dict(part)
-        if part.get("type") == "text":
-            parts.append(text_part(as_str(part.get("text")) or ""))
-        elif part.get("type") == "image_url":
-            url = as_str(as_dict(part.get("image_url")).get("url")) or ""
-            if url.startswith("data:") and ";base64," in url:
-                media_type, data = url[5:].split(";base64,", 1)
-                parts.append(image_part(media_type, data))
-            else:
-                parts.append(image_part("image/png" if url else None, url=url or None))
-    return plain_or_parts(parts)
 
 
 class _Parts:
@@ -313,11 +287,11 @@ class _CliWire:
 
     def on_TurnBegin(self, payload, when, _):
         self.current.begin()
-        self.builder.user(content_message(payload.get("user_input")), when)
+        self.builder.user(chat_content(payload.get("user_input")), when)
 
     def on_SteerInput(self, payload, when, _):
         self.current.begin()
-        self.builder.user(content_message(payload.get("user_input")), when, extra={"kind": "steer"})
+        self.builder.user(chat_content(payload.get("user_input")), when, extra={"kind": "steer"})
 
     def on_StepBegin(self, payload, when, _):
         self.current.begin()
@@ -346,7 +320,7 @@ class _CliWire:
         extra = {k: v for k, v in {"is_error": True if value.get("is_error") else None,
                                    "message": as_str(value.get("message")) or None}.items() if v}
         refs = self.take_subagent(call_id)
-        content = content_message(value.get("output"))
+        content = chat_content(value.get("output"))
         join_result(self.builder, call_id, content, when, extra, subagents=refs)
 
     def on_CompactionBegin(self, payload, when, _):
@@ -394,7 +368,7 @@ class _CliContext:
             if role == "_system_prompt":
                 self.builder.system(as_str(record.get("content")) or "", extra={"kind": "system_prompt"})
             elif role == "user":
-                self.builder.user(content_message(record.get("content")))
+                self.builder.user(chat_content(record.get("content")))
             elif role == "assistant":
                 self.assistant(record)
             elif role == "tool":
@@ -420,7 +394,7 @@ class _CliContext:
 
     def tool(self, record: dict) -> None:
         call_id = as_str(record.get("tool_call_id")) or ""
-        content = content_message(record.get("content"))
+        content = chat_content(record.get("content"))
         join_result(self.builder, call_id, content)
 
 
@@ -468,7 +442,7 @@ class _CodeWire:
     def on_context_append_message(self, record, when):
         message = as_dict(record.get("message"))
         origin = as_dict(message.get("origin"))
-        content = content_message(message.get("content"))
+        content = chat_content(message.get("content"))
         if message.get("role") != "user":
             self.builder.warn(f"context message with role {message.get('role')!r} skipped")
         elif typed_by_user(message):
@@ -522,7 +496,7 @@ class _CodeWire:
     def loop_tool_result(self, event, when):
         call_id = as_str(event.get("toolCallId")) or ""
         result = as_dict(event.get("result"))
-        content = content_message(result.get("output"))
+        content = chat_content(result.get("output"))
         extra = {"is_error": True} if result.get("isError") or result.get("is_error") else None
         refs = self.subagent_refs(content)
         join_result(self.builder, call_id, content, when, extra, subagents=refs)

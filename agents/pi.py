@@ -19,8 +19,8 @@ from __future__ import annotations
 import glob
 import os
 
-from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, connected_leaf, epoch,
-                         head_records, home, iso, join_result, one_line, text_of)
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, connected_leaf,
+                         epoch, head_records, home, iso, join_result, mtime, one_line, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
 NAME = "pi"
@@ -67,7 +67,7 @@ def scan(source: str, env) -> list[Session]:
             break
     native_id = as_str(header.get("id")) or _id_from_name(source)
     return [Session(agent=NAME, native_id=native_id, source=source,
-                    started=epoch(header.get("timestamp")) or _mtime(source),
+                    started=epoch(header.get("timestamp")) or mtime(source),
                     cwd=as_str(header.get("cwd")) or None, title=title, model=model,
                     extra={"format": f"v{as_int(header.get('version')) or 1}"})]
 
@@ -76,13 +76,6 @@ def _id_from_name(path: str) -> str:
     """`<timestamp>_<uuid>.jsonl` -> uuid (only for a file whose header is unreadable)."""
     stem = os.path.basename(path)[: -len(".jsonl")]
     return stem.rsplit("_", 1)[-1]
-
-
-def _mtime(path: str) -> float | None:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
 
 
 # translation -------------------------------------------------------------------------------------
