@@ -96,26 +96,17 @@ SESSION_FIELDS = ("id", "parent_session_id", "title", "message_count", "prompt_t
                   "completion_tokens", "cost", "created_at", "updated_at", "workspace_cwd")
 
 
-def select_list(present: set[str]) -> str:
-    return ", ".join(f"s.{name}" if name in present else "NULL" for name in SESSION_FIELDS)
-
-
 def scan(source: str, env) -> list[Session]:
     """Top-level sessions (sub-agent sessions are embedded in their parents), in one query."""
-    connection = sqlite_ro.connect(source)
-    try:
-        present = sqlite_ro.columns(connection, "sessions")
+    with sqlite_ro.listing(source) as connection:
+        fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
-            f"SELECT {select_list(present)}, "
+            f"SELECT {fields}, "
             "(SELECT parts FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
             " ORDER BY m.created_at, m.rowid LIMIT 1), "
             "(SELECT model FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant' "
             " AND m.model IS NOT NULL AND m.model != '' ORDER BY m.created_at, m.rowid LIMIT 1) "
             "FROM sessions s WHERE s.parent_session_id IS NULL OR s.parent_session_id = ''").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise sqlite_ro.StoreError(f"{source}: cannot list the sessions: {exc}") from None
-    finally:
-        connection.close()
     project = project_dir(source, env)
     found = []
     for row in rows:
@@ -177,7 +168,7 @@ class SessionReader:
 
     def row(self, session_id: str) -> dict | None:
         found = self.connection.execute(
-            f"SELECT {select_list(self.session_columns)} FROM sessions s WHERE s.id = ?",
+            f"SELECT {sqlite_ro.select_list(SESSION_FIELDS, self.session_columns)} FROM sessions s WHERE s.id = ?",
             (session_id,)).fetchone()
         return dict(zip(SESSION_FIELDS, found)) if found else None
 

@@ -82,17 +82,11 @@ def utc_epoch(value) -> float | None:
 
 
 def scan_database(path: str) -> list[Session]:
-    connection = sqlite_ro.connect(path)
-    try:
-        session_columns = sqlite_ro.columns(connection, "sessions")
+    with sqlite_ro.listing(path) as connection:
+        fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
-            f"SELECT {select_list(session_columns)}, "
-            "(SELECT content_json FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-            " ORDER BY m.id LIMIT 1) FROM sessions s").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise sqlite_ro.StoreError(f"{path}: cannot list the sessions: {exc}") from None
-    finally:
-        connection.close()
+            f"SELECT {fields}, (SELECT content_json FROM messages m WHERE m.session_id = s.id"
+            " AND m.role = 'user' ORDER BY m.id LIMIT 1) FROM sessions s").fetchall()
     ids = {row[0] for row in rows}
     found = []
     for row in rows:
@@ -113,11 +107,6 @@ SESSION_FIELDS = ("id", "name", "description", "session_type", "working_dir", "c
                   "accumulated_input_tokens", "accumulated_output_tokens",
                   "accumulated_total_tokens", "accumulated_cache_read_tokens",
                   "accumulated_cache_write_tokens", "accumulated_cost")
-
-
-def select_list(present: set[str]) -> str:
-    """The session fields, NULL for the columns this database does not have."""
-    return ", ".join(f"s.{name}" if name in present else "NULL" for name in SESSION_FIELDS)
 
 
 def first_text(content_json) -> str:
@@ -229,8 +218,8 @@ def translate_database(session: Session) -> dict:
 
 
 def session_row(connection, present: set[str], session_id: str) -> dict | None:
-    row = connection.execute(f"SELECT {select_list(present)} FROM sessions s WHERE s.id = ?",
-                             (session_id,)).fetchone()
+    row = connection.execute(f"SELECT {sqlite_ro.select_list(SESSION_FIELDS, present)} FROM sessions s"
+                             " WHERE s.id = ?", (session_id,)).fetchone()
     return dict(zip(SESSION_FIELDS, row)) if row else None
 
 

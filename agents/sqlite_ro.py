@@ -11,6 +11,7 @@ reads as its last committed state.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import struct
@@ -125,3 +126,22 @@ def columns(connection: sqlite3.Connection, table: str) -> set[str]:
 
 def size_of(path: str) -> int:
     return sum(os.path.getsize(p) for p in fingerprint_paths(path) if os.path.exists(p))
+
+
+def select_list(fields, present: set[str], alias: str = "s") -> str:
+    """The SELECT list of `fields` of table `alias`, NULL for those this database's schema does
+    not have (`columns`): one query serves every release."""
+    return ", ".join(f"{alias}.{name}" if name in present else "NULL" for name in fields)
+
+
+@contextlib.contextmanager
+def listing(path: str):
+    """A snapshot of the store for discovery's one query, closed after it; SQLite's error on a
+    damaged database becomes a `StoreError` naming the file."""
+    connection = connect(path)
+    try:
+        yield connection
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot list the sessions: {exc}") from None
+    finally:
+        connection.close()
