@@ -5,7 +5,8 @@ data they hold, how many sessions translate with warnings and how many fail (gro
 problem, with the first reason of each kind), and which native formats and agent versions were
 seen. Every session is translated, through `documents.translate`, the path every command uses,
 so a problem shows here exactly as it would in `show` or the mount. Sessions are translated in
-a small process pool (two workers at most) when there are enough to pay for it.
+a small process pool (`parallel.ordered`, two workers at most) when there are enough to pay for
+it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import os
 import re
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 
 import orjson
 
 import agents
 import catalog
 import documents
+import parallel
 from output import cell, table
 
 WORKERS = 2
@@ -38,16 +39,9 @@ def summarize(session, env) -> dict:
             "format": session.extra.get("format") or "unknown", "id": session.short_id}
 
 
-def _summarize_pair(pair) -> dict:
-    return summarize(*pair)
-
-
 def summarize_all(sessions: list, env) -> list[dict]:
-    env = dict(env)
-    if len(sessions) < POOL_THRESHOLD or (os.cpu_count() or 1) < 2:
-        return [summarize(s, env) for s in sessions]
-    with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-        return list(pool.map(_summarize_pair, [(s, env) for s in sessions], chunksize=8))
+    workers = min(WORKERS, parallel.cores()) if len(sessions) >= POOL_THRESHOLD else 1
+    return list(parallel.ordered(summarize, sessions, (dict(env),), workers))
 
 
 # one agent -----------------------------------------------------------------------------------------
