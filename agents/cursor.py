@@ -32,12 +32,11 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
-from atif.build import TrajectoryBuilder, image_part, text_part
-from atif.serialize import dumps, loads
-
 from agents import sqlite_ro
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
                          iso, listdir, mtime, one_line, open_binary)
+from atif.build import TrajectoryBuilder, image_part, text_part
+from atif.serialize import dumps, loads
 
 NAME = "cursor"
 PREFIX = "cu"

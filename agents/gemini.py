@@ -37,13 +37,12 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from atif.build import TrajectoryBuilder
-from atif.serialize import loads
-
 from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
                          iso, listdir, one_line, open_binary)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
+from atif.build import TrajectoryBuilder
+from atif.serialize import loads
 
 NAME = "gemini"
 PREFIX = "gm"

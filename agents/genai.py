@@ -9,10 +9,9 @@ those shapes into ATIF pieces; it defines no `translate`, so it is not an agent.
 
 from __future__ import annotations
 
+from agents.base import as_int, as_str
 from atif.build import image_part, metrics, text_part
 from atif.serialize import dumps
-
-from agents.base import as_int, as_str
 
 
 def parts_of(content) -> list[dict]:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import os
 
-from atif.build import TrajectoryBuilder
-from atif.serialize import dumps
-
 from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, connected_leaf, epoch,
                          head_records, home, iso, listdir, one_line)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
+from atif.build import TrajectoryBuilder
+from atif.serialize import dumps
 
 NAME = "qwen"
 PREFIX = "qw"
