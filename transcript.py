@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import catalog
-from atif.serialize import dumps
+from atif.serialize import dumps_text
 from errors import UserError
 from output import cell
 
@@ -30,7 +30,7 @@ def content_text(content) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(part_text(part) for part in content)
-    return dumps(content).decode().strip()
+    return dumps_text(content)
 
 
 def part_text(part) -> str:
@@ -156,7 +156,7 @@ def render_step(step: dict, short_id: str, refs: dict, max_chars: int) -> list[s
     elif message.strip():
         lines += [message, ""]
     for call in step.get("tool_calls") or []:
-        arguments = dumps(call.get("arguments") or {}).decode().strip()
+        arguments = dumps_text(call.get("arguments") or {})
         lines += [f"**Tool call** `{call.get('function_name')}` (`{call.get('tool_call_id')}`)", ""]
         lines += fenced(arguments, max_chars, "json")
     for result in (step.get("observation") or {}).get("results") or []:

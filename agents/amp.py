@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, one_line, read_json_document, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
-from atif.serialize import dumps
+from atif.serialize import dumps_text
 
 NAME = "amp"
 PREFIX = "am"
@@ -186,7 +186,7 @@ def result_text(result) -> str:
                 return result[key]
     if isinstance(result, list) and all(isinstance(item, str) for item in result):
         return "\n".join(result)
-    return dumps(result).decode("utf-8", "replace").strip()
+    return dumps_text(result)
 
 
 def usage_metrics(usage: dict) -> dict | None:

@@ -16,7 +16,7 @@ import re
 from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
                          iso, one_line, open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
-from atif.serialize import loads
+from atif.serialize import dumps_text, loads
 
 NAME = "claude"
 PREFIX = "cl"
@@ -276,7 +276,7 @@ class _Translation:
         elif kind and kind.endswith("_tool_result"):  # results of server tools (web search, ...)
             call_id = as_str(block.get("tool_use_id"))
             content = block.get("content")
-            text = content if isinstance(content, str) else loads_safe_dump(content)
+            text = content if isinstance(content, str) else dumps_text(content)
             if not (call_id and self.b.tool_result(call_id, text)):
                 self.b.observe(step, text, extra={"kind": kind})
         elif kind == "redacted_thinking":
@@ -494,19 +494,13 @@ def result_content(content):
             return [image_from(b) if b.get("type") == "image" else text_part(text_of(b))
                     for b in content if isinstance(b, dict)]
         return text_of(content, "\n")
-    return loads_safe_dump(content)
+    return dumps_text(content)
 
 
 def image_from(block: dict) -> dict:
     source = as_dict(block.get("source"))
     url = as_str(source.get("url")) if source.get("type") == "url" else None
     return image_part(as_str(source.get("media_type")), source.get("data"), url=url)
-
-
-def loads_safe_dump(value) -> str:
-    from atif.serialize import dumps
-
-    return dumps(value).decode("utf-8", "replace").strip()
 
 
 def translate(session: Session, env) -> dict:

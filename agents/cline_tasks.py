@@ -40,7 +40,7 @@ from agents import session_totals
 from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
                          open_binary)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
-from atif.serialize import dumps, loads
+from atif.serialize import dumps_text, loads
 
 API_HISTORY = "api_conversation_history.json"
 UI_MESSAGES = "ui_messages.json"
@@ -394,7 +394,7 @@ def result_content(content):
                  image_part(as_str(as_dict(c.get("source")).get("media_type")),
                             as_str(as_dict(c.get("source")).get("data"))) for c in items]
         return plain_or_parts(parts)
-    return dumps(content).decode().strip() if content is not None else ""
+    return dumps_text(content) if content is not None else ""
 
 
 def failed_items(content) -> bool:

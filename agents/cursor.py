@@ -36,7 +36,7 @@ from agents import sqlite_ro
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
                          iso, listdir, mtime, one_line, open_binary)
 from atif.build import TrajectoryBuilder, image_part, text_part
-from atif.serialize import dumps, loads
+from atif.serialize import dumps_text, loads
 
 NAME = "cursor"
 PREFIX = "cu"
@@ -615,7 +615,7 @@ def _result_content(value):
         texts = [b["text"] for b in blocks if b and b["type"] == "text"]
         if len(texts) == len(value):
             return "\n".join(texts)
-    return dumps(value).decode().strip()
+    return dumps_text(value)
 
 
 # sub-agents --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from agents import claude, session_totals
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch,
                          head_records, home, iso, join_result, one_line, read_json_object, text_of)
 from atif.build import TrajectoryBuilder
+from atif.serialize import dumps_text
 
 NAME = "droid"
 PREFIX = "fd"
@@ -215,7 +216,7 @@ def _translate_stream(builder: TrajectoryBuilder, records: list[dict]) -> None:
 
 def _stream_result(builder: TrajectoryBuilder, record: dict, when) -> None:
     value = record.get("value")
-    content = value if isinstance(value, str) else claude.loads_safe_dump(value)
+    content = value if isinstance(value, str) else dumps_text(value)
     if isinstance(value, dict) and isinstance(value.get("stdout"), str):
         content = value["stdout"]
     code = as_int(as_dict(value).get("exitCode"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from agents.base import as_int, as_str
 from atif.build import image_part, metrics, text_part
-from atif.serialize import dumps
+from atif.serialize import dumps_text
 
 
 def parts_of(content) -> list[dict]:
@@ -92,13 +92,13 @@ def response_content(response: dict, extra_parts: list[dict] = ()) -> tuple[obje
         elif isinstance(payload.get("error"), str):
             text, is_error = payload["error"], True
         else:
-            text = dumps(payload).decode().strip()
+            text = dumps_text(payload)
     elif isinstance(payload, str):
         text = payload
     elif payload is None:
         text = ""
     else:
-        text = dumps(payload).decode().strip()
+        text = dumps_text(payload)
     pieces = [text_part(text)] if text else []
     for part in [*parts_of(response.get("parts")), *extra_parts]:
         if isinstance(part.get("text"), str) and part["text"]:

@@ -23,7 +23,7 @@ from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, connect
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
-from atif.serialize import dumps
+from atif.serialize import dumps_text
 
 NAME = "qwen"
 PREFIX = "qw"
@@ -253,7 +253,7 @@ class _Translation:
 def _item_text(item) -> str:
     if isinstance(item, dict) and as_str(item.get("text")):
         return item["text"]
-    return dumps(item).decode().strip()
+    return dumps_text(item)
 
 
 def translate(session: Session, env) -> dict:

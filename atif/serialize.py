@@ -30,6 +30,12 @@ def dumps(doc: dict) -> bytes:
         return text.encode("utf-8", "replace") + b"\n"
 
 
+def dumps_text(value) -> str:
+    """A native value as the JSON text a document shows where the agent recorded no text (a
+    structured tool result, arguments in a transcript): `dumps` without the final newline."""
+    return dumps(value).decode().strip()
+
+
 def limit_depth(value, depth: int):
     """A copy of `value` in which containers more than `depth` levels down become a note."""
     if isinstance(value, dict):
