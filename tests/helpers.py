@@ -46,6 +46,13 @@ def copy_into(home: str, source: str, target: str) -> str:
     return destination
 
 
+def copy_database(source: str, target: str) -> None:
+    """Copy a SQLite database with the side files it has (-wal, -shm): copied while a writer
+    holds it open, the WAL stays un-checkpointed, as a running agent leaves it."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(source + suffix):
+            shutil.copy2(source + suffix, target + suffix)
+
 def live_copy(tmp_path, live_home: str) -> str:
     """A copy of a live store's $HOME that a test may change."""
     home = str(tmp_path / "live")

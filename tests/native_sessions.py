@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from helpers import copy_database
 from homes import live_store
 from mutations import settle_sqlite
 
@@ -493,9 +494,7 @@ def emptied_copy(home: str, agent: str, database: str, tables: list[str], keep: 
         folder = tempfile.mkdtemp(prefix=f"template-{agent}-")
         atexit.register(shutil.rmtree, folder, True)
         template = os.path.join(folder, os.path.basename(database))
-        for side in ("", "-wal", "-shm"):
-            if os.path.exists(os.path.join(live_store(agent), database + side)):
-                shutil.copy2(os.path.join(live_store(agent), database + side), template + side)
+        copy_database(os.path.join(live_store(agent), database), template)
         settle_sqlite(template)
         connection = sqlite3.connect(template)
         for table in tables:

@@ -20,7 +20,7 @@ import pytest
 import catalog
 from agents import crush
 from helpers import (assert_damaged_database_is_reported, assert_golden, assert_valid, base_env,
-                     doc_counts, tree_digest)
+                     copy_database, doc_counts, tree_digest)
 
 
 INITIAL_MIGRATION = """
@@ -163,9 +163,7 @@ def build_database(project: str, wal: bool = False, extra_sql: str = "") -> str:
             " VALUES (?,?,?,?,?,?,?,?)",
             (mid, sid, role, json.dumps(parts), model, "anthropic" if model else None, created, created))
         connection.commit()
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(work + suffix):
-            shutil.copy2(work + suffix, path + suffix)
+    copy_database(work, path)
     connection.close()
     shutil.rmtree(os.path.dirname(work))
     return path

@@ -21,7 +21,7 @@ import catalog
 from agents import goose
 from atif.serialize import loads
 from helpers import (SAMPLES, assert_damaged_database_is_reported, assert_golden, assert_valid,
-                     base_env, doc_counts, read_jsonl, tree_digest)
+                     base_env, copy_database, doc_counts, read_jsonl, tree_digest)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "goose", "deja-vu", "sessions")
 
@@ -118,9 +118,7 @@ def build_database(directory: str, wal: bool = False) -> str:
             " VALUES (?,?,?,?,?,?)",
             (sid, role, json.dumps(content), created, json.dumps(metadata) if metadata else None, message_id))
         connection.commit()
-    for suffix in ("", "-wal", "-shm"):  # copied while open: the WAL is not checkpointed
-        if os.path.exists(work + suffix):
-            shutil.copy2(work + suffix, path + suffix)
+    copy_database(work, path)  # while open: the WAL is not checkpointed
     connection.close()
     shutil.rmtree(os.path.dirname(work))
     return path
