@@ -148,7 +148,7 @@ def assert_golden(doc: dict, agent: str, name: str) -> None:
     assert data == expected, f"{path} differs in its bytes (UPDATE_GOLDEN=1 rewrites it)"
 
 
-# stores are only read ----------------------------------------------------------------------------
+# stores are only read; damaged copies -------------------------------------------------------------
 def tree_digest(*roots: str) -> dict:
     """path -> (size, mtime, content hash) of every file under `roots` (side files of SQLite
     included): equal before and after means nothing was written, created or removed. A FIFO or
@@ -302,6 +302,21 @@ def scenario_runs(live_home: str) -> list[Run]:
     return [_scenario_run(chunk) for chunk in re.split(r"^### Run \d+: ", text, flags=re.M)[1:]]
 
 
+def _scenario_run(chunk: str) -> Run:
+    run = Run(chunk.split("\n", 1)[0].strip())
+    run.cwd = re.search(r"project dir \(cwd\): `([^`]+)`", chunk).group(1)
+    run.prompt = json.loads(re.search(r"user prompt \(JSON string\): (\".*\")\s*$", chunk, re.M).group(1))
+    run.stores = re.findall(r"`([^`]+)`", re.search(r"store files containing this prompt: (.*)", chunk).group(1))
+    outputs = chunk.split("Tool outputs as the agent sent them back", 1)[-1]
+    for block in re.findall(r"^\d+\. ```\n(.*?)\n```", outputs, re.M | re.S):
+        try:  # Gemini's outputs are quoted as the functionResponse it sent back
+            block = json.loads(block)["functionResponse"]["response"]["output"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        run.tool_outputs.append(block.strip())
+    return run
+
+
 def scenario_sessions(module, env, live_home: str) -> list[tuple]:
     """(session, its runs) for every store file the runs of `live_home`'s SCENARIO.md wrote,
     discovered in `env`, whose $HOME is a copy of `live_home`."""
@@ -332,18 +347,3 @@ def assert_scoped_as_the_scenario(agent: str, env, live_home: str) -> None:
     for project in (f"/tmp/agents/proj-{agent}", f"/tmp/agents/proj-{agent}-other"):
         expected = {os.path.join(env["HOME"], r.stores[0]) for r in runs if r.cwd == project}
         assert {s.source for s in catalog.Scope(project).filter(found)} == expected
-
-
-def _scenario_run(chunk: str) -> Run:
-    run = Run(chunk.split("\n", 1)[0].strip())
-    run.cwd = re.search(r"project dir \(cwd\): `([^`]+)`", chunk).group(1)
-    run.prompt = json.loads(re.search(r"user prompt \(JSON string\): (\".*\")\s*$", chunk, re.M).group(1))
-    run.stores = re.findall(r"`([^`]+)`", re.search(r"store files containing this prompt: (.*)", chunk).group(1))
-    outputs = chunk.split("Tool outputs as the agent sent them back", 1)[-1]
-    for block in re.findall(r"^\d+\. ```\n(.*?)\n```", outputs, re.M | re.S):
-        try:  # Gemini's outputs are quoted as the functionResponse it sent back
-            block = json.loads(block)["functionResponse"]["response"]["output"]
-        except (ValueError, KeyError, TypeError):
-            pass
-        run.tool_outputs.append(block.strip())
-    return run
