@@ -15,7 +15,6 @@ from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, 
                      write_jsonl)
 
 LIVE_HOME = os.path.join(LIVE, "kimi-cli-1.52.0")
-LIVE_SESSIONS = os.path.join(LIVE_HOME, ".kimi", "sessions")
 CONTINUED = "d4913984-99fd-4da9-bb43-02a1d269239d"
 KIMI_SAMPLES = os.path.join(SAMPLES, "kimi")
 
