@@ -23,7 +23,7 @@ demo: venv
 	$(PY) examples/demo.py
 
 bench: venv
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) pyi-work dist trajectoriz.1
