@@ -655,8 +655,18 @@ QUIET_EVENTS = {  # duplicates of the response items, or bookkeeping that adds n
 QUIET_TYPES = {"world_state", "token_usage_record", "inter_agent_communication_metadata"}
 
 
+KEEP_BYTES = 16 * 1024 * 1024  # rollouts parsed once (their lines take about 10x this in memory)
+
+
 def translate(session: Session, env) -> dict:
     return Translator(session, env).run()
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path) * (8 if path.endswith(".zst") else 1)
+    except OSError:
+        return 0
 
 
 class Translator:
@@ -677,11 +687,18 @@ class Translator:
         self.turn = 0                    # counted as in `Plan`
 
     def run(self) -> dict:
-        """Two passes: the first makes the file-wide choices (`Plan`), the second translates."""
-        self.plan = Plan(OwnLines(Rollout(self.session.source), self.env))
+        """Two passes: the first makes the file-wide choices (`Plan`), the second translates. A
+        rollout of up to KEEP_BYTES is parsed once and its lines kept for the second pass (the
+        parse is half the work); a larger one is read twice, so that memory stays bounded."""
         rollout = Rollout(self.session.source)
         lines = OwnLines(rollout, self.env)
-        for line in lines:
+        if _file_size(self.session.source) <= KEEP_BYTES:
+            kept = list(lines)
+            self.plan = Plan(kept)
+        else:
+            self.plan = Plan(OwnLines(Rollout(self.session.source), self.env))
+            kept = lines
+        for line in kept:
             self.handle(line)
         return self.finish(rollout, lines)
 
