@@ -120,7 +120,7 @@ def templates(scratch: str) -> list[Template]:
                           [Unit(files_under(os.path.join(scratch, "showcase"), ".claude"))],
                           ["/workspace/example-app"], 1))
     found.append(codex_template(scratch))
-    home = live("copilot-1.0.102")
+    home = _snapshot(scratch, live("copilot-1.0.102"), ".copilot/session-store.db")
     found.append(Template("copilot", home, per_folder(home, r".copilot/session-state/[0-9a-f-]{36}/", "events.jsonl"),
                           ["/tmp/agents/proj-copilot", "/tmp/agents/proj-copilot-other"], 6, big=True,
                           dbs={".copilot/session-store.db": "sessions"}))
@@ -137,7 +137,7 @@ def templates(scratch: str) -> list[Template]:
     found.append(Template("kimi", home, [Unit(u.files + [".kimi/kimi.json"], u.grow) for u in
                                          per_folder(home, r".kimi/sessions/\w+/[0-9a-f-]{36}/", "wire.jsonl")],
                           ["/tmp/agents/proj-kimi", "/tmp/agents/proj-kimi-other"], 3))
-    home = live("cline-3.0.65")
+    home = _snapshot(scratch, live("cline-3.0.65"), ".cline/data/db/sessions.db")
     found.append(Template("cline", home, per_folder(home, r".cline/data/sessions/\w+/"),
                           ["/tmp/agents/proj-cline", "/tmp/agents/proj-cline-other"], 3,
                           dbs={".cline/data/db/sessions.db": "sessions"}))
@@ -181,7 +181,8 @@ def _rooted(scratch: str, name: str, source: str, target: str) -> str:
 
 
 def _snapshot(scratch: str, home: str, db: str) -> str:
-    """A copy of a live home whose database has its WAL applied (the fixture stays untouched)."""
+    """A copy of a live home whose database has its WAL applied. Every template database is
+    opened in such a copy: opening the fixture itself would checkpoint its WAL away."""
     root = os.path.join(scratch, os.path.basename(home))
     if not os.path.isdir(root):
         shutil.copytree(home, root)
