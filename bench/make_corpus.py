@@ -200,6 +200,7 @@ def built_templates(scratch: str) -> list[Template]:
     import test_agent_cursor
     import test_agent_goose
 
+    started = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=5)
     goose_root = os.path.join(scratch, "goose")
     test_agent_goose.build_database(os.path.join(goose_root, ".local/share/goose/sessions"))
     crush_root = os.path.join(scratch, "crush")
@@ -214,6 +215,9 @@ def built_templates(scratch: str) -> list[Template]:
                 connection = sqlite3.connect(os.path.join(folder, name))
                 connection.execute("PRAGMA journal_mode=DELETE")
                 connection.close()
+    for path in (os.path.join(goose_root, ".local/share/goose/sessions/sessions.db"),
+                 os.path.join(crush_root, "projects/proj-crush/.crush/crush.db")):
+        pin_build_times(path, started)
     crush_cwds = [os.path.join(crush_root, "projects", "proj-crush")]
     return [
         Template("goose", goose_root, [], ["/work/proj-goose", "/work/proj-goose-other"], 2,
@@ -222,6 +226,30 @@ def built_templates(scratch: str) -> list[Template]:
                  dbs={"projects/proj-crush/.crush/crush.db": "sessions"}),
         Template("cursor", cursor_root, [Unit(files_under(cursor_root, ".cursor"))], [cwd], 1),
     ]
+
+
+def pin_build_times(path: str, started: datetime) -> None:
+    """Times the builders' schemas default to the build's (CURRENT_TIMESTAMP, unixepoch()) set
+    to a fixed one, so that the corpus is the same whenever it is built."""
+    fixed = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
+    connection = sqlite3.connect(path)
+    triggers = connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    for name, _ in triggers:  # an update trigger would stamp the time again
+        connection.execute(f'DROP TRIGGER "{name}"')
+    for table in db_tables(connection):
+        for name in columns(connection, table):
+            column = f'"{table}"."{name}"'
+            connection.execute(f"UPDATE \"{table}\" SET \"{name}\" = ? WHERE typeof({column}) = 'text' "
+                               f"AND {column} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND {column} >= ?",
+                               (fixed.strftime("%Y-%m-%d %H:%M:%S"), started.strftime("%Y-%m-%d")))
+            for scale in (1, 1000):
+                connection.execute(f"UPDATE \"{table}\" SET \"{name}\" = ? WHERE typeof({column}) = 'integer' "
+                                   f"AND {column} BETWEEN ? AND ?", (int(fixed.timestamp()) * scale,
+                                   int(started.timestamp()) * scale, int(started.timestamp() + 86400) * scale))
+    for _, sql in triggers:
+        connection.execute(sql)
+    connection.commit()
+    connection.close()
 
 
 def sample_templates(scratch: str) -> list[Template]:
@@ -504,6 +532,7 @@ class Databases:
 
     def __init__(self):
         self.open: dict[str, sqlite3.Connection] = {}
+        self.triggers: dict[str, list[str]] = {}
 
     def get(self, target: str, template: str) -> sqlite3.Connection:
         if target not in self.open:
@@ -521,6 +550,9 @@ class Databases:
                 for kind, name, sql in statements:
                     if kind == "table" and name not in virtual and any(name.startswith(v + "_") for v in virtual):
                         continue  # a virtual table's shadow: created with it
+                    if kind == "trigger":  # created last: they would stamp rows with the build's time
+                        self.triggers.setdefault(target, []).append(sql)
+                        continue
                     connection.execute(sql)
                 for table in db_tables(source):  # rows that belong to no session: copied once
                     self._copy_shared(source, connection, table, template)
@@ -540,7 +572,10 @@ class Databases:
     owned: dict = {}
 
     def close(self) -> None:
-        for connection in self.open.values():
+        """Commit, then add the triggers (so full-text indexes a trigger fills stay empty)."""
+        for target, connection in self.open.items():
+            for sql in self.triggers.get(target, []):
+                connection.execute(sql)
             connection.execute("COMMIT")
             connection.close()
         self.open.clear()
@@ -826,10 +861,13 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true", help="about 200 sessions (a quick run)")
     parser.add_argument("--sessions", type=int, help="number of sessions (default 5000; 200 with --small)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--giant-mb", help="sizes of the giant sessions, comma-separated "
+                                           "(default 200,120,80,50; 20,8 with --small)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "corpus", "full"))
     args = parser.parse_args(argv)
     sessions = args.sessions or (200 if args.small else 5000)
-    giants = [20e6, 8e6] if args.small else [200e6, 120e6, 80e6, 50e6]
+    sizes = args.giant_mb or ("20,8" if args.small else "200,120,80,50")
+    giants = [float(size) * 1e6 for size in sizes.split(",") if size.strip()]
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
     os.makedirs(args.out)
