@@ -15,6 +15,7 @@ from datetime import datetime
 
 import agents
 import cache
+import mounts
 from agents.base import Session
 from errors import UserError
 
@@ -54,6 +55,7 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     sessions: list[Session] = []
     problems: list[SourceProblem] = []
     sources_seen: dict = {}
+    avoided = mounts.avoided(env)
     for module in agents.modules(names):
         cached = index.get(module.NAME) or {}
         entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
@@ -66,8 +68,8 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
             problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
             source_list = []
         for source in source_list:
-            if not _readable_kind(source):
-                continue
+            if mounts.inside(source, avoided) or not _readable_kind(source):
+                continue  # never read through a FUSE mount (see mounts.avoided), nor a FIFO
             sources_seen[module.NAME].append(source)
             fp = cache.fingerprint(dependencies(module, source, env))
             entry = entries.get(source)
@@ -192,8 +194,11 @@ def project_root(directory: str) -> str:
         current = parent
 
 
-def _components(path: str) -> tuple:
-    return tuple(part for part in os.path.realpath(path).split(os.sep) if part)
+def _components(path: str, avoided: list[str]) -> tuple:
+    """The path's components, symlinks resolved, except inside a FUSE mount that discovery
+    avoids: resolving looks at every component, and a hung mount would never answer."""
+    resolved = os.path.abspath(path) if mounts.inside(path, avoided) else os.path.realpath(path)
+    return tuple(part for part in resolved.split(os.sep) if part)
 
 
 class Scope:
@@ -202,9 +207,10 @@ class Scope:
     (`/src/proj-2` is not inside `/src/proj`). A session with no known directory belongs to no
     project."""
 
-    def __init__(self, project: str):
-        self.project = os.path.realpath(project)
-        self._root = _components(project)
+    def __init__(self, project: str, env=None):
+        self._avoided = mounts.avoided(env if env is not None else os.environ)
+        self._root = _components(project, self._avoided)
+        self.project = os.sep + os.sep.join(self._root)
         self._memo: dict = {}
 
     def contains(self, session: Session) -> bool:
@@ -213,7 +219,7 @@ class Scope:
             return False
         inside = self._memo.get(cwd)
         if inside is None:
-            inside = _components(cwd)[: len(self._root)] == self._root
+            inside = _components(cwd, self._avoided)[: len(self._root)] == self._root
             self._memo[cwd] = inside
         return inside
 

@@ -43,7 +43,7 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
     if getattr(args, "all", False):
         return found, sessions, None
     project = chosen_project(args)
-    return found, catalog.Scope(project).filter(sessions), project
+    return found, catalog.Scope(project, env).filter(sessions), project
 
 
 def write(text: str | bytes) -> None:
@@ -128,7 +128,7 @@ def run_export(args, env) -> int:
     for stale in glob.glob(os.path.join(glob.escape(out), "*_*_*.atif.json")):
         if os.path.basename(stale) not in wanted:
             os.remove(stale)
-    _write_file(os.path.join(out, "README.md"), guide.readme(project or "every project", len(wanted)))
+    _write_file(os.path.join(out, "README.md"), guide.readme(project or "every project", len(wanted), mounted=False))
     print(f"Exported {len(wanted)} session(s) to {out}", file=sys.stderr)
     return 0
 

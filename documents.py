@@ -109,13 +109,18 @@ def fresh_totals(session: Session, env, redact: bool = True) -> dict:
 
 class Facts:
     """The `totals` of each rendered document, kept across runs so that `list`, `stats` and the
-    mount's `ls -l` need not translate again what did not change."""
+    mount's `ls -l` need not translate again what did not change.
+
+    Records are written in batches by `save()`, merged into what is on disk (another command
+    may have added entries meanwhile). The mount records from its serving thread and saves from
+    another; a record made at the very instant of a save may be lost, which only costs one
+    translation later."""
 
     def __init__(self, env, redact: bool = True):
         self.env = env
         self.redact = redact
         self.entries: dict = cache.load(env, FACTS_FILE)
-        self.dirty = False
+        self._unsaved: dict = {}
 
     def get(self, session: Session, stamp: list) -> dict | None:
         found = self.entries.get(cache_key(session))
@@ -123,11 +128,20 @@ class Facts:
 
     def put(self, session: Session, facts: dict) -> dict:
         self.entries[cache_key(session)] = facts
-        self.dirty = True
+        self._unsaved[cache_key(session)] = facts
         return facts
 
     def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
         return self.put(session, totals(doc, data, stamp))
+
+    def rendered(self, session: Session) -> tuple[list, bytes]:
+        """The session's bytes, rendered now, with the stamp they are valid for; their facts are
+        recorded on the way. The stamp is taken before translating, so a session that changes
+        meanwhile is re-done next time."""
+        stamp = cache_stamp(session, self.env, self.redact)
+        doc, data = document(session, self.env, self.redact)
+        self.record(session, stamp, data, doc)
+        return stamp, data
 
     def of(self, session: Session) -> dict:
         """The facts of a session's document, translating it only when the cache misses."""
@@ -153,6 +167,8 @@ class Facts:
         return found
 
     def save(self) -> None:
-        if self.dirty:
-            cache.save(self.env, FACTS_FILE, self.entries)
-            self.dirty = False
+        unsaved, self._unsaved = self._unsaved, {}
+        if unsaved:
+            stored = cache.load(self.env, FACTS_FILE)
+            stored.update(unsaved)
+            cache.save(self.env, FACTS_FILE, stored)

@@ -4,13 +4,25 @@ for an agent that just found the directory and knows nothing about trajectoriz."
 from __future__ import annotations
 
 
-def readme(project: str, count: int) -> bytes:
+MOUNTED = """It is a read-only view that `trajectoriz` generates when a file is read: nothing here is
+stored, a session still being recorded shows its new steps the next time its file is opened,
+new sessions appear within seconds, and nothing you do here changes the agents' own files."""
+
+EXPORTED = """These are plain files written by `trajectoriz export`: they change only when it runs again,
+and editing them changes nothing in the agents' own files."""
+
+
+def readme(project: str, count: int, mounted: bool) -> bytes:
+    """The guide for a `memory` mount (`mounted`) or an `export` directory."""
+    origin = MOUNTED if mounted else EXPORTED
+    reading_all = ("translates every session (once: sizes and recent files are cached)" if mounted
+                   else "reads every session")
     return f"""# Trajectory memory of {project}
 
 This directory holds the past coding-agent sessions of this project ({count} session(s)):
 one file per session, written by Claude Code, Codex, Gemini CLI, opencode, Copilot CLI and
-other agents, all translated into one format. It is read-only and generated on the fly by
-`trajectoriz`; nothing here is stored, and nothing you do here changes the agents' own files.
+other agents, all translated into one format.
+{origin}
 
 ## File names
 
@@ -47,8 +59,8 @@ Secrets that looked like API keys, tokens or passwords were replaced by `«REDAC
     trajectoriz search --content "error text"           # slower: every message and tool output
     ls | grep <id>                                       # then read that one file
 
-Reading every file (`grep -r` over this directory) translates every session; prefer the
-search above, then open one file.
+Reading every file (`grep -r` over this directory) {reading_all};
+prefer the search above, then open one file.
 
 ## jq recipes
 

@@ -131,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--json", action="store_true",
                         help="one JSON object per agent (all store paths, problem groups, counts)")
 
+    _memory_parser(commands)
+
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
@@ -138,6 +140,53 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files")
     check.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     return parser
+
+
+MEMORY_DESCRIPTION = """\
+Mount the sessions of the current project (its git work tree, or the current
+directory; --dir P for another) at MOUNTPOINT as a read-only directory:
+
+  README.md                        what the files hold, with jq recipes
+  <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
+                                   byte-identical to `trajectoriz show ID`
+
+Listing translates nothing: a session is translated when its file is first stat'ed
+or opened, and sizes are cached, so `ls -l`, `du`, `cat`, `grep -r`, `rg`, `jq` and
+`cp` all see exact sizes and complete contents. A session still being recorded
+shows its new steps the next time its file is opened; new sessions appear within
+seconds. Only you can read the mount; writing fails with "Read-only file system".
+
+The mount runs in the background until `trajectoriz memory --unmount`; its log is
+under ${XDG_CACHE_HOME:-~/.cache}/trajectoriz. A mountpoint inside a git work tree
+is added to .git/info/exclude (never to .gitignore)."""
+
+MEMORY_EPILOG = """\
+examples:
+  trajectoriz memory                     # ./memory, sessions of this project
+  ls -l memory/ && jq '.final_metrics' memory/*_claude_*.atif.json
+  trajectoriz memory --unmount           # also heals "Transport endpoint is not connected"
+
+Needs FUSE: on Linux the fuse3 package (and /dev/fuse inside containers), on macOS
+macFUSE or FUSE-T. Without it, `trajectoriz export --out DIR` writes the same files."""
+
+
+def _memory_parser(commands) -> None:
+    memory = commands.add_parser(
+        "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
+        description=MEMORY_DESCRIPTION, epilog=MEMORY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    memory.add_argument("mountpoint", nargs="?", default="memory", metavar="MOUNTPOINT",
+                        help="where to mount (default: ./memory, created if missing)")
+    memory.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
+    mode = memory.add_mutually_exclusive_group()
+    mode.add_argument("--foreground", action="store_true",
+                      help="stay attached and serve from this process; Ctrl-C or SIGTERM unmounts")
+    mode.add_argument("--unmount", action="store_true",
+                      help="unmount MOUNTPOINT; also recovers a mount whose server died or hangs "
+                           "(\"Transport endpoint is not connected\"), stopping that server")
+    mode.add_argument("--status", action="store_true",
+                      help="say whether MOUNTPOINT is mounted, stale or free, with the server's pid; "
+                           "exit 0 only when it is mounted and answering")
 
 
 def _filter_options(command: argparse.ArgumentParser) -> None:
@@ -168,7 +217,7 @@ HANDLERS = {
     "list": ("commands", "run_list"), "show": ("commands", "run_show"),
     "export": ("commands", "run_export"), "validate": ("commands", "run_validate"),
     "search": ("search", "run_search"), "stats": ("stats", "run_stats"),
-    "agents": ("health", "run"),
+    "agents": ("health", "run"), "memory": ("memory", "run_memory"),
 }
 
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents import projects
-from agents.base import open_binary, Session, epoch, iso, one_line
+from agents.base import Session, epoch, iso, one_line, open_binary, unique_files
 from atif.build import TrajectoryBuilder, metrics
 
 NAME = "aider"
@@ -47,14 +47,7 @@ _APPLIED = re.compile(r"^Applied edit to (.+)$")
 
 # discovery --------------------------------------------------------------------------------------
 def sources(env):
-    seen = set()
-    for directory in projects.candidate_dirs(env):
-        path = os.path.join(directory, HISTORY_FILE)
-        if os.path.isfile(path):
-            real = os.path.realpath(path)
-            if real not in seen:
-                seen.add(real)
-                yield path
+    return unique_files(os.path.join(d, HISTORY_FILE) for d in projects.candidate_dirs(env))
 
 
 def dependencies(source: str, env) -> list[str]:

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, one_line, read_json_document, text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import dumps
 
 NAME = "amp"
@@ -154,10 +154,7 @@ def _user(builder: TrajectoryBuilder, message: dict, when) -> None:
             _tool_result(builder, block, when)
     if not any(p["type"] == "image" or p["text"].strip() for p in parts):
         return
-    if all(p["type"] == "text" for p in parts):
-        builder.user("\n\n".join(p["text"] for p in parts), when)
-    else:
-        builder.user(parts, when)
+    builder.user(plain_or_parts(parts, "\n\n"), when)
 
 
 def _tool_result(builder: TrajectoryBuilder, block: dict, when) -> None:

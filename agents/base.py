@@ -88,6 +88,25 @@ def env_dir(env, variable: str, *default: str) -> str:
     return value if value else os.path.join(home(env), *default)
 
 
+def listdir(path: str) -> list[str]:
+    """The sorted names in a directory; none when it is missing or unreadable."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def unique_files(paths):
+    """The paths that are existing files, each real file once (in the order given)."""
+    seen = set()
+    for path in paths:
+        if os.path.isfile(path):
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                yield path
+
+
 # timestamps -------------------------------------------------------------------------------------
 _ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
 

@@ -13,8 +13,8 @@ import glob
 import os
 import re
 
-from agents.base import (open_binary, JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
-                         home, iso, one_line, text_of)
+from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
+                         iso, one_line, open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import loads
 

@@ -37,8 +37,9 @@ import os
 import re
 
 from agents import session_totals
-from agents.base import open_binary, Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
+                         open_binary)
+from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import dumps, loads
 
 API_HISTORY = "api_conversation_history.json"
@@ -392,9 +393,7 @@ def result_content(content):
         parts = [text_part(c.get("text") or "") if c.get("type") == "text" else
                  image_part(as_str(as_dict(c.get("source")).get("media_type")),
                             as_str(as_dict(c.get("source")).get("data"))) for c in items]
-        if all(p["type"] == "text" for p in parts):
-            return "\n".join(p["text"] for p in parts)
-        return parts
+        return plain_or_parts(parts)
     return dumps(content).decode().strip() if content is not None else ""
 
 

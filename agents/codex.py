@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 import orjson
 
-from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir,
-                         epoch, head_records, iso, one_line, open_binary)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
+                         env_dir, epoch, head_records, iso, one_line, open_binary)
+from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import loads
 
 NAME = "codex"
@@ -418,19 +418,14 @@ def content_of(blocks) -> str | list:
         elif "image" in kind:
             block = as_dict(block)
             parts.append(image_from(block.get("image_url") or block.get("url") or block.get("path")))
-    return simplify(parts)
+    return plain_or_parts(parts)
 
-
-def simplify(parts: list) -> str | list:
-    if all(p["type"] == "text" for p in parts):
-        return "\n".join(p["text"] for p in parts)
-    return parts
 
 
 def prompt_content(text: str, images=(), local_images=()) -> str | list:
     parts = [text_part(text)] if text else []
     parts += [image_from(u) for u in as_list(images)] + [image_from(p) for p in as_list(local_images)]
-    return simplify(parts)
+    return plain_or_parts(parts)
 
 
 PROMPT_SOURCES = ("event", "item", "response")

@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from agents.base import (open_binary, JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
-                         head_records, iso, one_line, text_of)
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
+                         head_records, iso, one_line, open_binary, text_of)
 from atif.build import TrajectoryBuilder, metrics
 from atif.serialize import loads
 

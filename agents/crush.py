@@ -35,8 +35,9 @@ import os
 import sqlite3
 
 from agents import projects, session_totals, sqlite_ro
-from agents.base import open_binary, Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line
-from atif.build import TrajectoryBuilder, image_part, text_part
+from agents.base import (Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line,
+                         open_binary, unique_files)
+from atif.build import TrajectoryBuilder, image_part, text_part, unreadable_database
 from atif.serialize import loads
 
 NAME = "crush"
@@ -73,13 +74,7 @@ def registered_projects(env) -> list[tuple[str, str]]:
 def sources(env):
     candidates = [os.path.join(data_dir, DB_NAME) for _, data_dir in registered_projects(env)]
     candidates += [os.path.join(d, DATA_DIR, DB_NAME) for d in projects.candidate_dirs(env)]
-    seen = set()
-    for path in candidates:
-        if os.path.isfile(path):
-            real = os.path.realpath(path)
-            if real not in seen:
-                seen.add(real)
-                yield path
+    return unique_files(candidates)
 
 
 def dependencies(source: str, env) -> list[str]:
@@ -160,19 +155,13 @@ def translate(session: Session, env) -> dict:
     try:
         connection = sqlite_ro.connect(session.source)
     except sqlite_ro.StoreError as exc:
-        return unreadable(session_id, str(exc))
+        return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
         return SessionReader(connection).document(session_id)
     except sqlite3.DatabaseError as exc:
-        return unreadable(session_id, f"{session.source}: {exc}")
+        return unreadable_database(ATIF_NAME, session_id, f"{session.source}: {exc}")
     finally:
         connection.close()
-
-
-def unreadable(session_id: str, reason: str) -> dict:
-    builder = TrajectoryBuilder(ATIF_NAME, session_id=session_id)
-    builder.warn(f"the database cannot be read: {reason}")
-    return builder.build()
 
 
 class SessionReader:

@@ -36,8 +36,8 @@ from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import dumps, loads
 
 from agents import sqlite_ro
-from agents.base import (open_binary, HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
-                         iso, one_line)
+from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
+                         iso, listdir, one_line, open_binary)
 
 NAME = "cursor"
 PREFIX = "cu"
@@ -56,19 +56,12 @@ def cursor_dir(env) -> str:
     return os.path.join(home(env), ".cursor")
 
 
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
-
 # discovery ---------------------------------------------------------------------------------------
 def sources(env):
     """Transcripts first (they win over a chat store of the same id), then chat stores."""
     base = cursor_dir(env)
     found = []
-    for project in _listdir(os.path.join(base, "projects")):
+    for project in listdir(os.path.join(base, "projects")):
         found.extend(_transcripts(os.path.join(base, "projects", project, "agent-transcripts")))
     found.extend(sorted(glob.glob(os.path.join(glob.escape(base), "chats", "*", "*", "store.db"))))
     return found
@@ -77,7 +70,7 @@ def sources(env):
 def _transcripts(folder: str) -> list[str]:
     """`<id>.jsonl|txt` and `<id>/<id>.jsonl|txt`, a `.jsonl` hiding a `.txt` of the same id."""
     chosen: dict[str, str] = {}
-    for name in _listdir(folder):
+    for name in listdir(folder):
         path = os.path.join(folder, name)
         candidates = [path] if os.path.isfile(path) else [os.path.join(path, name + s) for s in TRANSCRIPT_SUFFIXES]
         for candidate in candidates:
@@ -103,7 +96,7 @@ def _subagent_files(transcript: str) -> list[str]:
     stem = os.path.splitext(os.path.basename(transcript))[0]
     parent = os.path.dirname(transcript)
     folder = os.path.join(parent if os.path.basename(parent) == stem else os.path.join(parent, stem), "subagents")
-    return [os.path.join(folder, n) for n in _listdir(folder) if n.endswith(TRANSCRIPT_SUFFIXES)]
+    return [os.path.join(folder, n) for n in listdir(folder) if n.endswith(TRANSCRIPT_SUFFIXES)]
 
 
 def _chat_meta_paths(transcript: str) -> list[str]:
@@ -518,7 +511,7 @@ def _store_cwd(path: str, store: _Store, messages: list[_Message]) -> _Cwd:
     md5_folder = os.path.basename(os.path.dirname(folder))
     meta_json = _read_json(os.path.join(folder, "meta.json"))
     candidates = [c for c in [_as_path(store.workspace or ""), *_workspace_hints(_texts(messages))] if c]
-    for sibling in _listdir(os.path.dirname(folder)):
+    for sibling in listdir(os.path.dirname(folder)):
         sibling_cwd = as_str(_read_json(os.path.join(os.path.dirname(folder), sibling, "meta.json")).get("cwd"))
         if sibling_cwd and sibling_cwd not in candidates:
             candidates.append(sibling_cwd)

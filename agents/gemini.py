@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from atif.build import TrajectoryBuilder
 from atif.serialize import loads
 
-from agents.base import (open_binary, JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
-                         home, iso, one_line)
+from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
+                         iso, listdir, one_line, open_binary)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 
@@ -61,21 +61,14 @@ def gemini_dir(env) -> str:
     return os.path.join(env.get("GEMINI_CLI_HOME") or home(env), ".gemini")
 
 
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
-
 # discovery ---------------------------------------------------------------------------------------
 def sources(env):
     """Chat files (`.jsonl` before `.json`), then the prompt logs."""
     tmp = os.path.join(gemini_dir(env), "tmp")
     jsonl, legacy, logs = [], [], []
-    for project in _listdir(tmp):
+    for project in listdir(tmp):
         chats = os.path.join(tmp, project, "chats")
-        for name in _listdir(chats):
+        for name in listdir(chats):
             path = os.path.join(chats, name)
             if name.endswith(".jsonl") and os.path.isfile(path):
                 jsonl.append(path)
@@ -110,12 +103,12 @@ def _subagent_dirs(source: str, session_id: str | None = None) -> list[str]:
     match = _SHORT_ID.search(os.path.splitext(os.path.basename(source))[0])
     if not match:
         return []
-    return [os.path.join(chats, name) for name in _listdir(chats)
+    return [os.path.join(chats, name) for name in listdir(chats)
             if name.startswith(match.group(1)) and os.path.isdir(os.path.join(chats, name))]
 
 
 def _subagent_files(directory: str) -> list[str]:
-    return [os.path.join(directory, name) for name in _listdir(directory) if name.endswith((".jsonl", ".json"))]
+    return [os.path.join(directory, name) for name in listdir(directory) if name.endswith((".jsonl", ".json"))]
 
 
 def scan(source: str, env) -> list[Session]:
@@ -225,7 +218,7 @@ def _known_roots(gemini: str, registry: dict) -> list[str]:
     roots = list(registry)
     for area in ("tmp", "history"):
         base = os.path.join(gemini, area)
-        for name in _listdir(base):
+        for name in listdir(base):
             root = _read_root(os.path.join(base, name, ".project_root"))
             if root and root not in roots:
                 roots.append(root)

@@ -28,7 +28,8 @@ import sqlite3
 from agents import session_totals, sqlite_ro
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, home, iso, one_line)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from atif.build import (TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part,
+                        unreadable_database)
 from atif.serialize import loads
 
 NAME = "goose"
@@ -217,20 +218,14 @@ def translate_database(session: Session) -> dict:
     try:
         connection = sqlite_ro.connect(session.source)
     except sqlite_ro.StoreError as exc:
-        return unreadable(session_id, str(exc))
+        return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
         present = sqlite_ro.columns(connection, "sessions")
         return translate_row(connection, present, session_id)
     except sqlite3.DatabaseError as exc:
-        return unreadable(session_id, f"{session.source}: {exc}")
+        return unreadable_database(ATIF_NAME, session_id, f"{session.source}: {exc}")
     finally:
         connection.close()
-
-
-def unreadable(session_id: str, reason: str) -> dict:
-    builder = TrajectoryBuilder(ATIF_NAME, session_id=session_id)
-    builder.warn(f"the database cannot be read: {reason}")
-    return builder.build()
 
 
 def session_row(connection, present: set[str], session_id: str) -> dict | None:
@@ -470,9 +465,7 @@ def result_content(result: dict) -> tuple:
         elif item.get("type") == "resource":
             resource = as_dict(item.get("resource"))
             parts.append(text_part(as_str(resource.get("text")) or f"[resource {resource.get('uri')}]"))
-    if all(p["type"] == "text" for p in parts):
-        return "\n".join(p["text"] for p in parts), is_error
-    return parts, is_error
+    return plain_or_parts(parts), is_error
 
 
 def usage_metrics(usage: dict) -> dict | None:

@@ -30,7 +30,7 @@ from contextlib import closing
 from agents import sqlite_ro
 from agents.base import (Session, apply_session_totals, as_dict, as_int, as_list, as_str, env_dir,
                          epoch, iso, join_result, json_arguments, one_line)
-from atif.build import TrajectoryBuilder, image_part, text_part
+from atif.build import TrajectoryBuilder, image_part, plain_or_parts, text_part
 
 NAME = "hermes"
 PREFIX = "hm"
@@ -143,9 +143,7 @@ def message_parts(content):
             parts.append(text_part(as_str(part.get("text")) or ""))
         elif part.get("type") in ("image_url", "input_image"):
             parts.append(_image(part))
-    if all(p["type"] == "text" for p in parts):
-        return "\n".join(p["text"] for p in parts)
-    return parts
+    return plain_or_parts(parts)
 
 
 def _image(part: dict) -> dict:

@@ -34,7 +34,7 @@ import re
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, iso, join_result, json_arguments, one_line, read_json_object,
                          text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
 NAME = "kimi"
 PREFIX = "km"
@@ -219,9 +219,7 @@ def content_message(content):
                 parts.append(image_part(media_type, data))
             else:
                 parts.append(image_part("image/png" if url else None, url=url or None))
-    if all(p["type"] == "text" for p in parts):
-        return "\n".join(p["text"] for p in parts)
-    return parts
+    return plain_or_parts(parts)
 
 
 class _Parts:

@@ -36,8 +36,8 @@ import threading
 from dataclasses import dataclass
 
 from agents import sqlite_ro
-from agents.base import (open_binary, Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
-                         text_of)
+from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
+                         open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import loads
 

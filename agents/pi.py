@@ -21,7 +21,7 @@ import os
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch,
                          head_records, home, iso, join_result, one_line, text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
 NAME = "pi"
 PREFIX = "pi"
@@ -146,9 +146,7 @@ def content_parts(content):
             parts.append(text_part(as_str(block.get("text")) or ""))
         elif block.get("type") == "image":
             parts.append(image_part(as_str(block.get("mimeType")), block.get("data")))
-    if all(p["type"] == "text" for p in parts):
-        return "\n".join(p["text"] for p in parts)
-    return parts
+    return plain_or_parts(parts)
 
 
 class _Translator:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 
 import cache
+import mounts
 from agents.base import Session
 
 
-def current_directory(env) -> str | None:
+def current_directory(env, avoided=()) -> str | None:
     """The directory the command runs in: `$PWD` when it names this directory, else getcwd()."""
     pwd = env.get("PWD")
-    if pwd and os.path.isabs(pwd) and os.path.isdir(pwd):
+    if pwd and os.path.isabs(pwd) and not mounts.inside(pwd, avoided) and os.path.isdir(pwd):
         return pwd
     try:
         return os.getcwd()
@@ -41,7 +42,7 @@ def ancestors(directory: str) -> list[str]:
         current = parent
 
 
-def known_session_dirs(env) -> list[str]:
+def known_session_dirs(env, avoided=()) -> list[str]:
     """Working directories of the sessions in trajectoriz's index cache (any agent), existing
     ones only, each once. The index is written by the previous discovery, so a directory seen
     for the first time is found on the next run."""
@@ -53,7 +54,7 @@ def known_session_dirs(env) -> list[str]:
         for entry in (sources or {}).values():
             for values in _cached_sessions(entry):
                 cwd = _cwd_of(values)
-                if cwd and cwd not in found and os.path.isdir(cwd):
+                if cwd and cwd not in found and not mounts.inside(cwd, avoided) and os.path.isdir(cwd):
                     found[cwd] = None
     return list(found)
 
@@ -74,10 +75,14 @@ def _cwd_of(values) -> str | None:
 
 def candidate_dirs(env) -> list[str]:
     """The current directory with its ancestors, then the known session directories with
-    theirs: every directory a per-project store could sit in, each once."""
+    theirs: every directory a per-project store could sit in, each once. Nothing inside a FUSE
+    mount that discovery avoids (`mounts.avoided`: looking into a hung one would hang, and
+    trajectoriz's own memory/ holds no store)."""
+    avoided = mounts.avoided(env)
     found: dict[str, None] = {}
-    start = current_directory(env)
-    for directory in ([start] if start else []) + known_session_dirs(env):
+    start = current_directory(env, avoided)
+    for directory in ([start] if start else []) + known_session_dirs(env, avoided):
         for candidate in ancestors(directory):
-            found.setdefault(candidate, None)
+            if not mounts.inside(candidate, avoided):
+                found.setdefault(candidate, None)
     return list(found)

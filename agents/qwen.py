@@ -21,8 +21,8 @@ import os
 from atif.build import TrajectoryBuilder
 from atif.serialize import dumps
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records,
-                         home, iso, one_line)
+from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
+                         iso, listdir, one_line)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 
@@ -40,20 +40,13 @@ def qwen_dir(env) -> str:
     return env.get("QWEN_HOME") or os.path.join(home(env), ".qwen")
 
 
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
-
 def sources(env):
     projects = os.path.join(qwen_dir(env), "projects")
     found = []
-    for project in _listdir(projects):
+    for project in listdir(projects):
         chats = os.path.join(projects, project, "chats")
         for folder in (chats, os.path.join(chats, "archive")):
-            found.extend(os.path.join(folder, name) for name in _listdir(folder)
+            found.extend(os.path.join(folder, name) for name in listdir(folder)
                          if name.endswith(".jsonl") and os.path.isfile(os.path.join(folder, name)))
     return found
 

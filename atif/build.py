@@ -31,6 +31,13 @@ def text_part(text: str) -> dict:
     return {"type": "text", "text": text}
 
 
+def plain_or_parts(parts: list[dict], sep: str = "\n") -> str | list[dict]:
+    """Content as ATIF prefers it: one string when every part is text, else the parts."""
+    if all(p["type"] == "text" for p in parts):
+        return sep.join(p["text"] for p in parts)
+    return parts
+
+
 def image_part(media_type: str | None, data: str | bytes | None = None, url: str | None = None,
                label: str = "image") -> dict:
     """An image content part. ATIF stores images as files or URLs, never inline base64, so an
@@ -200,6 +207,13 @@ class TrajectoryBuilder:
                          trajectory_id=self.trajectory_id, agent=agent, steps=steps,
                          final_metrics=final_metrics(steps, self.subagents), extra=extra or None,
                          subagent_trajectories=self.subagents or None)
+
+
+def unreadable_database(agent_name: str, session_id: str, reason: str) -> dict:
+    """The document of a session whose database could not be read: valid, and saying why."""
+    builder = TrajectoryBuilder(agent_name, session_id=session_id)
+    builder.warn(f"the database cannot be read: {reason}")
+    return builder.build()
 
 
 _ROOT_ORDER = ("schema_version", "session_id", "trajectory_id", "agent", "steps", "notes",

@@ -1,7 +1,8 @@
 """`make demo`: trajectory memory over the bundled example sessions.
 
 Copies examples/home to a temporary directory, re-homes the sessions' working directories into
-one demo project, then runs the commands a user (or an agent) would: list, then memory.
+one demo project, then runs the commands a user (or an agent) would: list, then memory (mounted
+with FUSE, or written by `export` where FUSE is missing), unmounted at the end.
 """
 
 from __future__ import annotations
@@ -40,28 +41,39 @@ def stage(workdir: str) -> tuple[dict, str]:
     return env, project
 
 
-def run(title: str, args: list[str], env: dict, cwd: str) -> None:
+def run(title: str, args: list[str], env: dict, cwd: str) -> int:
     print(f"\n$ {title}", flush=True)
-    subprocess.run(args, env=env, cwd=cwd, check=False)
+    return subprocess.run(args, env=env, cwd=cwd, check=False).returncode
+
+
+def show_memory(memory: str, env: dict, project: str) -> None:
+    """What an agent would do with the directory: list it, read the guide, ask jq."""
+    run("ls -l memory/", ["ls", "-l", memory], env, project)
+    run("head -n 12 memory/README.md", ["head", "-n", "12", os.path.join(memory, "README.md")], env, project)
+    files = sorted(f for f in os.listdir(memory) if f.endswith(".atif.json"))
+    if shutil.which("jq") and files:
+        run(f"jq -r '.steps[] | select(.source == \"user\") | .message' memory/{files[0]}",
+            ["jq", "-r", '.steps[] | select(.source == "user") | .message', os.path.join(memory, files[0])],
+            env, project)
 
 
 def main() -> int:
     workdir = tempfile.mkdtemp(prefix="trajectoriz-demo-")
+    memory = ""
+    mounted = False
     try:
         env, project = stage(workdir)
         print(f"Demo project: {project}\n(its sessions come from examples/home, re-homed here)")
         run("trajectoriz list", CLI + ["list"], env, project)
         memory = os.path.join(project, "memory")
-        run(f"trajectoriz export --out {memory}", CLI + ["export", "--out", memory], env, project)
-        run("ls -l memory/", ["ls", "-l", memory], env, project)
-        run("head -n 12 memory/README.md", ["head", "-n", "12", os.path.join(memory, "README.md")], env, project)
-        if shutil.which("jq"):
-            files = sorted(f for f in os.listdir(memory) if f.endswith(".atif.json"))
-            if files:
-                run(f"jq -r '.steps[] | select(.source == \"user\") | .message' memory/{files[0]}",
-                    ["jq", "-r", '.steps[] | select(.source == "user") | .message', os.path.join(memory, files[0])],
-                    env, project)
+        mounted = run("trajectoriz memory", CLI + ["memory"], env, project) == 0
+        if not mounted:
+            print("\n(no FUSE here: the same files, written by export instead)")
+            run(f"trajectoriz export --out {memory}", CLI + ["export", "--out", memory], env, project)
+        show_memory(memory, env, project)
     finally:
+        if mounted:
+            run("trajectoriz memory --unmount", CLI + ["memory", "--unmount"], env, project)
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

@@ -1,0 +1,433 @@
+"""`trajectoriz memory`: mount a project's sessions as a read-only directory (FUSE, see
+memoryfs.py for the file system itself), unmount it, recover one whose server died or hangs,
+and report its state.
+
+The serving process always runs libfuse in the foreground and single-threaded
+(`--foreground`). The default background mode re-executes trajectoriz with --foreground in a
+new session, output to a log file, and returns once the mount answers. libfuse's own
+daemonizing is never used: it forks after Python has started, which can leave a lock held
+forever, and a PyInstaller onefile parent that sees its child exit deletes the unpacked bundle
+the daemon still runs from (PYINSTALLER_RESET_ENVIRONMENT=1 gives the re-executed child a
+bundle of its own).
+
+Nothing here waits on the mount without a deadline: every look inside it (`probe`) runs in a
+thread that is abandoned after a few seconds, and the mount table is read from the kernel, not
+through the mount.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import cache
+import commands
+import memoryfs
+import mounts
+from errors import UserError
+
+READY_SECONDS = 60
+PROBE_SECONDS = 2.0
+EXIT_SECONDS = 5.0
+LOG_TAIL_BYTES = 64 * 1024
+WITHOUT_FUSE = "without FUSE, `trajectoriz export --out DIR` writes the same files"
+NOISE = re.compile(r"Ignoring invalid max threads value"  # libfuse 3.14, multi-threaded mounts
+                   r"|^fusermount3?: .* not mounted$")  # the auto_unmount helper, after a clean unmount
+KNOWN_FAILURES = (  # what libfuse prints (to the log) -> the cause and the fix
+    ("device not found", "the kernel offers no FUSE device: load it (modprobe fuse), or start "
+                         "the container with --device /dev/fuse --cap-add SYS_ADMIN"),
+    ("failed to open /dev/fuse", "no permission to open /dev/fuse: run as root, or give your "
+                                 "user access to it"),
+    ("mount failed: Operation not permitted", "not permitted to mount (no CAP_SYS_ADMIN, or "
+                                              "fusermount3 is not setuid root): in a container, "
+                                              "add --cap-add SYS_ADMIN"),
+)
+
+
+def run_memory(args, env) -> int:
+    point = os.path.abspath(args.mountpoint)
+    if args.unmount:
+        return run_unmount(point, env)
+    if args.status:
+        return run_status(point, env)
+    project = commands.chosen_project(args)
+    fuse = load_fuse()
+    if not prepare(point, project, args.mountpoint, env):
+        print(f"Trajectory memory for {project} is already mounted at {point}.")
+        return 0
+    if args.foreground:
+        return serve(fuse, project, point, env)
+    start_background(project, point, env)
+    print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
+          f"Unmount with: trajectoriz memory --unmount {args.mountpoint}")
+    return 0
+
+
+# FUSE itself --------------------------------------------------------------------------------------
+def fuse_problem() -> str | None:
+    """Why FUSE cannot be used here (the cause and its fix), or None. Binds mfusepy to libfuse 3
+    when it is installed (mfusepy would pick libfuse 2 first), else to libfuse 2."""
+    if sys.platform.startswith("linux"):
+        if not os.path.exists("/dev/fuse"):
+            return ("/dev/fuse does not exist (a container started without FUSE?): load the module "
+                    "(modprobe fuse), or start the container with --device /dev/fuse --cap-add SYS_ADMIN")
+        if not os.access("/dev/fuse", os.R_OK | os.W_OK):
+            return "no permission to open /dev/fuse: run as root, or give your user access to it"
+        if ctypes.util.find_library("fuse3"):
+            os.environ.setdefault("FUSE_LIBRARY_NAME", "fuse3")
+    try:
+        import mfusepy  # noqa: F401  (raises OSError when it finds no libfuse)
+    except ImportError:
+        return "the Python package mfusepy is missing: pip install -r requirements.txt"
+    except (OSError, AttributeError) as exc:
+        return (f"no usable FUSE library ({exc}): install it (Debian/Ubuntu: apt install fuse3; "
+                "Fedora: dnf install fuse3; Arch: pacman -S fuse3; macOS: brew install --cask macfuse, or FUSE-T)")
+    return None
+
+
+def load_fuse():
+    problem = fuse_problem()
+    if problem:
+        raise UserError(f"cannot mount: {problem}; {WITHOUT_FUSE}")
+    import mfusepy
+
+    return mfusepy
+
+
+def mount_options() -> dict:
+    """`ro` and `default_permissions`: writes fail with EROFS and the kernel enforces the modes;
+    no `allow_other`: only the mounting user can look inside. `attr_timeout=0`: the kernel asks
+    for sizes again every time (memoryfs explains why); `entry_timeout=1` spares `ls -l` a second
+    request per file. `auto_unmount` (Linux): fusermount3 unmounts when the server dies, so a
+    crash leaves no stale mount behind."""
+    options = {"ro": True, "default_permissions": True, "fsname": mounts.OURS,
+               "attr_timeout": 0, "entry_timeout": 1, "negative_timeout": 0}
+    if sys.platform.startswith("linux"):
+        options.update(subtype=mounts.OURS, auto_unmount=True)
+    elif sys.platform == "darwin":
+        options.update(volname="trajectory memory")
+    return options
+
+
+# mounting -----------------------------------------------------------------------------------------
+def prepare(point: str, project: str, shown: str, env) -> bool:
+    """Make `point` ready to mount on: heal a dead mount there, create the directory, keep it out
+    of git. False when trajectory memory of this project is already mounted there."""
+    current = mounts.find(point)
+    if current is not None:
+        health = probe(point)
+        if health == "ok" and current.is_ours and state_of(env, point).get("project") == project:
+            return False
+        if not (current.is_ours and health in ("stale", "hung")):  # only our own dead mounts heal
+            state = "" if health == "ok" else f", {health}"
+            raise UserError(f"{point} is already a mount point ({current.fstype}{state}): unmount it "
+                            f"first (trajectoriz memory --unmount {shown}) or choose another directory")
+        recover(point, env)
+    if os.path.lexists(point) and not os.path.isdir(point):
+        raise UserError(f"{point} exists and is not a directory")
+    try:
+        os.makedirs(point, exist_ok=True)
+        occupied = bool(os.listdir(point))
+    except OSError as exc:
+        raise UserError(f"cannot use {point} as a mountpoint: {exc.strerror}") from None
+    if occupied:
+        raise UserError(f"{point} is not empty: mount onto an empty or new directory (the mount "
+                        "would hide its files)")
+    exclude_from_git(point)
+    return True
+
+
+def serve(fuse, project: str, point: str, env) -> int:
+    """Serve the mount in this process until it is unmounted (or SIGINT/SIGTERM/SIGHUP, which
+    libfuse turns into an unmount)."""
+    mounted = []
+
+    def ready() -> None:
+        mounted.append(True)
+        cache.save(env, _state_name(point), {"pid": os.getpid(), "point": point, "project": project})
+
+    fs = memoryfs.MemoryFS(project, env, on_ready=ready)
+    print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
+          file=sys.stderr, flush=True)
+    try:
+        fuse.FUSE(fs, point, foreground=True, nothreads=True, raw_fi=True, **mount_options())
+    except RuntimeError:
+        if not mounted:  # once mounted, libfuse reports an exit by signal as an error too
+            raise UserError(f"cannot mount {point}: libfuse refused (its reason is on the line "
+                            f"above); {WITHOUT_FUSE}") from None
+    finally:
+        _remove(os.path.join(cache.cache_dir(env), _state_name(point)))
+    return 0
+
+
+def self_command() -> list[str]:
+    """How to run trajectoriz again: the frozen executable alone, or Python and the script."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trajectoriz.py")]
+
+
+def start_background(project: str, point: str, env) -> None:
+    """Start the server as `--foreground` in a session of its own, and return once the mount
+    answers; raise a UserError with the server's reason when it does not."""
+    log = log_path(env, point)
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    command = [*self_command(), "memory", point, "--foreground", "--dir", project]
+    with open(log, "wb") as output:
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                                 cwd="/", env={**env, "PYINSTALLER_RESET_ENVIRONMENT": "1"},
+                                 start_new_session=True)
+    readme = os.path.join(point, memoryfs.README)
+    deadline = time.monotonic() + READY_SECONDS
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise UserError(failure_reason(_tail(log), log))
+        if mounts.find(point) is not None and probe(readme) == "ok":
+            return
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGKILL)
+    if mounts.find(point) is not None:
+        recover(point, env)
+    raise UserError(f"the mount at {point} did not answer within {READY_SECONDS} s; its log: {log}")
+
+
+def failure_reason(log_text: str, log: str) -> str:
+    """The one line that says why the server stopped, from its log."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not NOISE.search(line.strip())]
+    for needle, cause in KNOWN_FAILURES:
+        if any(needle in line for line in lines):
+            return f"cannot mount: {cause}; {WITHOUT_FUSE}"
+    ours = [line for line in lines if line.startswith("trajectoriz: ")]
+    if ours:
+        return ours[-1][len("trajectoriz: "):]
+    return f"the mount server stopped: {lines[-1] if lines else 'no output'} (log: {log})"
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - LOG_TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+# unmounting, recovering, status ---------------------------------------------------------------------
+def run_unmount(point: str, env) -> int:
+    current = mounts.find(point)
+    if current is None:
+        print(f"{point} is not mounted.", file=sys.stderr)
+        return 0
+    health = probe(point)
+    if health != "ok":
+        recover(point, env)
+        reason = "had died" if health == "stale" else "was not answering"
+        print(f"Unmounted {point} (its server {reason}).")
+        return 0
+    pid = server_pid(env, point)
+    gone, complaint = mounts.unmount(point)
+    if gone:
+        if pid:
+            wait_for_exit(pid, EXIT_SECONDS)
+        print(f"Unmounted {point}.")
+        return 0
+    gone, _ = mounts.unmount(point, force=True)
+    if not gone:
+        raise UserError(f"cannot unmount {point}: {complaint}")
+    print(f"{point} was in use ({complaint}): detached it; it goes away when the last process "
+          "using it leaves.")
+    return 0
+
+
+def recover(point: str, env) -> None:
+    """Free a mount whose server died or does not answer: stop the server (when it is ours),
+    then unmount, lazily if need be, so that no process stays stuck on it."""
+    pid = server_pid(env, point)
+    if pid:  # it does not answer: nothing to wait for
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        wait_for_exit(pid, EXIT_SECONDS)
+    if mounts.find(point) is None:
+        return
+    gone, complaint = mounts.unmount(point)
+    if not gone:
+        gone, complaint = mounts.unmount(point, force=True)
+    if not gone:
+        raise UserError(f"cannot unmount {point}: {complaint}")
+
+
+def run_status(point: str, env) -> int:
+    current = mounts.find(point)
+    if current is None:
+        print(f"{point}: not mounted")
+        return 1
+    health = probe(point)
+    if health != "ok":
+        reason = "stale (its server is gone)" if health == "stale" else "not answering"
+        print(f"{point}: {reason}; recover with: trajectoriz memory --unmount {point}")
+        return 1
+    if not current.is_ours:
+        print(f"{point}: mounted ({current.fstype}), not trajectory memory")
+        return 1
+    state = state_of(env, point)
+    log = log_path(env, point)
+    print(f"{point}: mounted, trajectory memory of {state.get('project', '?')}, server pid "
+          f"{server_pid(env, point) or '?'}" + (f", log {log}" if os.path.exists(log) else ""))
+    return 0
+
+
+def probe(path: str, seconds: float = PROBE_SECONDS) -> str:
+    """"ok", "stale" (the server is gone), "error" (another failure) or "hung" (no answer within
+    `seconds`; the thread asking is left behind, and ends when the mount does)."""
+    found: dict = {}
+
+    def look() -> None:
+        try:
+            os.stat(path)
+            found["health"] = "ok"
+        except OSError as exc:
+            found["health"] = "stale" if exc.errno in mounts.STALE_ERRNOS else "error"
+
+    asking = threading.Thread(target=look, name="probe", daemon=True)
+    asking.start()
+    asking.join(seconds)
+    return found.get("health", "hung")
+
+
+# the server process -------------------------------------------------------------------------------
+def _state_name(point: str) -> str:
+    return f"mount-{hashlib.sha256(os.fsencode(point)).hexdigest()[:16]}.json"
+
+
+def state_of(env, point: str) -> dict:
+    """What the server of `point` wrote once mounted: its pid, the mountpoint and the project."""
+    return cache.load(env, _state_name(point))
+
+
+def log_path(env, point: str) -> str:
+    return os.path.join(cache.cache_dir(env), _state_name(point)[: -len(".json")] + ".log")
+
+
+def server_pid(env, point: str) -> int | None:
+    """The pid of the live process serving `point`: the one its state file names or, that file
+    lost, a `memory POINT --foreground` process found in /proc. Checked against its command line
+    (Linux), so that a recycled pid is never signalled."""
+    pid = state_of(env, point).get("pid")
+    if isinstance(pid, int) and _serves(pid, point):
+        return pid
+    if not os.path.isdir("/proc"):
+        return None
+    return next((int(p) for p in os.listdir("/proc") if p.isdigit() and _serves(int(p), point)), None)
+
+
+def _serves(pid: int, point: str) -> bool:
+    if not os.path.isdir("/proc"):  # macOS: trust the state file
+        return alive(pid)
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            arguments = handle.read().split(b"\0")
+    except OSError:
+        return False
+    wanted = {b"memory", b"--foreground", os.fsencode(point)}
+    return wanted <= set(arguments) and alive(pid)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # a zombie has exited
+    except (OSError, IndexError):
+        return True
+
+
+def wait_for_exit(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+# git ----------------------------------------------------------------------------------------------
+def exclude_from_git(point: str) -> None:
+    """List a mountpoint that lies inside a git work tree in the repository's info/exclude
+    (once; never in a tracked .gitignore), so that `git status` and `rg` leave it alone."""
+    found = git_dirs(os.path.dirname(point))
+    if found is None:
+        return
+    top, common = found
+    entry = "/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", os.path.relpath(point, top)) + "/"
+    exclude = os.path.join(common, "info", "exclude")
+    try:
+        try:
+            with open(exclude, encoding="utf-8") as handle:
+                existing = handle.read()
+        except FileNotFoundError:
+            existing = ""
+        if entry in existing.splitlines():
+            return
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as handle:
+            handle.write(("" if not existing or existing.endswith("\n") else "\n") + entry + "\n")
+    except OSError:
+        pass  # a read-only repository: git will show the directory, nothing worse
+
+
+def git_dirs(start: str) -> tuple[str, str] | None:
+    """The work tree around `start` and its repository's common git directory. In a linked
+    worktree (or a submodule) `.git` is a file naming the real git directory, whose `commondir`
+    names the shared one that holds info/exclude."""
+    current = start
+    while True:
+        dot_git = os.path.join(current, ".git")
+        if os.path.isdir(dot_git):
+            return current, dot_git
+        if os.path.isfile(dot_git):
+            git_dir = _git_dir_named_in(dot_git)
+            return (current, _common_dir(git_dir)) if git_dir else None
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _git_dir_named_in(dot_git: str) -> str | None:
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(dot_git), text[len("gitdir:"):].strip()))
+
+
+def _common_dir(git_dir: str) -> str:
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+            return os.path.normpath(os.path.join(git_dir, handle.read().strip()))
+    except OSError:
+        return git_dir

@@ -1,0 +1,255 @@
+"""The memory/ file system: README.md and one ATIF document per session of a project, read-only,
+each translated when it is first stat'ed or opened (never when the directory is listed).
+
+The mfusepy operations (the public methods) are called by libfuse from one thread
+(`nothreads`); a second thread, started in `init()`, re-discovers the sessions every few
+seconds and swaps in a new `Listing`, which the operations read without locking.
+
+Sizes and contents agree, even for a session that grows while mounted:
+- `open` renders the session (or takes it from the byte cache when its native files did not
+  change) and keeps those bytes for the handle: every read and every `getattr` with that handle
+  answers from them.
+- a `getattr` without a handle answers from the newest open handle of the file when there is
+  one (the kernel keeps one size per file), else from the size cache, rendering on a miss.
+- attributes are never cached by the kernel (attr_timeout=0, see memory.mount_options): a read
+  that reaches the cached end of file asks again, with its handle.
+- the kernel keeps its page cache across opens (keep_cache) only when the bytes are the ones
+  the previous open served; otherwise it drops it.
+
+Attribute names matter: mfusepy registers any attribute named like a FUSE operation (`lock`,
+`read`, `flush`, ...) as one. Everything that is not an operation starts with `_`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from collections import OrderedDict
+
+import catalog
+import documents
+import guide
+
+README = "README.md"
+RESCAN_SECONDS = 2.0
+RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
+CACHE_BYTES = 64 * 1024 * 1024
+DIR_MODE = stat.S_IFDIR | 0o555
+FILE_MODE = stat.S_IFREG | 0o444
+
+
+def _error(code: int) -> OSError:
+    return OSError(code, os.strerror(code))
+
+
+class Listing:
+    """One discovery's view of the project: file name -> session, and the README that counts
+    them. Never changed once built: the rescan thread replaces it whole."""
+
+    def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
+        self.files = {catalog.file_name(s): s for s in sessions}
+        self.readme = guide.readme(project, len(sessions), mounted=True)
+        same = previous is not None and previous.files.keys() == self.files.keys()
+        self.changed_ns = previous.changed_ns if same else time.time_ns()
+
+    def same_as(self, other: "Listing") -> bool:
+        return self.files == other.files and self.readme == other.readme
+
+
+class ByteCache:
+    """Recently rendered documents, bounded by their total size, each valid for one stamp."""
+
+    def __init__(self, limit: int = CACHE_BYTES):
+        self.limit = limit
+        self.total = 0
+        self._items: OrderedDict = OrderedDict()
+
+    def get(self, key: str, stamp: list) -> bytes | None:
+        found = self._items.get(key)
+        if found is None or found[0] != stamp:
+            return None
+        self._items.move_to_end(key)
+        return found[1]
+
+    def put(self, key: str, stamp: list, data: bytes) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.total -= len(old[1])
+        if len(data) > self.limit:
+            return
+        self._items[key] = (stamp, data)
+        self.total += len(data)
+        while self.total > self.limit:
+            _, (_, evicted) = self._items.popitem(last=False)
+            self.total -= len(evicted)
+
+
+class Handle:
+    """An open file and the exact bytes served to it."""
+
+    __slots__ = ("name", "data", "mtime_ns")
+
+    def __init__(self, name: str, data: bytes, mtime_ns: int):
+        self.name, self.data, self.mtime_ns = name, data, mtime_ns
+
+
+def stamp_mtime_ns(stamp: list) -> int | None:
+    """The newest modification time among the native files a document was rendered from."""
+    times = [entry[1] for entry in stamp[0] if entry]
+    return max(times) if times else None
+
+
+class MemoryFS:
+    """The mfusepy operations (used with raw_fi=True: `fi` is libfuse's fuse_file_info)."""
+
+    use_ns = True  # times in nanoseconds (mfusepy reads this attribute)
+
+    def __init__(self, project: str, env, on_ready=None):
+        self._project = project
+        self._env = env
+        self._scope = catalog.Scope(project, env)
+        self._facts = documents.Facts(env)
+        self._cache = ByteCache()
+        self._handles: dict[int, Handle] = {}
+        self._next_fh = 1
+        self._served: dict = {}      # file name -> version of the bytes its last open got
+        self._uid, self._gid = os.getuid(), os.getgid()
+        self._on_ready = on_ready
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._listing = self._rescan(None)
+
+    # the listing ------------------------------------------------------------------------------
+    def _rescan(self, previous: Listing | None) -> Listing:
+        sessions = self._scope.filter(catalog.discover(self._env).sessions)
+        fresh = Listing(self._project, sessions, previous)
+        return previous if previous is not None and previous.same_as(fresh) else fresh
+
+    def _rescan_forever(self) -> None:
+        # libfuse's SIGINT/SIGTERM handlers must run in the serving thread: only there do they
+        # interrupt its wait for the next request.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        pause = RESCAN_SECONDS
+        while not self._stop.wait(pause):
+            started = time.monotonic()
+            self._refresh()
+            pause = max(RESCAN_SECONDS, (time.monotonic() - started) / RESCAN_SHARE)
+
+    def _refresh(self) -> None:
+        try:
+            self._listing = self._rescan(self._listing)
+            self._facts.save()
+        except Exception as exc:  # keep serving the last good listing
+            print(f"trajectoriz: rescan failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
+    def init(self, path):
+        self._thread = threading.Thread(target=self._rescan_forever, name="rescan", daemon=True)
+        self._thread.start()
+        if self._on_ready:
+            self._on_ready()
+
+    def destroy(self, path):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._facts.save()
+
+    # attributes -------------------------------------------------------------------------------
+    def _attrs(self, mode: int, size: int, mtime_ns: int) -> dict:
+        return {"st_mode": mode, "st_nlink": 2 if stat.S_ISDIR(mode) else 1, "st_size": size,
+                "st_blocks": (size + 511) // 512, "st_uid": self._uid, "st_gid": self._gid,
+                "st_mtime": mtime_ns, "st_ctime": mtime_ns, "st_atime": mtime_ns}
+
+    def getattr(self, path, fh=None):
+        listing = self._listing
+        if path == "/":
+            return self._attrs(DIR_MODE, 0, listing.changed_ns)
+        handle = self._handles.get(fh.fh) if fh is not None else None
+        handle = handle or self._newest_handle(path[1:])
+        if handle is not None:
+            return self._attrs(FILE_MODE, len(handle.data), handle.mtime_ns)
+        if path[1:] == README:
+            return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
+        session = self._session(listing, path)
+        stamp = documents.cache_stamp(session, self._env)
+        facts = self._facts.get(session, stamp)
+        if facts is not None:
+            size = facts["size"]
+        else:
+            stamp, data = self._render(session)
+            size = len(data)
+        return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+
+    def _newest_handle(self, name: str) -> Handle | None:
+        for handle in reversed(self._handles.values()):
+            if handle.name == name:
+                return handle
+        return None
+
+    def _session(self, listing: Listing, path: str):
+        session = listing.files.get(path[1:])
+        if session is None or not os.path.lexists(session.source):
+            raise _error(errno.ENOENT)
+        return session
+
+    def _render(self, session) -> tuple[list, bytes]:
+        """The session's current bytes and their stamp: cached ones if its files did not change."""
+        key = documents.cache_key(session)
+        stamp = documents.cache_stamp(session, self._env)
+        data = self._cache.get(key, stamp)
+        if data is None:
+            stamp, data = self._facts.rendered(session)
+            self._cache.put(key, stamp, data)
+        return stamp, data
+
+    def readdir(self, path, fh):
+        if path != "/":
+            raise _error(errno.ENOTDIR)
+        entries = [(".", {"st_mode": DIR_MODE}, 0), ("..", {"st_mode": DIR_MODE}, 0),
+                   (README, {"st_mode": FILE_MODE}, 0)]
+        return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
+
+    def statfs(self, path):
+        return {"f_bsize": 4096, "f_frsize": 4096, "f_namemax": 255}
+
+    # reading ----------------------------------------------------------------------------------
+    def open(self, path, fi):
+        if fi.flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND):
+            raise _error(errno.EROFS)
+        listing = self._listing
+        name = path[1:]
+        if name == README:
+            data = version = listing.readme
+            mtime_ns = listing.changed_ns
+        else:
+            stamp, data = self._render(self._session(listing, path))
+            version, mtime_ns = stamp, stamp_mtime_ns(stamp) or listing.changed_ns
+        fi.keep_cache = int(self._served.get(name) == version)
+        fi.direct_io = 0
+        self._served[name] = version
+        fi.fh = self._next_fh
+        self._next_fh += 1
+        self._handles[fi.fh] = Handle(name, data, mtime_ns)
+        return 0
+
+    def read(self, path, size, offset, fi):
+        handle = self._handles.get(fi.fh)
+        if handle is None:
+            raise _error(errno.EBADF)
+        return handle.data[offset:offset + size]
+
+    def release(self, path, fi):
+        self._handles.pop(fi.fh, None)
+        return 0
+
+    # everything that would write --------------------------------------------------------------
+    def _read_only(self, *args):
+        raise _error(errno.EROFS)
+
+    chmod = chown = create = fallocate = link = mkdir = mknod = removexattr = rename = rmdir = \
+        setxattr = symlink = truncate = unlink = utimens = write = _read_only

@@ -1,0 +1,152 @@
+"""The mount table, and the platform commands around FUSE mounts, used without ever touching a
+mounted file system: a FUSE server that hangs would hang whoever looks inside its mount.
+
+Linux reads /proc/self/mountinfo and unmounts with fusermount3, fusermount, then umount (root);
+macOS (macFUSE, FUSE-T) reads `mount` and unmounts with umount, then diskutil. A stale mount,
+whose server is gone, answers ENOTCONN on Linux and ENXIO on macOS (ECONNABORTED once aborted);
+`os.path.ismount()` says False for it, so the table is the only reliable witness.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from agents.base import home
+
+STALE_ERRNOS = {errno.ENOTCONN, errno.ENXIO, errno.ECONNABORTED}
+OURS = "trajectoriz"          # fsname (and Linux subtype) of trajectoriz's own mounts
+COMMAND_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class Mount:
+    point: str
+    fstype: str
+    source: str
+
+    @property
+    def is_fuse(self) -> bool:
+        kind = self.fstype
+        return (kind in ("fuse", "fuseblk", "macfuse", "osxfuse", "fusefs")
+                or kind.startswith("fuse.") or self.source.startswith("fuse-t"))
+
+    @property
+    def is_ours(self) -> bool:
+        return self.is_fuse and (self.source == OURS or self.fstype == f"fuse.{OURS}")
+
+
+def table() -> list[Mount]:
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+            return parse_mountinfo(handle.read())
+    except FileNotFoundError:  # macOS, BSDs
+        pass
+    try:
+        listed = subprocess.run(["mount"], capture_output=True, text=True, timeout=COMMAND_SECONDS)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return parse_mount_output(listed.stdout)
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """`id parent major:minor root point options [optional...] - fstype source super-options`."""
+    found = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(" "), right.split(" ")
+        if sep and len(fields) >= 5 and len(tail) >= 2:
+            found.append(Mount(_unescape(fields[4]), tail[0], _unescape(tail[1])))
+    return found
+
+
+_BSD_LINE = re.compile(r"^(?P<source>.+?) on (?P<point>.+) \((?P<fstype>[^,)]+)")
+
+
+def parse_mount_output(text: str) -> list[Mount]:
+    """`source on point (fstype, options...)`, as macOS and the BSDs print it."""
+    found = []
+    for line in text.splitlines():
+        match = _BSD_LINE.match(line)
+        if match:
+            found.append(Mount(match["point"], match["fstype"].strip(), match["source"]))
+    return found
+
+
+def _parts(path: str) -> tuple:
+    return tuple(part for part in os.path.abspath(path).split(os.sep) if part)
+
+
+def inside(path: str, points) -> bool:
+    """Whether `path` is one of `points` or below one, comparing whole components of absolute
+    paths (no symlink resolution: that would look inside)."""
+    parts = _parts(path)
+    return any(parts[: len(p)] == p for p in map(_parts, points))
+
+
+def find(point: str, mounts: list[Mount] | None = None) -> Mount | None:
+    """The last (uppermost) mount at `point`."""
+    wanted = _parts(point)
+    matches = [m for m in (table() if mounts is None else mounts) if _parts(m.point) == wanted]
+    return matches[-1] if matches else None
+
+
+def avoided(env, mounts: list[Mount] | None = None) -> list[str]:
+    """FUSE mount points that store discovery must not enter: a hung server would hang it, and
+    trajectoriz's own mounts hold its output, not agent stores. A FUSE mount that holds $HOME is
+    where the user keeps the stores, so it is read."""
+    home_parts = _parts(home(env))
+    found = []
+    for mount in table() if mounts is None else mounts:
+        holds_home = home_parts[: len(_parts(mount.point))] == _parts(mount.point)
+        if mount.is_ours or (mount.is_fuse and not holds_home):
+            found.append(mount.point)
+    return found
+
+
+# unmounting ---------------------------------------------------------------------------------------
+def unmount_commands(point: str, force: bool = False) -> list[list[str]]:
+    """The commands to try in order. `force` detaches a busy or dead mount (Linux: lazily, so
+    processes using it keep working until they leave it)."""
+    if sys.platform == "darwin":
+        if force:
+            return [["diskutil", "unmount", "force", point], ["umount", "-f", point]]
+        return [["umount", point], ["diskutil", "unmount", point]]
+    helpers = [tool for tool in ("fusermount3", "fusermount") if shutil.which(tool)]
+    flag = "-uz" if force else "-u"
+    return [[tool, flag, point] for tool in helpers] + [["umount", "-l", point] if force else ["umount", point]]
+
+
+def unmount(point: str, force: bool = False) -> tuple[bool, str]:
+    """Unmount `point`: (whether it is gone, the last command's complaint)."""
+    complaint = ""
+    for command in unmount_commands(point, force):
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=COMMAND_SECONDS)
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            complaint = lines[-1] if lines else complaint
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            complaint = str(exc)
+        if _gone(point):
+            return True, ""
+    return False, complaint
+
+
+def _gone(point: str, seconds: float = 0.5) -> bool:
+    """fusermount may report failure yet unmount, or unmount a moment later: ask the table."""
+    deadline = time.monotonic() + seconds
+    while find(point) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

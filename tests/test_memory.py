@@ -1,0 +1,620 @@
+"""trajectoriz memory: its file system without a mount (fast, everywhere), then mounted for real.
+
+Mount tests mount with the CLI (background mode, or --foreground in a subprocess) and run every
+client command under `timeout -s KILL`: a buggy server leaves its clients in uninterruptible
+sleep, which SIGTERM cannot end. Each mount is taken down in `finally` (fusermount3 -u, then -uz,
+then SIGKILL to its server). They are skipped only when FUSE is unavailable here, with the reason
+(`memory.fuse_problem`); CI (.ci/run) installs fuse3 and runs as root, so there they run.
+
+The store: the live stores of six agents in one $HOME, each agent's sessions re-homed into two
+project folders whose names share a prefix, `proj` (a git repository) and `proj-2`. Expected
+files and bytes come from `trajectoriz list` and `show`, so agents whose translators land later
+are covered as they come.
+"""
+
+import errno
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+import catalog
+import documents
+import memory
+import memoryfs
+import mounts
+from helpers import LIVE, ROOT, base_env, cli
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(not GIT, reason="git is not installed")
+HOMES = ["claude-2.1.332", "codex-0.171.0", "copilot-1.0.102", "gemini-0.61.0", "pi-0.73.1", "qwen-0.24.4"]
+CLIENT_SECONDS = 10
+
+
+# the store ------------------------------------------------------------------------------------------
+def make_store(root) -> tuple[dict, str, str]:
+    """A $HOME under `root` with the live stores, and the two projects (proj is a git repo)."""
+    env = base_env(root)
+    proj, proj2 = str(root / "work" / "proj"), str(root / "work" / "proj-2")
+    for path in (proj, proj2):
+        os.makedirs(path)
+    if GIT:
+        subprocess.run(["git", "init", "-q", proj], check=True, capture_output=True)
+    else:
+        os.makedirs(os.path.join(proj, ".git", "info"))  # what memory looks for, without git
+    pattern = re.compile(r"/tmp/agents/proj-[a-z]+(-other)?")
+    for name in HOMES:
+        shutil.copytree(os.path.join(LIVE, name), env["HOME"], dirs_exist_ok=True)
+    for folder, _, files in os.walk(env["HOME"]):
+        for name in files:
+            rehome(os.path.join(folder, name), pattern, proj, proj2)
+    return env, proj, proj2
+
+
+def rehome(path: str, pattern, proj: str, proj2: str) -> None:
+    """Move the sessions recorded in /tmp/agents/proj-<agent>[-other] into proj [proj-2]. Binary
+    files (SQLite) keep their paths: a length change would break them."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    if "\0" not in text:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(pattern.sub(lambda m: proj2 if m.group(1) else proj, text))
+
+
+def claude_sessions(env) -> list[str]:
+    """The two Claude transcripts recorded in proj (their folder keeps its original name)."""
+    folder = os.path.join(env["HOME"], ".claude", "projects", "-tmp-agents-proj-claude")
+    return sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jsonl"))
+
+
+def listed(env, project: str) -> dict:
+    """file name -> size, as `trajectoriz list` gives them."""
+    result = cli("list", "--json", "--dir", project, env=env)
+    assert result.returncode == 0, result.stderr
+    return {r["file"]: r["bytes"] for r in map(json.loads, result.stdout.splitlines())}
+
+
+def append_user_message(path: str, text: str) -> None:
+    """Append what Claude Code writes when the user sends another prompt."""
+    with open(path, encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    last = [r for r in records if r.get("uuid")][-1]
+    prompt = next(r for r in records if r.get("type") == "user" and isinstance(r["message"]["content"], str))
+    added = dict(prompt, uuid="0" * 8 + "-0000-4000-8000-" + "%012d" % len(records), parentUuid=last["uuid"],
+                 timestamp="2026-11-29T23:00:00.000Z", message={"role": "user", "content": text})
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(added) + "\n")
+
+
+def copy_session(path: str, new_id: str) -> str:
+    """A second transcript of the same conversation under a new session id."""
+    old_id = os.path.basename(path)[: -len(".jsonl")]
+    copy = os.path.join(os.path.dirname(path), new_id + ".jsonl")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read().replace(old_id, new_id)
+    with open(copy, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return copy
+
+
+@pytest.fixture
+def store(tmp_path):
+    return make_store(tmp_path)
+
+
+# the file system without a mount ---------------------------------------------------------------------
+def new_fs(env, project) -> memoryfs.MemoryFS:
+    return memoryfs.MemoryFS(project, env)
+
+
+def expected_sessions(env, project) -> dict:
+    """The sessions the mount must show, found from the scenario prompts (not from the scoping
+    code under test): every session whose first prompt says it ran in `project`."""
+    found = catalog.discover(env).sessions
+    return {catalog.file_name(s): s for s in found if f" in {project}:" in s.title}
+
+
+def read_all(fs, name, chunk=4096) -> tuple[bytes, SimpleNamespace]:
+    fi = SimpleNamespace(flags=os.O_RDONLY, fh=0, keep_cache=0, direct_io=0)
+    fs.open("/" + name, fi)
+    parts, offset = [], 0
+    while True:
+        part = fs.read("/" + name, chunk, offset, fi)
+        if not part:
+            break
+        parts.append(part)
+        offset += len(part)
+    fs.release("/" + name, fi)
+    return b"".join(parts), fi
+
+
+def test_listing_sizes_and_bytes_match_show(store):
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    wanted = expected_sessions(env, proj)
+    assert len(wanted) >= 2
+    entries = fs.readdir("/", 0)
+    assert [e[0] for e in entries[:3]] == [".", "..", memoryfs.README]
+    assert sorted(e[0] for e in entries[3:]) == sorted(wanted)
+    assert fs.getattr("/")["st_mode"] == memoryfs.DIR_MODE
+    for name, session in wanted.items():
+        rendered = documents.render(session, env)
+        attrs = fs.getattr("/" + name)
+        assert attrs["st_mode"] == memoryfs.FILE_MODE and attrs["st_size"] == len(rendered)
+        assert attrs["st_blocks"] * 512 >= len(rendered)
+        assert read_all(fs, name)[0] == rendered
+    readme, _ = read_all(fs, memoryfs.README)
+    assert fs.getattr("/" + memoryfs.README)["st_size"] == len(readme)
+    assert f"({len(wanted)} session(s))" in readme.decode() and "generates when a file is read" in readme.decode()
+
+
+def test_listing_translates_nothing(store, monkeypatch):
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("listing translated"))
+    assert len(fs.readdir("/", 0)) == 3 + len(expected_sessions(env, proj))
+
+
+def test_writes_fail_with_erofs(store):
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    name = "/" + next(iter(expected_sessions(env, proj)))
+    attempts = [lambda: fs.write(name, b"x", 0, None), lambda: fs.create("/new", 0o644, None),
+                lambda: fs.mkdir("/dir", 0o755), lambda: fs.rename(name, "/other"),
+                lambda: fs.chmod(name, 0o777), lambda: fs.truncate(name, 0),
+                lambda: fs.unlink(name), lambda: fs.open(name, SimpleNamespace(flags=os.O_WRONLY)),
+                lambda: fs.open(name, SimpleNamespace(flags=os.O_RDWR))]
+    for attempt in attempts:
+        with pytest.raises(OSError) as caught:
+            attempt()
+        assert caught.value.errno == errno.EROFS
+
+
+def test_only_operations_are_public():
+    """mfusepy registers any attribute named like a FUSE operation as one (`lock`, `flush`...)."""
+    public = {n for n in dir(memoryfs.MemoryFS) if not n.startswith("_")}
+    assert public == {"use_ns", "init", "destroy", "getattr", "readdir", "statfs", "open", "read",
+                      "release", "chmod", "chown", "create", "fallocate", "link", "mkdir", "mknod",
+                      "removexattr", "rename", "rmdir", "setxattr", "symlink", "truncate", "unlink",
+                      "utimens", "write"}
+
+
+def test_deleted_and_new_sessions(store):
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    first, second = claude_sessions(env)
+    names = {s.source: n for n, s in expected_sessions(env, proj).items()}
+    os.remove(first)
+    with pytest.raises(OSError) as caught:
+        fs.getattr("/" + names[first])  # at once, before any rescan
+    assert caught.value.errno == errno.ENOENT
+    copy = copy_session(second, "11111111-2222-4333-8444-555555555555")
+    fs._refresh()
+    now = {e[0] for e in fs.readdir("/", 0)}
+    assert names[first] not in now and names[second] in now
+    added = {n for n, s in expected_sessions(env, proj).items() if s.source == copy}
+    assert len(added) == 1 and added <= now
+    assert read_all(fs, names[second])[0] == documents.render(expected_sessions(env, proj)[names[second]], env)
+    with pytest.raises(OSError) as caught:
+        fs.getattr("/no-such-file")
+    assert caught.value.errno == errno.ENOENT
+
+
+def test_sizes_and_bytes_agree_while_a_session_grows(store):
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    source = claude_sessions(env)[0]
+    name, session = next((n, s) for n, s in expected_sessions(env, proj).items() if s.source == source)
+    path = "/" + name
+    before = documents.render(session, env)
+    fi = SimpleNamespace(flags=os.O_RDONLY, fh=0, keep_cache=0, direct_io=0)
+    fs.open(path, fi)
+    append_user_message(source, "GROWN-MARKER and then?")
+    after = documents.render(session, env)
+    assert len(after) > len(before) and b"GROWN-MARKER" in after
+    # the open handle keeps its bytes, and every size the kernel can ask for matches them
+    assert fs.getattr(path, fi)["st_size"] == len(before)
+    assert fs.getattr(path)["st_size"] == len(before)
+    assert fs.read(path, len(after) + 10, 0, fi) == before
+    fs.release(path, fi)
+    assert fs.getattr(path)["st_size"] == len(after)
+    data, reopened = read_all(fs, name)
+    assert data == after and reopened.keep_cache == 0  # changed: the page cache must go
+    _, again = read_all(fs, name)
+    assert again.keep_cache == 1  # unchanged: the kernel may keep it
+
+
+def test_sizes_persist_and_are_saved_in_batches(store, monkeypatch):
+    env, proj, _ = store
+    facts_file = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", documents.FACTS_FILE)
+    fs = new_fs(env, proj)
+    names = list(expected_sessions(env, proj))
+    sizes = {n: fs.getattr("/" + n)["st_size"] for n in names}
+    assert not os.path.exists(facts_file)  # no write per stat
+    fs.destroy("/")
+    saved = json.load(open(facts_file))
+    assert len(saved) == len(names)
+    monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("translated a cached size"))
+    fresh = new_fs(env, proj)
+    assert {n: fresh.getattr("/" + n)["st_size"] for n in names} == sizes
+
+
+def test_byte_cache_is_bounded_by_bytes():
+    cache = memoryfs.ByteCache(limit=100)
+    for key in "abcd":
+        cache.put(key, [1], bytes(40))
+    assert cache.total == 80 and cache.get("a", [1]) is None and cache.get("b", [1]) is None
+    assert cache.get("c", [1]) == bytes(40) and cache.get("c", [2]) is None  # another stamp
+    cache.put("e", [1], bytes(40))  # "c" was used last, so "d" goes
+    assert cache.get("d", [1]) is None and cache.get("c", [1]) is not None
+    cache.put("big", [1], bytes(101))
+    assert cache.get("big", [1]) is None and cache.total <= 100
+
+
+# mount table and git -------------------------------------------------------------------------------
+MOUNTINFO = """\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+42 27 0:39 / /home/u/proj/memory ro,nosuid,nodev,relatime - fuse.trajectoriz trajectoriz ro,user_id=0
+43 27 0:40 / /home/u/my\\040docs rw,relatime shared:5 - fuse.sshfs u@host:/docs rw
+44 27 0:41 / /home rw - fuse.gcsfuse bucket rw
+"""
+
+
+def test_mount_table_and_what_discovery_avoids():
+    table = mounts.parse_mountinfo(MOUNTINFO)
+    assert [m.point for m in table] == ["/proc", "/home/u/proj/memory", "/home/u/my docs", "/home"]
+    assert [m.is_ours for m in table] == [False, True, False, False]
+    assert [m.is_fuse for m in table] == [False, True, True, True]
+    avoided = mounts.avoided({"HOME": "/home/u"}, table)
+    assert avoided == ["/home/u/proj/memory", "/home/u/my docs"]  # /home holds $HOME: read it
+    assert mounts.inside("/home/u/proj/memory/x.json", avoided)
+    assert mounts.inside("/home/u/proj/memory", avoided)
+    assert not mounts.inside("/home/u/proj/memory-2/x", avoided)
+    assert not mounts.inside("/home/u/proj", avoided)
+    assert mounts.find("/home/u/proj/memory/", table).fstype == "fuse.trajectoriz"
+    bsd = mounts.parse_mount_output("trajectoriz on /Users/u/p/memory (macfuse, nodev, read-only)\n")
+    assert bsd[0].point == "/Users/u/p/memory" and bsd[0].is_ours
+
+
+def git(*args, cwd):
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+@needs_git
+def test_git_exclude_is_written_once_also_from_a_linked_worktree(tmp_path):
+    repo, linked = tmp_path / "repo", tmp_path / "linked"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x", cwd=repo)
+    git("worktree", "add", "-q", str(linked), cwd=repo)
+    assert (linked / ".git").is_file()
+    exclude = repo / ".git" / "info" / "exclude"
+    for point in (repo / "memory", repo / "memory", linked / "sub dir" / "mem[1]"):
+        point.mkdir(parents=True, exist_ok=True)
+        (point / "file").write_text("x")
+        memory.exclude_from_git(str(point))
+    lines = exclude.read_text().splitlines()
+    assert lines.count("/memory/") == 1 and lines.count("/sub\\ dir/mem\\[1\\]/") == 1
+    assert "memory" not in git("status", "--porcelain", cwd=repo)
+    assert "sub dir/" not in git("status", "--porcelain", "--untracked-files=all", cwd=linked)
+    assert not (linked / ".gitignore").exists() and not (repo / ".gitignore").exists()
+
+
+def test_failure_reason_names_cause_and_fix():
+    log = ("Serving trajectory memory for /p at /p/memory (Ctrl-C or SIGTERM unmounts).\n"
+           "fuse: device not found, try 'modprobe fuse' first\n"
+           "trajectoriz: cannot mount /p/memory: libfuse refused (its reason is on the line above)\n")
+    reason = memory.failure_reason(log, "/log")
+    assert "--device /dev/fuse" in reason and "trajectoriz export" in reason
+    assert memory.failure_reason("trajectoriz: --dir /x: no such directory\n", "/log") == "--dir /x: no such directory"
+
+
+# mounted for real -----------------------------------------------------------------------------------
+FUSE_PROBLEM = memory.fuse_problem() or (None if shutil.which("fusermount3") or shutil.which("fusermount")
+                                         else "no fusermount3")
+needs_fuse = pytest.mark.skipif(FUSE_PROBLEM is not None, reason=f"FUSE unavailable: {FUSE_PROBLEM}")
+
+
+def client(*command, cwd=None, seconds=CLIENT_SECONDS) -> subprocess.CompletedProcess:
+    return subprocess.run(["timeout", "-s", "KILL", str(seconds), *command], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def servers_of(point: str) -> list[int]:
+    """Every process serving `point` (whatever the test did to the state file)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            arguments = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"--foreground" in arguments and os.fsencode(point) in arguments:
+            found.append(int(pid))
+    return found
+
+
+def watchers_of(pid: int) -> list[int]:
+    """fusermount3's auto_unmount helper, a child of the server."""
+    children = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        children += open(f"/proc/{pid}/task/{task}/children").read().split()
+    return [int(c) for c in children]
+
+
+def take_down(point: str) -> None:
+    for flag in ("-u", "-uz"):
+        if mounts.find(point) is None:
+            break
+        for tool in ("fusermount3", "fusermount"):
+            if shutil.which(tool):
+                client(tool, flag, point)
+                break
+    for pid in servers_of(point):
+        os.kill(pid, signal.SIGKILL)
+
+
+def wait_for(condition, seconds: float, step: float = 0.1):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    return condition()
+
+
+def mount(env, cwd, *args) -> tuple[str, int]:
+    result = cli("memory", *args, env=env, cwd=cwd, timeout=60)
+    assert result.returncode == 0, result.stderr
+    point = result.stdout.decode().splitlines()[1].strip()[: -len(" (daemonized).")]
+    status = cli("memory", "--status", point, env=env, cwd=cwd)
+    return point, int(re.search(rb"server pid (\d+)", status.stdout).group(1))
+
+
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory):
+    """proj's memory at proj/memory, mounted in the background as a user would."""
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    env, proj, proj2 = make_store(tmp_path_factory.mktemp("mounted"))
+    point = os.path.join(proj, "memory")
+    try:
+        result = cli("memory", env=env, cwd=proj, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.decode() == (f"Mounting trajectory memory for {proj} at\n  {point} (daemonized).\n"
+                                          "Unmount with: trajectoriz memory --unmount memory\n")
+        yield SimpleNamespace(env=env, proj=proj, proj2=proj2, point=point)
+        done = cli("memory", "--unmount", env=env, cwd=proj)
+        assert done.returncode == 0 and mounts.find(point) is None, done.stderr
+    finally:
+        take_down(point)
+
+
+def sizes_seen_by_ls(point: str) -> dict:
+    listing = client("ls", "-l", "--time-style=+", point)
+    assert listing.returncode == 0, listing.stderr
+    found = {}
+    for line in listing.stdout.splitlines()[1:]:
+        fields = line.split()
+        assert fields[0] == "-r--r--r--", line
+        found[fields[-1]] = int(fields[4])
+    return found
+
+
+@needs_fuse
+def test_ls_shows_this_projects_sessions_with_the_sizes_show_prints(mounted):
+    env, point = mounted.env, mounted.point
+    seen = sizes_seen_by_ls(point)
+    wanted = listed(env, mounted.proj)
+    assert len(wanted) >= 2 and {n: s for n, s in seen.items() if n != "README.md"} == wanted
+    assert not set(seen) & set(listed(env, mounted.proj2))  # proj-2 shares the prefix, not the project
+    for name, size in wanted.items():
+        shown = cli("show", name, env=env)
+        assert len(shown.stdout) == size
+        assert client("cat", os.path.join(point, name)).stdout.encode() == shown.stdout
+    assert client("stat", "-c", "%a", point).stdout.strip() == "555"
+
+
+@needs_fuse
+def test_tools_read_complete_correct_content(mounted):
+    env, point = mounted.env, mounted.point
+    wanted = listed(env, mounted.proj)
+    files = [os.path.join(point, n) for n in sorted(wanted)]
+    counts = client("wc", "-c", *files).stdout.splitlines()
+    assert [int(line.split()[0]) for line in counts[:-1]] == [wanted[n] for n in sorted(wanted)]
+    done = client("grep", "-r", "-l", "SCENARIO-DONE", point).stdout.split()
+    assert sorted(done) == files
+    assert sorted(client("rg", "-l", "SCENARIO-DONE", point).stdout.split()) == files
+    ids = client("jq", "-r", ".extra.short_id", *files).stdout.split()
+    assert ids == [n.rsplit("_", 1)[1][: -len(".atif.json")] for n in sorted(wanted)]
+    loaded = client("python3", "-c", "import json, sys; print(sum(len(json.load(open(f))['steps']) for f in sys.argv[1:]))", *files)
+    assert int(loaded.stdout) == sum(len(json.loads(cli("show", n, env=env).stdout)["steps"]) for n in wanted)
+    copy = os.path.join(mounted.proj, "copy.json")
+    assert client("cp", files[0], copy).returncode == 0
+    assert open(copy, "rb").read() == cli("show", sorted(wanted)[0], env=env).stdout
+    os.remove(copy)
+    total = sum(wanted.values()) + os.path.getsize(os.path.join(point, "README.md"))
+    assert int(client("du", "-s", "-b", point).stdout.split()[0]) == total
+    big = max(wanted.values())
+    found = client("find", point, "-size", f"+{big - 1}c", "-name", "*.atif.json").stdout.split()
+    assert [os.path.basename(f) for f in found] == [n for n, s in wanted.items() if s == big]
+
+
+@needs_fuse
+def test_writes_fail_with_read_only_file_system(mounted):
+    point = mounted.point
+    victim = os.path.join(point, "README.md")
+    attempts = [["touch", os.path.join(point, "new")], ["sh", "-c", f"echo x > '{victim}'"],
+                ["mkdir", os.path.join(point, "dir")], ["mv", victim, os.path.join(point, "moved")],
+                ["chmod", "666", victim], ["truncate", "-s", "0", victim], ["rm", "-f", victim]]
+    for attempt in attempts:
+        result = client(*attempt)
+        assert result.returncode != 0 and "Read-only file system" in result.stderr, attempt
+    assert os.path.getsize(victim) > 0
+
+
+@needs_fuse
+def test_git_ignores_the_mount_and_a_second_mount_changes_nothing(mounted):
+    env, proj = mounted.env, mounted.proj
+    exclude = open(os.path.join(proj, ".git", "info", "exclude")).read().splitlines()
+    assert exclude.count("/memory/") == 1
+    if GIT:
+        assert git("status", "--porcelain", cwd=proj) == ""
+    again = cli("memory", env=env, cwd=proj)
+    assert again.returncode == 0 and b"already mounted" in again.stdout
+    assert open(os.path.join(proj, ".git", "info", "exclude")).read().splitlines() == exclude
+
+
+@needs_fuse
+def test_live_sessions_grow_appear_and_disappear(mounted):
+    env, proj, point = mounted.env, mounted.proj, mounted.point
+    first, second = claude_sessions(env)
+    name = next(n for n, s in expected_sessions(env, proj).items() if s.source == first)
+    path = os.path.join(point, name)
+    assert "LIVE-MARKER" not in client("cat", path).stdout  # read once: in the page cache now
+    append_user_message(first, "LIVE-MARKER what next?")
+    shown = cli("show", name, env=env).stdout
+    assert client("cat", path).stdout.encode() == shown
+    assert sizes_seen_by_ls(point)[name] == len(shown)
+    assert client("jq", "-r", '.steps[] | select(.source == "user") | .message', path).stdout.splitlines()[-1] == "LIVE-MARKER what next?"
+
+    # an edit that keeps the size: only the page-cache rule (keep_cache) can serve it fresh
+    other = next(n for n, s in expected_sessions(env, proj).items() if s.source == second)
+    other_path = os.path.join(point, other)
+    assert "SCENARIO-DONE" in client("cat", other_path).stdout
+    with open(second, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(second, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("SCENARIO-DONE", "SCENARIO-DUNE"))
+    edited = client("cat", other_path).stdout
+    assert "SCENARIO-DUNE" in edited and "SCENARIO-DONE" not in edited
+    assert edited.encode() == cli("show", other, env=env).stdout
+
+    copy = copy_session(second, "22222222-3333-4444-8555-666666666666")
+    added = next(n for n, s in expected_sessions(env, proj).items() if s.source == copy)
+    assert wait_for(lambda: added in client("ls", point).stdout.split(), 10)
+    assert client("cat", os.path.join(point, added)).stdout.encode() == cli("show", added, env=env).stdout
+    os.remove(copy)
+    assert client("stat", os.path.join(point, added)).returncode != 0  # at once
+    assert wait_for(lambda: added not in client("ls", point).stdout.split(), 10)
+    assert sizes_seen_by_ls(point) == {**listed(env, proj), "README.md": os.path.getsize(os.path.join(point, "README.md"))}
+
+
+@needs_fuse
+def test_foreground_mount_unmounts_cleanly_on_sigterm(store, tmp_path):
+    env, proj, _ = store
+    point = str(tmp_path / "fg")
+    command = [sys.executable, os.path.join(ROOT, "trajectoriz.py"), "memory", point, "--foreground", "--dir", proj]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: mounts.find(point) and client("ls", point).returncode == 0, 20)
+        assert "README.md" in client("ls", point).stdout
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == 0
+        assert mounts.find(point) is None
+        assert cli("memory", "--status", point, env=env).stdout.decode().endswith("not mounted\n")
+    finally:
+        server.kill()
+        take_down(point)
+
+
+@needs_fuse
+def test_stale_mounts_are_recovered_by_mount_and_by_unmount(store, tmp_path):
+    env, proj, _ = store
+    point = str(tmp_path / "mem")
+
+    def kill_server(pid):
+        for victim in watchers_of(pid) + [pid]:  # the helper first: it would unmount for us
+            os.kill(victim, signal.SIGKILL)
+        assert wait_for(lambda: "not connected" in client("ls", point).stderr, 5)
+
+    try:
+        _, pid = mount(env, proj, point)
+        kill_server(pid)
+        status = cli("memory", "--status", point, env=env)
+        assert status.returncode == 1 and b"stale" in status.stdout
+        _, pid = mount(env, proj, point)  # heals, then mounts
+        assert "README.md" in client("ls", point).stdout
+        kill_server(pid)
+        done = cli("memory", "--unmount", point, env=env)
+        assert done.returncode == 0 and b"had died" in done.stdout, done.stderr
+        assert mounts.find(point) is None and client("ls", point).returncode == 0
+    finally:
+        take_down(point)
+
+
+@needs_fuse
+def test_hung_server_neither_blocks_listing_nor_unmount(store):
+    """A server that stops answering (SIGSTOP): `list` must not look inside its mount even for
+    a session recorded there, and --unmount must end it."""
+    env, proj, _ = store
+    point = os.path.join(proj, "memory")
+    inside = copy_session(claude_sessions(env)[1], "33333333-4444-4555-8666-777777777777")
+    with open(inside, encoding="utf-8") as handle:
+        text = handle.read().replace(f'"cwd":"{proj}"', f'"cwd":"{point}/sub"')
+    with open(inside, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    try:
+        _, pid = mount(env, proj)
+        os.kill(pid, signal.SIGSTOP)
+        assert memory.probe(point, 1) == "hung"
+        started = time.monotonic()
+        listing = cli("list", "--json", "--dir", proj, env=env, timeout=30)
+        assert listing.returncode == 0 and time.monotonic() - started < 10
+        assert any(json.loads(r)["cwd"] == f"{point}/sub" for r in listing.stdout.splitlines())
+        for state in glob.glob(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "mount-*.json")):
+            os.remove(state)  # the server is found all the same
+        done = cli("memory", "--unmount", env=env, cwd=proj, timeout=30)
+        assert done.returncode == 0 and b"was not answering" in done.stdout, done.stderr
+        assert mounts.find(point) is None and not memory.alive(pid)
+    finally:
+        take_down(point)
+
+
+def test_without_fuse_one_clear_line(store, tmp_path):
+    env, proj, _ = store
+    missing = cli("memory", str(tmp_path / "m"), env={**env, "FUSE_LIBRARY_PATH": str(tmp_path / "libfuse3.so.3")}, cwd=proj)
+    lines = missing.stderr.decode().splitlines()
+    assert missing.returncode == 2 and len(lines) == 1, lines
+    assert "no usable FUSE library" in lines[0] and "apt install fuse3" in lines[0] and "trajectoriz export" in lines[0]
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("hiding /dev/fuse needs root and unshare")
+    script = 'mount --make-rprivate / && mount -t tmpfs tmpfs /dev && exec "$@"'
+    no_device = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", sys.executable,
+                                os.path.join(ROOT, "trajectoriz.py"), "memory", str(tmp_path / "m")],
+                               env=env, cwd=proj, capture_output=True, timeout=60)
+    lines = no_device.stderr.decode().splitlines()
+    assert no_device.returncode == 2 and len(lines) == 1, lines
+    assert "/dev/fuse does not exist" in lines[0] and "--device /dev/fuse" in lines[0] and "trajectoriz export" in lines[0]
+
+
+@needs_fuse
+def test_a_refused_mount_reports_libfuses_reason_from_the_servers_log(store, tmp_path):
+    """Background mode: the server fails after the checks passed (no CAP_SYS_ADMIN); the command
+    prints the cause found in the server's log, in one line."""
+    env, proj, _ = store
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("dropping CAP_SYS_ADMIN needs root and setpriv")
+    point = str(tmp_path / "m")
+    try:
+        refused = subprocess.run(["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
+                                  sys.executable, os.path.join(ROOT, "trajectoriz.py"), "memory", point],
+                                 env=env, cwd=proj, capture_output=True, timeout=60)
+        lines = refused.stderr.decode().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1, lines
+        assert "not permitted to mount" in lines[0] and "--cap-add SYS_ADMIN" in lines[0], lines
+        assert mounts.find(point) is None
+    finally:
+        take_down(point)
