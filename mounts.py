@@ -90,6 +90,8 @@ def _parts(path: str) -> tuple:
 def inside(path: str, points) -> bool:
     """Whether `path` is one of `points` or below one, comparing whole components of absolute
     paths (no symlink resolution: that would look inside)."""
+    if not points:  # the usual case: discovery asks this of every source
+        return False
     parts = _parts(path)
     return any(parts[: len(p)] == p for p in map(_parts, points))
 
