@@ -42,6 +42,26 @@ def load(env, name: str) -> dict:
         return {}
 
 
+_shared: dict = {}  # path -> ((path, size, mtime_ns), parsed): one entry per cache file
+
+
+def load_shared(env, name: str) -> dict:
+    """`load`, parsed once per process while the file does not change, for callers that only
+    read it: discovery and the search for per-project stores both read the index, and the mount
+    rediscovers every few seconds. Never modify what it returns."""
+    path = os.path.join(cache_dir(env), name)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    key = (path, st.st_size, st.st_mtime_ns)
+    found = _shared.get(path)
+    if found is None or found[0] != key:
+        found = (key, load(env, name))
+        _shared[path] = found
+    return found[1]
+
+
 def save(env, name: str, data: dict) -> None:
     directory = cache_dir(env)
     try:

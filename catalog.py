@@ -50,7 +50,7 @@ def dependencies(module, source: str, env) -> list[str]:
 
 
 def discover(env, names=None, use_cache: bool = True) -> Catalog:
-    index = cache.load(env, INDEX_FILE) if use_cache else {}
+    index = cache.load_shared(env, INDEX_FILE) if use_cache else {}
     fresh: dict = {}
     sessions: list[Session] = []
     problems: list[SourceProblem] = []
