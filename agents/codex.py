@@ -58,12 +58,47 @@ def codex_home(env) -> str:
 
 
 def sources(env) -> list[str]:
-    sessions = os.path.join(glob.escape(codex_home(env)), "sessions")
-    found = _rollouts(os.path.join(sessions, "*", "*", "*"))
-    found += _rollouts(os.path.join(glob.escape(codex_home(env)), "archived_sessions"))
-    found += _rollouts(sessions)  # the early Rust CLI's flat layout
-    found += sorted(glob.glob(os.path.join(sessions, "rollout-*.json")))  # the TypeScript CLI
+    """Rollouts of the dated layout (`sessions/YYYY/MM/DD/`), the archive, the early Rust CLI's
+    flat layout, then the TypeScript CLI's JSON files. Listed with scandir, not glob: a heavy
+    user has a folder per day, and discovery lists them on every run."""
+    sessions = os.path.join(codex_home(env), "sessions")
+    days = [day for year in _subdirs(sessions) for month in _subdirs(year) for day in _subdirs(month)]
+    found = _rollout_files(days)
+    found += _rollout_files([os.path.join(codex_home(env), "archived_sessions")])
+    found += _rollout_files([sessions])
+    found += sorted(os.path.join(sessions, name) for name in _names(sessions)
+                    if name.startswith("rollout-") and name.endswith(".json"))
     return found
+
+
+def _names(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
+def _subdirs(directory: str) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return [e.path for e in entries if not e.name.startswith(".") and e.is_dir()]
+    except OSError:
+        return []
+
+
+def _rollout_files(directories: list[str]) -> list[str]:
+    """`rollout-*.jsonl` and `rollout-*.jsonl.zst` files of the directories, sorted; a plain
+    file hides its compressed sibling."""
+    plain, packed = [], []
+    for directory in directories:
+        for name in _names(directory):
+            if name.startswith("rollout-"):
+                if name.endswith(".jsonl"):
+                    plain.append(os.path.join(directory, name))
+                elif name.endswith(".jsonl.zst"):
+                    packed.append(os.path.join(directory, name))
+    known = set(plain)
+    return sorted(plain + [p for p in packed if p[:-4] not in known])
 
 
 def _rollouts(directory: str, name: str = "rollout-*") -> list[str]:
