@@ -23,14 +23,22 @@ def cache_dir(env) -> str:
 
 def fingerprint(paths) -> list:
     """[size, mtime_ns] per path (None for a missing one): changes whenever the content may have."""
+    return fingerprint_of(stats(paths))
+
+
+def stats(paths) -> list:
+    """os.stat of each path, None for a missing one."""
     found = []
     for path in paths:
         try:
-            st = os.stat(path)
-            found.append([st.st_size, st.st_mtime_ns])
+            found.append(os.stat(path))
         except OSError:
             found.append(None)
     return found
+
+
+def fingerprint_of(stat_results: list) -> list:
+    return [[st.st_size, st.st_mtime_ns] if st is not None else None for st in stat_results]
 
 
 def load(env, name: str) -> dict:
