@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc).timestamp()  # the corpus' "today"
 SPREAD_DAYS = 730
+MAIN_SHARE = 0.4  # of the sessions, in the project the user works in most (2,000 of 5,000)
 WORDS = ("parser cache flaky retry migration tokenizer deadlock rollout webhook schema pagination "
          "checksum bisect profiler allocator scheduler fixture benchmark lockfile sandbox vendoring "
          "quota backoff cursor encoder manifest shard replica linter bootstrap telemetry").split()
@@ -610,7 +611,8 @@ class Writer:
         self.listing: list[dict] = []
         self.copy = 0
         self.projects = [f"{self.random.choice(WORDS)}-{i:03d}" for i in range(max(8, sessions // 60))]
-        self.zipf = [1 / (i + 1) ** 1.1 for i in range(len(self.projects))]
+        rest = [1 / (i + 1) ** 1.1 for i in range(len(self.projects) - 1)]
+        self.zipf = [sum(rest) * MAIN_SHARE / (1 - MAIN_SHARE)] + rest  # the main project: 40%
 
     def project(self) -> str:
         name = self.random.choices(self.projects, self.zipf)[0]
@@ -619,8 +621,8 @@ class Writer:
         return path
 
     def size_target(self) -> int:
-        """Native bytes for an ordinary session: log-normal, median 60 KB, 1% above 2 MB."""
-        return int(min(30e6, math.exp(self.random.gauss(math.log(60e3), 1.5))))
+        """Native bytes for an ordinary session: log-normal, median 45 KB, 1% above 1.5 MB."""
+        return int(min(30e6, math.exp(self.random.gauss(math.log(45e3), 1.5))))
 
     def build(self, found: list[Template]) -> None:
         total_weight = sum(t.weight for t in found)
