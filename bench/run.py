@@ -335,7 +335,8 @@ def bench_translation(report, me, tree, runs) -> dict:
         rows.append([agent, str(count), mb(native), f"{cpu:.2f} s", speed(native, cpu), speed(native, cpu_kept)])
     rows.append(["**all**", str(total[0]), mb(total[1]), f"{total[2]:.2f} s", speed(total[1], total[2]),
                  speed(total[1], total[3])])
-    return {"largest": redacted[0]["largest"], "cpu": total[2], "cpu_kept": total[3]}
+    return {"largest": redacted[0]["largest"], "cpu": total[2], "cpu_kept": total[3],
+            "speed": total[1] / 1e6 / total[2] if total[2] else 0.0}
 
 
 def mb(size: float) -> str:
@@ -406,8 +407,8 @@ class Mount:
         while os.path.ismount(self.point) and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    def server_rss(self) -> str:
-        """VmRSS (VmHWM) of the process serving the mount, found by its command line."""
+    def server_rss(self) -> tuple[float, float] | None:
+        """VmRSS and VmHWM (MB) of the process serving the mount, found by its command line."""
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as handle:
@@ -418,10 +419,8 @@ class Mount:
                     status = dict(line.split(":", 1) for line in handle if ":" in line)
             except OSError:
                 continue
-            rss = int(status["VmRSS"].split()[0]) / 1024
-            peak = int(status["VmHWM"].split()[0]) / 1024
-            return f"{rss:.0f} MB (peak {peak:.0f} MB)"
-        return "server not found"
+            return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+        return None
 
 
 def mount_problem(program: Program, tree: str | None) -> str | None:
@@ -501,7 +500,8 @@ def bench_mount(report, me, them, project, tree, runs, scratch) -> dict:
     rows.append(["files (bytes)", *[f"{f['files'][0]} ({mb(f['files'][1])})" if "files" in f else "—"
                                     for f in (figures["ours"], figures["theirs"])], ""])
     rows.append(["server RSS after reading everything",
-                 *[f.get("rss", "—") for f in (figures["ours"], figures["theirs"])], ""])
+                 *[f"{f['rss'][0]:.0f} MB (peak {f['rss'][1]:.0f} MB)" if f.get("rss") else "—"
+                   for f in (figures["ours"], figures["theirs"])], ""])
     export_dir = os.path.join(scratch, "export")
     try:
         run_once(me.cmd("export", "--out", export_dir, "--dir", project), me.env, timeout=3600)
@@ -523,21 +523,70 @@ def bench_startup(report, me, tree, runs) -> None:
         rows.append([label, source.text(), built.text() if built else "not available: no dist/trajectoriz (make build)"])
 
 
-def bench_redaction(report, me, translation, show, runs, export_dir) -> None:
+def bench_redaction(report, me, translation, show, runs) -> dict:
     rows = report.section("Secret redaction (on by default)", ["Operation", "redacted", "--no-redact", "cost"], [
         "Target: redaction changes no benchmark by more than 10%."])
     cpu, cpu_kept = translation["cpu"], translation["cpu_kept"]
     rows.append(["translation of every session (CPU)", f"{cpu:.2f} s", f"{cpu_kept:.2f} s", pct(cpu, cpu_kept)])
     with_, without = show["`show ID` (JSON) / `show ID --full`"][0], show["`show ID --no-redact`"][0]
+    without_show = without.median
     rows.append(["`show` of the largest session", with_.text(), without.text(), pct(with_.median, without.median)])
     args = ["search", "--content", CONTENT_QUERY]
     with_ = measure(me.cmd(*args), me.env, runs)
     without = measure(me.cmd(*args, "--no-redact"), me.env, runs)
     rows.append(["`search --content`", with_.text(), without.text(), pct(with_.median, without.median)])
+    return {"translation": cpu / cpu_kept - 1 if cpu_kept else 0.0,
+            "show": show["`show ID` (JSON) / `show ID --full`"][0].median / without_show - 1,
+            "search": with_.median / without.median - 1}
 
 
 def pct(with_: float, without: float) -> str:
     return f"{(with_ / without - 1) * 100:+.0f}%" if without else "—"
+
+
+# targets (issue 7) -------------------------------------------------------------------------------------
+def verdict(ok: bool | None, miss: str = "") -> str:
+    if ok is None:
+        return "not measured"
+    return "yes" if ok else f"**no**{': ' + miss if miss else ''}"
+
+
+def target_rows(discovery, translation, show, mount, redaction, project_count) -> list[list[str]]:
+    rows = []
+    ours_m, theirs_m = mount.get("ours", {}), mount.get("theirs", {})
+    ls_warm = ours_m.get("ls-warm")
+    rows.append([f"`ls -l memory/` over {project_count} sessions, warm: under 100 ms",
+                 ls_warm.text() if ls_warm else "—",
+                 verdict(ls_warm.median < 0.1 if ls_warm and not ls_warm.failure else None,
+                         f"{ls_warm.median / 0.1:.1f}x the target" if ls_warm else "")])
+    mine, theirs = discovery["search-warm"]
+    ok = mine.median < 0.2 and (theirs is None or mine.median <= theirs.median / 2)
+    rows.append(["default `search`, warm: under 200 ms and at most half the predecessor's time",
+                 f"{mine.text()}; ours/theirs {ratio(mine, theirs)}", verdict(ok)])
+    speed = translation["speed"]
+    rows.append(["translation: at least 60 MB/s of native input per core (all agents)", f"{speed:.0f} MB/s",
+                 verdict(speed >= 60)])
+    for key, label in (("content-cold", "`search --content`, first time"), ("content-warm", "`search --content`, after")):
+        mine, theirs = discovery[key]
+        ok = None if theirs is None or theirs.failure else mine.median <= theirs.median / 2
+        rows.append([f"{label}: at least twice as fast as the predecessor's", f"ours/theirs {ratio(mine, theirs)}",
+                     verdict(ok, f"{mine.median / theirs.median * 2:.1f}x the target time" if ok is False else "")])
+    mine, theirs = ours_m.get("grep-cold"), theirs_m.get("grep-cold")
+    ok = None if not (mine and theirs) or mine.failure or theirs.failure else mine.median <= theirs.median / 2
+    rows.append(["cold `grep -r` over the mount: at least twice as fast as the predecessor's",
+                 f"ours/theirs {ratio(mine, theirs)}" if mine else "—",
+                 verdict(ok, f"{mine.median / theirs.median * 2:.1f}x the target time" if ok is False else "")])
+    rss = ours_m.get("rss")
+    rows.append(["mount server RSS after reading the project: under 300 MB",
+                 f"{rss[0]:.0f} MB (peak {rss[1]:.0f} MB)" if rss else "—", verdict(rss[1] < 300 if rss else None)])
+    shown = show["`show ID` (JSON) / `show ID --full`"][0]
+    peak = max(shown.rss_kb) / 1024 if shown.rss_kb else None
+    rows.append(["`show` of the largest session: under 1.5 GB peak RSS", f"{peak:.0f} MB" if peak else "—",
+                 verdict(peak < 1536 if peak else None)])
+    worst = max(redaction.values())
+    rows.append(["redaction changes no benchmark by more than 10%",
+                 ", ".join(f"{k} {v * 100:+.0f}%" for k, v in redaction.items()), verdict(worst <= 0.10)])
+    return rows
 
 
 # main ---------------------------------------------------------------------------------------------------
@@ -560,18 +609,20 @@ def main(argv=None) -> int:
     load_before = load()
     scratch = tempfile.mkdtemp(prefix="bench-")
     try:
+        targets = report.section("Targets", ["Target", "Measured", "Met?"])
         print("discovery and search", file=sys.stderr)
-        bench_discovery(report, me, them, project, project_count, runs)
+        discovery = bench_discovery(report, me, them, project, project_count, runs)
         print("translation", file=sys.stderr)
         translation = bench_translation(report, me, args.tree, runs)
         print("show", file=sys.stderr)
         show = bench_show(report, me, them, translation["largest"], runs)
         print("mount", file=sys.stderr)
-        bench_mount(report, me, them, project, args.tree, runs, scratch)
+        mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
         print("start-up", file=sys.stderr)
         bench_startup(report, me, args.tree, runs)
         print("redaction", file=sys.stderr)
-        bench_redaction(report, me, translation, show, runs, scratch)
+        redaction = bench_redaction(report, me, translation, show, runs)
+        targets += target_rows(discovery, translation, show, mount, redaction, project_count)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     intro = ["# Benchmark results", "",
@@ -583,6 +634,10 @@ def main(argv=None) -> int:
     intro += [f"- load average (1, 5, 15 min) before: {load_before}, after: {load()} "
               "(2 cores shared with other work)"]
     text = report.markdown(intro)
+    notes = os.path.join(BENCH, "NOTES.md")
+    if os.path.exists(notes):
+        with open(notes) as handle:
+            text += "\n" + handle.read()
     with open(args.out, "w") as handle:
         handle.write(text)
     print(text)
