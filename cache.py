@@ -9,7 +9,6 @@ the cache. A cache that cannot be read or written is simply not used.
 from __future__ import annotations
 
 import os
-import tempfile
 
 import orjson
 
@@ -71,6 +70,8 @@ def load_shared(env, name: str) -> dict:
 
 
 def save(env, name: str, data: dict) -> None:
+    import tempfile  # here only: a warm run saves nothing, and tempfile costs ~10 ms to import
+
     directory = cache_dir(env)
     try:
         os.makedirs(directory, exist_ok=True)

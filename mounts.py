@@ -12,8 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -48,6 +46,8 @@ def table() -> list[Mount]:
             return parse_mountinfo(handle.read())
     except FileNotFoundError:  # macOS, BSDs
         pass
+    import subprocess  # here only: discovery reads the table on every run
+
     try:
         listed = subprocess.run(["mount"], capture_output=True, text=True, timeout=COMMAND_SECONDS)
     except (OSError, subprocess.TimeoutExpired):
@@ -124,6 +124,8 @@ def unmount_commands(point: str, force: bool = False) -> list[list[str]]:
         if force:
             return [["diskutil", "unmount", "force", point], ["umount", "-f", point]]
         return [["umount", point], ["diskutil", "unmount", point]]
+    import shutil
+
     helpers = [tool for tool in ("fusermount3", "fusermount") if shutil.which(tool)]
     flag = "-uz" if force else "-u"
     return [[tool, flag, point] for tool in helpers] + [["umount", "-l", point] if force else ["umount", point]]
@@ -131,6 +133,8 @@ def unmount_commands(point: str, force: bool = False) -> list[list[str]]:
 
 def unmount(point: str, force: bool = False) -> tuple[bool, str]:
     """Unmount `point`: (whether it is gone, the last command's complaint)."""
+    import subprocess
+
     complaint = ""
     for command in unmount_commands(point, force):
         try:
