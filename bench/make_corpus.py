@@ -296,11 +296,12 @@ class Mapping:
     repetition), its working directories, home, and times."""
 
     def __init__(self, ids: list[str], cwds: list[str], new_cwd: str, home: str, shift: float,
-                 key: str, words: str):
+                 key: str, words: str, fixed: dict | None = None):
         self.shift = shift
         self.words = words
         order = {old: rank for rank, old in enumerate(sorted(ids))}
         self.ids = {old: new_id(old, key, order[old]) for old in ids}
+        self.ids.update(fixed or {})  # ids a repetition shares with the copy (its session's)
         for old in [i for i in ids if re.fullmatch(UUID, i)]:
             self.ids.setdefault(old[:8], self.ids[old][:8])  # Gemini names files by an id's head
         literals = {}
@@ -667,21 +668,29 @@ class Writer:
             if text is not None:
                 text_ids(text, ids)
         anchor_text = "".join(t for t in texts.values() if t) or ""
+        shared: set = set()  # the session's own ids: the same in every repetition of its turns
         if db_unit:
             db_text = self._db_text(template, db_unit)
             text_ids(db_text, ids)
             anchor_text += db_text
             ids |= self._db_id_columns(template, db_unit)
+            text_ids(self._db_text(template, db_unit, exclude=template.grow_tables), shared)
+            shared |= self._db_id_columns(template, db_unit, exclude=template.grow_tables)
         for rel in texts:
             ids_by_shape(rel, ids)
+            ids_by_shape(rel, shared)
+        if unit and unit.grow and texts.get(unit.grow):
+            text_ids(head_of(texts[unit.grow]), shared)
         times = epochs_in(anchor_text)
         anchor = min(times) if times else start
         span = (max(times) - anchor + 60) if times else 60
         mapping = Mapping(sorted(ids), template.cwds, cwd, self.home, start - anchor, key, words)
 
+        fixed = {old: new for old, new in mapping.ids.items() if old in shared}
+
         def rep_mapping(rep: int) -> Mapping:
             return Mapping(sorted(ids), template.cwds, cwd, self.home, start - anchor + rep * span,
-                           f"{key}:{rep}", " ".join(self.random.sample(WORDS, 2)))
+                           f"{key}:{rep}", " ".join(self.random.sample(WORDS, 2)), fixed)
 
         native = 0
         zst = self.random.random() < template.zst_share
@@ -711,22 +720,26 @@ class Writer:
                 return db, rows
         return None
 
-    def _db_text(self, template: Template, db_unit) -> str:
+    def _db_text(self, template: Template, db_unit, exclude=()) -> str:
         db, rows = db_unit
         connection = sqlite3.connect(os.path.join(template.root, db))
         texts = []
         for table, rowids in rows.items():
+            if table in exclude:
+                continue
             for rowid in rowids:
                 row = connection.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone()
                 texts += [v if isinstance(v, str) else str(v) for v in row if isinstance(v, (str, int, float))]
         connection.close()
         return "\n".join(texts)
 
-    def _db_id_columns(self, template: Template, db_unit) -> set:
+    def _db_id_columns(self, template: Template, db_unit, exclude=()) -> set:
         db, rows = db_unit
         connection = sqlite3.connect(os.path.join(template.root, db))
         found = set()
         for table, rowids in rows.items():
+            if table in exclude:
+                continue
             names = columns(connection, table)
             wanted = [n for n in names if n == "id" or n.endswith("_id")]
             for rowid in rowids:
@@ -806,6 +819,13 @@ def copy_binary(source: str, target: str) -> int:
 
 
 PARENT_KEYS = (("parentUuid", "uuid"), ("parentId", "id"))
+
+
+def head_of(text: str) -> str:
+    """The lines before a session's first prompt (its header: session ids, settings)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if "SCENARIO " in line), len(lines))
+    return "".join(lines[:start])
 
 
 def grow(template_text: str, first: str, size: int, rep_mapping) -> str:

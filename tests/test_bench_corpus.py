@@ -18,7 +18,7 @@ MAKE_CORPUS = os.path.join(ROOT, "bench", "make_corpus.py")
 
 
 def build(out: str) -> None:
-    subprocess.run([sys.executable, MAKE_CORPUS, "--sessions", "40", "--giant-mb", "0.3",
+    subprocess.run([sys.executable, MAKE_CORPUS, "--sessions", "40", "--giant-mb", "0.3,0.3,0.3,0.3",
                     "--seed", "3", "--out", out], check=True, capture_output=True, timeout=120)
 
 
@@ -42,7 +42,11 @@ def test_corpus_is_deterministic_valid_and_leaves_the_fixtures_alone(tmp_path):
     assert set(agents_found) >= {"claude", "codex", "copilot", "gemini", "qwen", "pi", "kimi", "cline",
                                  "opencode", "kilo", "hermes", "goose", "crush", "cursor", "aider"}
     assert len({s.native_id for s in sessions}) == len(sessions)
+    steps = collections.defaultdict(list)
     for session in sessions:
         doc = documents.translate(session, env)
         assert "error" not in doc["extra"], (session.agent, doc["extra"]["error"])
         assert_valid(doc)
+        steps[session.agent].append(len(doc["steps"]))
+    for agent in ("claude", "codex", "copilot", "opencode"):  # a grown session of every store kind
+        assert max(steps[agent]) > 3 * min(steps[agent]), (agent, steps[agent])
