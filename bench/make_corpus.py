@@ -674,8 +674,9 @@ class Writer:
             text_ids(db_text, ids)
             anchor_text += db_text
             ids |= self._db_id_columns(template, db_unit)
-            text_ids(self._db_text(template, db_unit, exclude=template.grow_tables), shared)
-            shared |= self._db_id_columns(template, db_unit, exclude=template.grow_tables)
+            others = tuple(t for t in db_unit[1] if t != template.dbs[db_unit[0]])  # not the session row
+            text_ids(self._db_text(template, db_unit, exclude=others), shared)
+            shared |= self._db_id_columns(template, db_unit, exclude=others)
         for rel in texts:
             ids_by_shape(rel, ids)
             ids_by_shape(rel, shared)

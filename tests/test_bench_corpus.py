@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import os
+import statistics
 import subprocess
 import sys
 
@@ -49,4 +50,4 @@ def test_corpus_is_deterministic_valid_and_leaves_the_fixtures_alone(tmp_path):
         assert_valid(doc)
         steps[session.agent].append(len(doc["steps"]))
     for agent in ("claude", "codex", "copilot", "opencode"):  # a grown session of every store kind
-        assert max(steps[agent]) > 3 * min(steps[agent]), (agent, steps[agent])
+        assert max(steps[agent]) > 3 * statistics.median(steps[agent]), (agent, steps[agent])
