@@ -79,6 +79,7 @@ class Template:
     dbs: dict = field(default_factory=dict)   # db path -> sessions table
     big: bool = False                    # may hold the long-tail giants
     zst_share: float = 0.0               # share of the copies written as .jsonl.zst archives
+    db_units: list | None = None         # found by Writer._db_units
 
 
 def live(name: str) -> str:
@@ -255,8 +256,8 @@ def pin_build_times(path: str, started: datetime) -> None:
 
 def sample_templates(scratch: str) -> list[Template]:
     """Stores with only small sample files: a few sessions each, so that every translator runs."""
-    def one(agent, source, target, cwds, weight=0.5):
-        return Template(agent, source, [Unit(files_under(source, ""), None)], cwds, weight, dbs={})
+    def one(agent, source, cwds, weight=0.5):
+        return Template(agent, source, [Unit(files_under(source, ""), None)], cwds, weight)
 
     found = []
     for agent, source, target, cwds in (
@@ -276,7 +277,7 @@ def sample_templates(scratch: str) -> list[Template]:
         else:
             os.makedirs(os.path.dirname(os.path.join(root, target)), exist_ok=True)
             shutil.copy(path, os.path.join(root, target))
-        found.append(one(agent, root, target, cwds))
+        found.append(one(agent, root, cwds))
     return found
 
 
@@ -535,6 +536,7 @@ class Databases:
     def __init__(self):
         self.open: dict[str, sqlite3.Connection] = {}
         self.triggers: dict[str, list[str]] = {}
+        self.owned: dict = {}  # template database -> {table: rowids of some session's rows}
 
     def get(self, target: str, template: str) -> sqlite3.Connection:
         if target not in self.open:
@@ -570,8 +572,6 @@ class Databases:
         if rows:
             marks = ",".join("?" * len(names))
             target.executemany(f'INSERT OR IGNORE INTO "{table}" VALUES ({marks})', rows)
-
-    owned: dict = {}
 
     def close(self) -> None:
         """Commit, then add the triggers (so full-text indexes a trigger fills stay empty)."""
@@ -644,15 +644,18 @@ class Writer:
             self.write_copy(template, unit_index, target)
         self.databases.close()
 
-    def _db_units(self, template: Template) -> list[dict]:
-        if not hasattr(template, "_units"):
-            template._units = []
+    def _db_units(self, template: Template) -> list[tuple]:
+        """(database, rows) of each session of the template's databases, found once."""
+        if template.db_units is None:
+            template.db_units = []
             for db, table in template.dbs.items():
                 found = db_units(os.path.join(template.root, db), table)
-                Databases.owned[os.path.join(template.root, db)] = {
-                    t: {r for unit in found for r in unit.get(t, [])} for unit in found for t in unit}
-                template._units = [(db, unit) for unit in found]
-        return template._units
+                owned = self.databases.owned.setdefault(os.path.join(template.root, db), {})
+                for unit in found:
+                    for table_name, rowids in unit.items():
+                        owned.setdefault(table_name, set()).update(rowids)
+                template.db_units += [(db, unit) for unit in found]
+        return template.db_units
 
     def write_copy(self, template: Template, unit_index: int, size: int) -> None:
         self.copy += 1
