@@ -1,10 +1,11 @@
 # trajectoriz: `make demo` runs the main job, `make test` runs the tests. Both set up .venv first.
+# `make build` writes the single-file executable dist/trajectoriz (build/README.md).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test demo bench clean conformance build release man bench-startup
 
 venv: $(STAMP)
 
@@ -22,8 +23,32 @@ test: venv
 demo: venv
 	$(PY) examples/demo.py
 
+# Real agent CLIs (downloaded into conformance/cache/) against a scripted model server; not part
+# of `make test`. AGENTS=claude,codex picks agents, VERSIONS=latest asks the registries.
+AGENTS ?=
+VERSIONS ?= pinned
+conformance: venv
+	$(PY) -m conformance.run --versions $(VERSIONS) $(if $(AGENTS),--agents $(AGENTS))
+
 bench: venv
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# dist/trajectoriz (+ dist/trajectoriz-cli, dist/trajectoriz.1), reproducibly (PYTHONHASHSEED fixes
+# the order of PyInstaller's base_library.zip); `make release` adds
+# dist/trajectoriz-<version>-<os>-<arch> and its .sha256.
+build: venv
+	PYTHONHASHSEED=0 $(PY) -m PyInstaller --noconfirm --log-level WARN --workpath pyi-work --distpath dist build/trajectoriz.spec
+	$(PY) build/pack.py $(PACK_FLAGS)
+	$(PY) build/manpage.py --output dist/trajectoriz.1
+
+release: PACK_FLAGS = --release
+release: build
+
+man: venv
+	$(PY) build/manpage.py
+
+bench-startup: build
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) pyi-work dist trajectoriz.1

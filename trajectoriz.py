@@ -24,8 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "search and export them, or mount them as a read-only memory/ directory.",
         epilog="Exit status: 0 success, 1 nothing found (search) or invalid documents "
                "(validate), 2 error.")
-    parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                     description="Run `trajectoriz COMMAND --help` for the options of each.")
 
     listing = commands.add_parser(
         "list", help="list sessions of this project (or all) as a table",
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "message, reasoning, tool calls with arguments, and results (long ones cut, "
                            "their full length stated)")
     part = show.add_mutually_exclusive_group()
-    part.add_argument("--step", type=int, metavar="N", help="print only step N (1-based)")
+    part.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
     part.add_argument("--steps", metavar="A-B",
                       help="print only steps A to B (A-B, A- for A to the end, or A): read a long "
                            "session a slice at a time; the transcript ends with the command for the "
@@ -137,8 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help="check ATIF documents against the v1.7 spec",
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
-    check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files")
-    check.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
+    check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
     return parser
 
 

@@ -162,10 +162,60 @@ def open_binary(path: str):
     handle = os.fdopen(fd, "rb")
     if not path.endswith(".zst"):
         return handle
-    import zstandard  # only archived Codex sessions need it
+    return io.BufferedReader(_ZstdStream(handle))
 
-    reader = zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)
-    return io.BufferedReader(reader)
+
+class _ZstdStream(io.RawIOBase):
+    """The decompressed bytes of a `.zst` file, frame after frame. A file cut short raises
+    EOFError once its complete part is read (zstandard's own stream reader ends quietly there,
+    which would pass a truncated archive off as a complete session)."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, handle):
+        import zstandard  # only archived Codex sessions need it
+
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._handle = handle
+        self._frame = self._new()
+        self._started = False      # bytes of the current frame were fed
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            if not self._refill():
+                return 0
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def _refill(self) -> bool:
+        """Decompress more; False at the clean end of the file."""
+        if self._frame.eof:
+            rest = self._frame.unused_data
+            self._frame, self._started = self._new(), False
+            if rest:
+                self._feed(rest)
+                return True
+        chunk = self._handle.read(self.CHUNK)
+        if not chunk:
+            if self._started:
+                raise EOFError("the compressed file is cut short (its last zstd frame is incomplete)")
+            return False
+        self._feed(chunk)
+        return True
+
+    def _feed(self, data: bytes) -> None:
+        self._started = True
+        self._pending += self._frame.decompress(data)
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()
 
 
 def head_records(path: str, limit: int = HEAD_BYTES):
@@ -375,6 +425,58 @@ def join_result(builder, call_id: str | None, content, when=None, extra: dict | 
     info = {"kind": "orphan_tool_result", **({"tool_name": tool_name} if tool_name else {})}
     builder.observe(builder.system("", when, extra=info), content, extra=extra or None,
                     subagents=subagents)
+
+
+def connected_leaf(records: list[dict], id_key: str, parent_key: str, eligible=None) -> dict | None:
+    """The leaf of a conversation whose records name their parent (`parent_key` -> `id_key`).
+
+    A whole file is one tree. Damage makes several: a record whose parent link is missing, of
+    another type, or names a record that was lost tops a tree of its own. The conversation is
+    the largest tree (on a tie, the one holding the later record) and its leaf is the last
+    record in it that `eligible` allows: a stray record at either end cannot take the leaf's
+    place and abandon every record of the conversation. None when no record has an id."""
+    by_id: dict = {}
+    for record in records:
+        if as_str(record.get(id_key)):
+            by_id.setdefault(record[id_key], record)
+    tops: dict = {}
+
+    def top(key: str) -> str | None:
+        """The first record of key's chain (None for a loop), remembered for every record met."""
+        path: list = []
+        on_path: set = set()
+        while key not in tops:
+            if key in on_path:
+                found = None
+                break
+            path.append(key)
+            on_path.add(key)
+            parent = as_str(by_id[key].get(parent_key))
+            if not parent or parent not in by_id:
+                found = key
+                break
+            key = parent
+        else:
+            found = tops[key]
+        for member in path:
+            tops[member] = found
+        return found
+
+    keyed = [r for r in records if as_str(r.get(id_key))]
+    candidates = [r for r in keyed if eligible is None or eligible(r)]
+    if not candidates:
+        return None
+    size: dict = {}
+    latest: dict = {}
+    for index, record in enumerate(keyed):
+        tree = top(record[id_key])
+        if tree is not None:
+            size[tree] = size.get(tree, 0) + 1
+            latest[tree] = index
+    if not size:
+        return candidates[-1]
+    main = max(size, key=lambda tree: (size[tree], latest[tree]))
+    return next((r for r in reversed(candidates) if top(r[id_key]) == main), candidates[-1])
 
 
 def as_int(value) -> int | None:

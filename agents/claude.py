@@ -171,18 +171,20 @@ class _Translation:
 
     def feed(self, record: dict) -> None:
         uuid = record.get("uuid")
+        if not isinstance(uuid, (str, int)):  # an id of another type cannot identify a record
+            uuid = None
         if uuid is not None:
             if uuid in self.seen_uuids:
                 return
             self.seen_uuids.add(uuid)
-        kind = record.get("type") or as_dict(record.get("message")).get("role")
+        kind = as_str(record.get("type")) or as_str(as_dict(record.get("message")).get("role"))
         if self.version is None and isinstance(record.get("version"), str):
             self.version = record["version"]
         if record.get("isSidechain") and not self.is_subagent:
             self.sidechains.setdefault(as_str(record.get("agentId")) or "sidechain", []).append(record)
             return
         if isinstance(uuid, str):
-            self.parents[uuid] = record.get("parentUuid") or record.get("logicalParentUuid")
+            self.parents[uuid] = as_str(record.get("parentUuid")) or as_str(record.get("logicalParentUuid"))
             if kind in ("user", "assistant"):
                 self.last_uuid = uuid
         before = self.b.step_count()
@@ -256,7 +258,7 @@ class _Translation:
             self.usage_step.setdefault(key, step)
 
     def assistant_block(self, step, block: dict) -> None:
-        kind = block.get("type")
+        kind = as_str(block.get("type"))
         if kind == "text":
             self.append_text(step, as_str(block.get("text")) or "")
         elif kind in ("thinking", "reasoning"):

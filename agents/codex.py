@@ -762,7 +762,7 @@ class Translator:
             self.unrecognized[line.type] += 1
 
     def on_item(self, line: Line) -> None:
-        kind = line.payload.get("type")
+        kind = as_str(line.payload.get("type"))
         handler = self.ITEM_HANDLERS.get(kind)
         if handler is not None:
             handler(self, line)
@@ -770,7 +770,7 @@ class Translator:
             self.unrecognized[f"response_item:{kind}"] += 1
 
     def on_event(self, line: Line) -> None:
-        kind = line.payload.get("type")
+        kind = as_str(line.payload.get("type"))
         handler = self.EVENT_HANDLERS.get(kind)
         if handler is not None:
             handler(self, line)

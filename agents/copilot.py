@@ -343,7 +343,7 @@ class EventTranslator:
     def document(self) -> dict:
         for record in self.events:
             data = event_data(record)
-            kind = record.get("type")
+            kind = as_str(record.get("type"))
             if kind in IGNORED:
                 continue
             handler = HANDLERS.get(kind)

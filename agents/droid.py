@@ -73,7 +73,7 @@ def dialect(records: list[dict]) -> str:
     for record in records[:50]:
         if record.get("type") == "session_start" or isinstance(record.get("message"), dict):
             return "store"
-        if record.get("type") in STREAM_TYPES:
+        if as_str(record.get("type")) in STREAM_TYPES:
             return "stream-json"
     return "store"
 

@@ -48,13 +48,15 @@ from agents.genai import (function_calls, function_responses, message_content, p
 NAME = "gemini"
 PREFIX = "gm"
 ATIF_NAME = "gemini-cli"
-VERSION = 1
+VERSION = 2
 
 PROMPT_LOG = "logs.json"
 SESSION_CONTEXT = "<session_context>"
 STATE_SNAPSHOT = "<state_snapshot>"
 AGENT_TYPES = ("gemini", "model", "assistant")
 _SHORT_ID = re.compile(r"-([0-9A-Za-z]{8})$")
+SHELL_TOOL = "run_shell_command"
+_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
 
 
 def gemini_dir(env) -> str:
@@ -463,7 +465,7 @@ class _Translation:
         subagents = self.spawned.get(cid)
         if not content and not subagents and status in (None, "success"):
             return
-        result_extra = {}
+        result_extra = shell_failure(as_str(call.get("name")), content)
         if is_error or status == "error":
             result_extra["is_error"] = True
         if status and status != "success":
@@ -481,7 +483,10 @@ class _Translation:
         if cid and cid in self.answered:
             return
         content, is_error = response_content(response)
-        extra = {"is_error": True} if is_error else None
+        extra = shell_failure(as_str(response.get("name")), content)
+        if is_error:
+            extra["is_error"] = True
+        extra = extra or None
         if cid and self.builder.has_call(cid):
             self.builder.tool_result(cid, content, extra=extra, subagents=self.spawned.get(cid))
             self.answered.add(cid)
@@ -492,6 +497,18 @@ class _Translation:
 
 
 # sub-agents --------------------------------------------------------------------------------------
+def shell_failure(name: str | None, content) -> dict:
+    """`{exit_code, is_error}` of a shell command that failed. Gemini CLI marks the call a
+    "success" whatever the command's exit status, which it writes only into the output
+    (`Exit Code: 2`, after the command's own output: the last such line counts)."""
+    if name != SHELL_TOOL or not isinstance(content, str):
+        return {}
+    codes = _EXIT_CODE.findall(content)
+    if not codes or int(codes[-1]) == 0:
+        return {}
+    return {"is_error": True, "exit_code": int(codes[-1])}
+
+
 def _subagent_documents(source: str, session_id: str) -> list[tuple[dict, dict]]:
     """(document, metadata) of every sub-agent of a session, oldest first."""
     found = []

@@ -126,7 +126,7 @@ def first_text(content_json) -> str:
 
 
 def model_of(record: dict) -> str | None:
-    config = parse_json(record.get("model_config_json"))
+    config = as_dict(parse_json(record.get("model_config_json")))
     for key in ("model_name", "modelName", "model"):
         if isinstance(config.get(key), str) and config[key]:
             return config[key]

@@ -69,7 +69,7 @@ def scan(source: str, env) -> list[Session]:
         rows = connection.execute(f"SELECT {', '.join(wanted)}, {first_user} AS first_user"
                                   f" FROM sessions s ORDER BY s.started_at").fetchall()
         schema = f"schema-{_schema_version(connection)}"
-    return [_session(source, row, schema) for row in rows]
+    return [_session(source, row, schema) for row in rows if isinstance(row["id"], str) and row["id"]]
 
 
 def _connect(source: str):
@@ -105,10 +105,10 @@ def _schema_version(connection) -> str:
 def _session(source: str, row, schema: str) -> Session:
     first = message_text(decode_content(row["first_user"]))
     extra = {"format": schema}
-    if row["parent_session_id"]:
+    if as_str(row["parent_session_id"]):
         extra["parent_session_id"] = row["parent_session_id"]
     return Session(agent=NAME, native_id=row["id"], source=source, started=epoch(row["started_at"]),
-                   cwd=as_str(row["cwd"]) or None, title=one_line(first or row["title"] or ""),
+                   cwd=as_str(row["cwd"]) or None, title=one_line(first or as_str(row["title"]) or ""),
                    model=as_str(row["model"]), locator=row["id"], extra=extra)
 
 

@@ -180,16 +180,22 @@ class DbStore:
             return [{**s, "first_text": None, "model": None} for s in self.sessions()]
         order = self.message_order()
         first_text = (
-            "(SELECT json_extract(pt.data, '$.text') FROM message m "
+            f"(SELECT {json_field('pt.data', '$.text')} FROM message m "
             "JOIN part pt ON pt.message_id = m.id WHERE m.session_id = s.id "
-            "AND json_extract(m.data, '$.role') = 'user' "
-            "AND json_extract(pt.data, '$.type') = 'text' "
-            "AND coalesce(json_extract(pt.data, '$.synthetic'), 0) = 0 "
+            f"AND {json_field('m.data', '$.role')} = 'user' "
+            f"AND {json_field('pt.data', '$.type')} = 'text' "
+            f"AND coalesce({json_field('pt.data', '$.synthetic')}, 0) = 0 "
             f"ORDER BY {order}, pt.id LIMIT 1)")
-        model = ("(SELECT coalesce(json_extract(m.data, '$.modelID'), "
-                 "json_extract(m.data, '$.model.modelID')) FROM message m WHERE m.session_id = s.id "
-                 f"AND json_extract(m.data, '$.role') = 'assistant' ORDER BY {order} LIMIT 1)")
+        model = (f"(SELECT coalesce({json_field('m.data', '$.modelID')}, "
+                 f"{json_field('m.data', '$.model.modelID')}) FROM message m WHERE m.session_id = s.id "
+                 f"AND {json_field('m.data', '$.role')} = 'assistant' ORDER BY {order} LIMIT 1)")
         return self.sessions(extra=(("first_text", first_text), ("model", model)))
+
+
+def json_field(column: str, path: str) -> str:
+    """SQL for a field of a JSON column, NULL where the column does not hold JSON (json_extract
+    itself fails the whole query on one damaged row)."""
+    return f"CASE WHEN json_valid({column}) THEN json_extract({column}, '{path}') END"
 
 
 def with_id(object_id: str, data) -> dict:
@@ -300,7 +306,7 @@ def family_scan(source: str, env, family: Family) -> list[Session]:
 
 
 def scan_database(source: str, family: Family) -> list[Session]:
-    rows = DbStore(source).listing()
+    rows = [row for row in DbStore(source).listing() if isinstance(row["id"], str) and row["id"]]
     parents = {row["id"]: row["parent_id"] for row in rows}
     return [listed(family, source, row, row["first_text"], row["model"], "sqlite")
             for row in rows if is_top_level(row["id"], parents)]
@@ -340,8 +346,8 @@ def scan_json(source: str, family: Family) -> list[Session]:
 
 def listed(family: Family, source: str, row: dict, first_text, model, kind: str) -> Session:
     return Session(agent=family.agent, native_id=row["id"], source=source,
-                   started=epoch(row["created"]), cwd=row["directory"] or row["worktree"],
-                   title=one_line(first_text or row["title"] or ""), model=model,
+                   started=epoch(row["created"]), cwd=as_str(row["directory"]) or as_str(row["worktree"]),
+                   title=one_line(as_str(first_text) or as_str(row["title"]) or ""), model=as_str(model),
                    locator=row["id"], extra={"format": kind})
 
 
@@ -382,8 +388,9 @@ class SessionTranslator:
         self.depth = depth
 
     def document(self, row: dict) -> dict:
-        builder = TrajectoryBuilder(self.family.atif_name, version=row["version"], session_id=row["id"])
-        if row["title"]:
+        builder = TrajectoryBuilder(self.family.atif_name, version=as_str(row["version"]),
+                                    session_id=as_str(row["id"]))
+        if as_str(row["title"]):
             builder.extra["native_title"] = row["title"]
         messages = self.store.messages(row["id"])
         parts = self.store.parts(row["id"], messages)

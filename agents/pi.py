@@ -19,7 +19,7 @@ from __future__ import annotations
 import glob
 import os
 
-from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch,
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, connected_leaf, epoch,
                          head_records, home, iso, join_result, one_line, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
@@ -113,7 +113,7 @@ def active_path(entries: list[dict]) -> tuple[list[dict], int]:
         return entries, 0
     by_id = {e["id"]: e for e in entries if isinstance(e.get("id"), str)}
     path, seen = [], set()
-    current = entries[-1]
+    current = connected_leaf(entries, "id", "parentId") or entries[-1]
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         path.append(current)
@@ -158,7 +158,7 @@ class _Translator:
 
     def run(self, path: list[dict]) -> None:
         for entry in path:
-            kind = entry.get("type")
+            kind = as_str(entry.get("type"))
             handler = getattr(self, f"on_{kind}", None)
             if handler is not None:
                 handler(entry, iso(entry.get("timestamp")))

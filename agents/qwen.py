@@ -21,8 +21,8 @@ import os
 from atif.build import TrajectoryBuilder
 from atif.serialize import dumps
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
-                         iso, listdir, one_line)
+from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, connected_leaf, epoch,
+                         head_records, home, iso, listdir, one_line)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 
@@ -98,9 +98,9 @@ def active_branch(records: list[dict], builder: TrajectoryBuilder) -> list[dict]
     fragments: dict[str, list[dict]] = {}
     for record in keyed:
         fragments.setdefault(record["uuid"], []).append(record)
-    conversational = [r for r in keyed if not _is_artifact(r)]
+    leaf = connected_leaf(keyed, "uuid", "parentUuid", eligible=lambda r: not _is_artifact(r))
     chain, seen = [], set()
-    current = conversational[-1]["uuid"] if conversational else None
+    current = leaf["uuid"] if leaf else None
     while current and current not in seen:
         seen.add(current)
         if current not in fragments:
@@ -128,7 +128,7 @@ def _merge(group: list[dict]) -> list[dict]:
     types differ (damaged or hand-edited files), when each type stays a message of its own."""
     by_type: dict = {}
     for record in group:
-        by_type.setdefault(record.get("type"), []).append(record)
+        by_type.setdefault(as_str(record.get("type")), []).append(record)
     return [_merge_message(fragments) for fragments in by_type.values()]
 
 

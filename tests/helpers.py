@@ -99,3 +99,13 @@ def file_states(root: str) -> dict:
             with open(path, "rb") as handle:
                 states[path] = (handle.read(), os.stat(path).st_mtime_ns)
     return states
+
+
+def assert_clear(result: subprocess.CompletedProcess) -> None:
+    """A command succeeded (for search, exit 1 is a success that found nothing), or said what
+    is wrong on one line and exited non-zero: never a traceback, never a wall of text."""
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr, stderr
+    found_nothing = result.returncode == 1 and "search" in result.args and not stderr
+    if result.returncode != 0 and not found_nothing:
+        assert len(stderr.strip().splitlines()) == 1, stderr

@@ -226,6 +226,31 @@ def translate_file(path, tmp_path):
     return doc
 
 
+def shell_call(cid, output, name="run_shell_command"):
+    return {"id": cid, "name": name, "args": {"command": cid}, "status": "success",
+            "result": [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}]}
+
+
+def test_failed_shell_command_is_marked_from_its_exit_code(tmp_path):
+    """Gemini CLI 0.61 records a command that exits 2 as status "success" and writes the exit
+    code only into the output (found by `make conformance`): the result must still be failed."""
+    failing = ("<untrusted_context>\nOutput: ls: cannot access 'x': No such file or directory\n"
+               "Exit Code: 2\nProcess Group PGID: 5491\n</untrusted_context>")
+    quoting = "Output: Exit Code: 7\nProcess Group PGID: 1"   # a command printing such a line
+    record = reply("m2", "", "2026-01-01T00:00:02.000Z")
+    record["toolCalls"] = [shell_call("fails", failing), shell_call("ok", "Output: a\nProcess Group PGID: 1"),
+                           shell_call("zero", "Output: \nExit Code: 0"), shell_call("quotes", quoting),
+                           shell_call("read", "Exit Code: 3", name="read_file")]
+    path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-2026-01-01T00-00-ex000001.jsonl", [
+        {**META, "sessionId": "ex-1"}, user("m1", "go", "2026-01-01T00:00:01.000Z"), record])
+    doc = translate_file(str(path), tmp_path)
+    extras = {r["source_call_id"]: r.get("extra") or {} for s in doc["steps"]
+              for r in (s.get("observation") or {}).get("results", [])}
+    assert extras["fails"] == {"is_error": True, "exit_code": 2}
+    assert extras["ok"] == extras["zero"] == extras["read"] == {}
+    assert extras["quotes"] == {}   # "Exit Code:" not at a line start is the command's output
+
+
 def test_rewind_drops_the_message_and_everything_after_it(tmp_path):
     path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-2026-01-01T00-00-rw000001.jsonl", [
         META,

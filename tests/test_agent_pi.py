@@ -145,6 +145,26 @@ def test_damaged_files_give_documents_with_warnings(tmp_path):
     assert translated["c_empty.jsonl"]["extra"]["warnings"]
 
 
+STRAY = {"type": "message", "id": "zz", "parentId": "lost", "message": {"role": "user", "content": [{"type": "text", "text": "x"}]}}
+
+
+@pytest.mark.parametrize("stray, where", [({"type": "from-the-future", "payload": {}}, None),
+                                          ({**STRAY, "parentId": 42}, None),
+                                          (STRAY, None),                     # last, its parent lost
+                                          (STRAY, 1),                        # first, its parent lost
+                                          ({**STRAY, "parentId": None}, 1)])  # first, a root of its own
+def test_an_entry_outside_the_tree_does_not_abandon_the_conversation(tmp_path, stray, where):
+    env = live_env(tmp_path)
+    source = pi.sources(env)[0]
+    home = tmp_path / "damaged"
+    records = native_records(source)
+    records.insert(len(records) if where is None else where, stray)
+    write_jsonl(home / ".pi" / "agent" / "sessions" / "--p--" / os.path.basename(source), records)
+    (_, doc), = translate_all(pi, base_env(tmp_path, home=str(home)))
+    assert doc_counts(doc) == native_counts(native_records(source))
+    assert doc["extra"]["entries_off_path"] == 1
+
+
 def test_golden_document(tmp_path):
     env = live_env(tmp_path)
     session = next(s for src in pi.sources(env) for s in pi.scan(src, env)

@@ -201,6 +201,21 @@ def test_missing_parent_is_reported(tmp_path):
     assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
 
 
+@pytest.mark.parametrize("last", [{"uuid": "zz", "type": "from-the-future"},
+                                  {"uuid": "zz", "parentUuid": 42, "type": "user",
+                                   "message": {"role": "user", "parts": [{"text": "x"}]}}])
+def test_a_last_record_outside_the_tree_does_not_abandon_the_conversation(tmp_path, last):
+    """A damaged or unknown last record whose parent link is missing starts no new conversation."""
+    records = read_records(LIVE_FILES[1])
+    path = tmp_path / "home/.qwen/projects/p/chats/damaged.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records + [last]))
+    doc = translate_file(str(path), tmp_path)
+    counts, tokens = native_counts(native_branch(LIVE_FILES[1]))
+    assert (doc_counts(doc), doc_tokens(doc)) == (counts, tokens)
+    assert doc["extra"]["records_on_abandoned_branches"] == 1
+
+
 def test_truncated_copy_yields_a_valid_document_with_a_warning(tmp_path):
     target = str(tmp_path / "home/.qwen/projects/p/chats/cut.jsonl")
     truncate_copy(LIVE_FILES[1], target)

@@ -16,11 +16,22 @@ def slow_square(item, scale):
     return item * item * scale, os.getpid()
 
 
-def test_results_come_in_order_from_several_workers():
+def square_once_both_work(item, folder):
+    """Item 0 waits until another process has taken an item: both workers must take part."""
+    open(os.path.join(folder, str(os.getpid())), "w").close()
+    deadline = time.monotonic() + 30
+    while item == 0 and len(os.listdir(folder)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return item * item, os.getpid()
+
+
+def test_results_come_in_order_from_several_workers(tmp_path):
     items = list(range(40))
     results = list(parallel.ordered(slow_square, items, (3,), workers=2))
     assert [value for value, _ in results] == [i * i * 3 for i in items]
-    assert len({pid for _, pid in results}) == 2 and os.getpid() not in {pid for _, pid in results}
+    both = list(parallel.ordered(square_once_both_work, items, (str(tmp_path),), workers=2))
+    assert [value for value, _ in both] == [i * i for i in items]
+    assert len({pid for _, pid in both}) == 2 and os.getpid() not in {pid for _, pid in both}
 
 
 def test_one_worker_runs_in_this_process():

@@ -1,15 +1,15 @@
 """Secret redaction: every kind is caught, ordinary text is left alone, and no secret planted in
 any agent's store survives into what trajectoriz outputs."""
 
-import glob
 import json
 import os
-import shutil
 import sqlite3
 
 import pytest
 
-from helpers import LIVE, assert_valid, base_env, cli
+from helpers import assert_valid, cli
+from homes import agent_homes
+from stores import run_main
 from redact import redact
 
 SECRETS = {
@@ -69,68 +69,108 @@ def test_ordinary_text_is_not_mangled(text):
     assert redact(data) == (data, {})
 
 
-def plant(home: str, payload: str) -> int:
-    """Append `payload` after every mention of note.txt in a copied store (text files and the
+def plant(root: str, anchor: str, payload: str) -> int:
+    """Append `payload` after every mention of `anchor` in a copied store (text files and the
     text columns of SQLite databases). Returns how many files were changed."""
     changed = 0
     escaped = json.dumps(payload)[1:-1]  # valid inside JSON strings, plain files and JSON columns
-    paths = [os.path.join(folder, name) for folder, _, names in os.walk(home) for name in names]
+    paths = [os.path.join(folder, name) for folder, _, names in os.walk(root) for name in names]
     for path in paths:
         if path.endswith(("-wal", "-shm")):
             continue
         with open(path, "rb") as handle:
             head = handle.read(16)
         if head.startswith(b"SQLite format 3"):
-            changed += plant_sqlite(path, escaped)
+            changed += plant_sqlite(path, anchor, escaped)
             continue
         try:
             text = open(path, encoding="utf-8").read()
         except UnicodeDecodeError:
             continue
-        if "note.txt" in text:
-            open(path, "w", encoding="utf-8").write(text.replace("note.txt", f"note.txt {escaped}"))
+        if anchor in text:
+            open(path, "w", encoding="utf-8").write(text.replace(anchor, f"{anchor} {escaped}"))
             changed += 1
     return changed
 
 
-def plant_sqlite(path: str, escaped: str) -> int:
+def plant_sqlite(path: str, anchor: str, escaped: str) -> int:
     connection = sqlite3.connect(path)
     tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     touched = 0
     for table in tables:
-        for column in connection.execute(f'PRAGMA table_info("{table}")'):
-            if column[2].upper() in ("TEXT", ""):
-                touched += connection.execute(
-                    f'UPDATE "{table}" SET "{column[1]}" = replace("{column[1]}", \'note.txt\', ?) '
-                    f'WHERE "{column[1]}" LIKE \'%note.txt%\'', (f"note.txt {escaped}",)).rowcount
+        for column in connection.execute(f'PRAGMA table_info("{table}")').fetchall():
+            name = column[1]  # any column holding text, whatever its declared type (Crush: BLOB)
+            touched += connection.execute(
+                f'UPDATE "{table}" SET "{name}" = replace("{name}", ?, ?) '
+                f'WHERE typeof("{name}") = \'text\' AND instr("{name}", ?)',
+                (anchor, f"{anchor} {escaped}", anchor)).rowcount
     connection.commit()
     connection.close()
     return 1 if touched else 0
 
 
-@pytest.mark.parametrize("live", sorted(glob.glob(os.path.join(LIVE, "*", ""))), ids=lambda p: p.split("/")[-2])
-def test_no_planted_secret_survives_in_any_agents_output(live, tmp_path):
-    home = str(tmp_path / "home")
-    shutil.copytree(live, home)
+SURVIVORS = list(SECRETS.values()) + ["Zq8Wx2Lm5Rt9", "Vx7Qm2Tz9", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"]
+
+
+def assert_no_secret(data: bytes, where: str) -> None:
+    for secret in SURVIVORS:
+        assert secret.encode() not in data, f"{secret} survived in {where}"
+
+
+@pytest.mark.parametrize("home", agent_homes(), ids=lambda h: h.agent)
+def test_no_planted_secret_survives_in_any_agents_output(home, tmp_path):
+    """Secrets planted next to text every agent's documents show (its `anchor`): none survives
+    export, show or search --content, ordinary text around them is intact, and --no-redact
+    gives them back (proof that they were planted where the documents read)."""
+    root = tmp_path / "store"
+    root.mkdir()
+    env = home.build(root)
     payload = " ".join(list(SECRETS.values()) + list(ASSIGNMENTS.values()) + [PRIVATE_KEY] + ORDINARY)
-    if not plant(home, payload):
-        pytest.skip("this store never mentions note.txt")
-    env = base_env(tmp_path, home=home)
+    assert plant(str(root), home.anchor, payload), f"{home.anchor!r} is nowhere in the store"
+    cwd = env.get("PWD", str(tmp_path))
     out = tmp_path / "out"
-    result = cli("export", "--all", "--out", str(out), env=env, cwd=str(tmp_path))
+    result = cli("export", "--all", "--out", str(out), env=env, cwd=cwd)
     assert result.returncode == 0, result.stderr
     documents = [json.loads(p.read_bytes()) for p in out.glob("*.atif.json")]
     raw = b"".join(p.read_bytes() for p in out.glob("*.atif.json"))
-    if not documents or b"note.txt" not in raw:
-        pytest.skip("no translator for this store yet")
-    for secret in list(SECRETS.values()) + ["Zq8Wx2Lm5Rt9", "Vx7Qm2Tz9", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"]:
-        assert secret.encode() not in raw, f"{secret} survived"
+    assert documents and home.anchor.encode() in raw
+    assert_no_secret(raw, "export")
     for text in ORDINARY:
         assert json.dumps(text)[1:-1].encode() in raw
     redacted = [d for d in documents if d["extra"].get("redactions")]
     assert redacted and all(set(d["extra"]["redactions"]) >= {"openai", "github"} for d in redacted)
     for doc in redacted:
         assert_valid(doc)
-    unredacted = cli("export", "--all", "--no-redact", "--out", str(tmp_path / "raw"), env=env, cwd=str(tmp_path))
+        shown = run_main(env, ["show", doc["extra"]["short_id"]], cwd=cwd)
+        assert shown.returncode == 0 and b"REDACTED" in shown.stdout
+        assert_no_secret(shown.stdout, "show")
+    for mode in ([], ["--json"]):
+        searched = run_main(env, ["search", "--content", "--limit", "0", *mode, home.anchor], cwd=cwd)
+        assert searched.returncode == 0 and b"REDACTED" in searched.stdout, searched.stderr
+        assert_no_secret(searched.stdout + searched.stderr, f"search --content {' '.join(mode)}")
+    unredacted = run_main(env, ["export", "--all", "--no-redact", "--out", str(tmp_path / "raw")], cwd=cwd)
     assert unredacted.returncode == 0
     assert SECRETS["openai"].encode() in b"".join(p.read_bytes() for p in (tmp_path / "raw").glob("*.atif.json"))
+
+
+def test_no_planted_secret_survives_in_the_mount(tmp_path):
+    """The mount serves the same redacted bytes: planted secrets are found by no grep over it."""
+    from test_memory import FUSE_PROBLEM, client, make_store, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    env, proj, _ = make_store(tmp_path)
+    payload = " ".join(list(SECRETS.values()) + list(ASSIGNMENTS.values()) + [PRIVATE_KEY] + ORDINARY)
+    assert plant(env["HOME"], "note.txt", payload)
+    point = os.path.join(proj, "memory")
+    try:
+        mount(env, proj)
+        files = [os.path.join(point, n) for n in client("ls", point).stdout.split() if n.endswith(".atif.json")]
+        assert len(files) >= 6
+        served = b"".join(client("cat", f).stdout.encode() for f in files)
+        assert served.count(b"REDACTED:openai") >= len(files) - 1
+        assert_no_secret(served, "the mount")
+        for secret in SURVIVORS:
+            assert client("grep", "-r", "-l", "-F", secret, point).stdout == "", secret
+    finally:
+        take_down(point)

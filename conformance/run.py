@@ -1,0 +1,361 @@
+"""`make conformance`: install real agent CLIs, run the scenario against the scripted server,
+check what trajectoriz reads back, and write the table to conformance/RESULTS.md.
+
+    python -m conformance.run [--agents claude,codex] [--versions pinned|latest] [--keep]
+
+For each agent, one at a time: install the version into conformance/cache/<agent>-<version>/
+(npm --prefix, or a venv for PyPI packages; npm's download cache is removed afterwards), start
+the server on 127.0.0.1 with a fresh temporary root holding the fake $HOME and two project
+directories, run four prompts (a new session, its continuation, a second session, a session in
+the other project), stop the server, end any process the agent left behind (its own process
+group), and check. Set CONFORMANCE_SABOTAGE=<kind> to run a deliberately broken translator
+(conformance/sabotage.py) and see the run fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import glob
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from conformance import check  # noqa: E402
+from conformance.drivers import DRIVERS, Driver  # noqa: E402
+from conformance.server import ModelServer, Script  # noqa: E402
+
+HERE = os.path.join(ROOT, "conformance")
+CACHE = os.path.join(HERE, "cache")
+RESULTS = os.path.join(HERE, "RESULTS.md")
+DEFAULT_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "qwen", "pi", "cline", "kilo", "hermes",
+                  "kimi", "mswea")
+
+
+@dataclass
+class Row:
+    agent: str
+    version: str
+    sessions: int | str
+    passed: int | str
+    failures: list
+    notes: list = field(default_factory=list)   # facts about the agent, not failures
+
+    def ok(self) -> bool:
+        return not self.failures and isinstance(self.sessions, int) and 0 < self.sessions == self.passed
+
+    def what_failed(self) -> str:
+        return "; ".join(self.failures + [f"({note})" for note in self.notes])
+
+
+# versions and installs ---------------------------------------------------------------------------------
+def latest_version(driver: Driver) -> str:
+    if driver.registry == "npm":
+        with tempfile.TemporaryDirectory(prefix="trajectoriz-npm-") as npm_cache:
+            out = subprocess.run(["npm", "view", "--cache", npm_cache, driver.package_name, "version"],
+                                 capture_output=True, text=True, timeout=120, check=True).stdout
+        return out.strip().splitlines()[-1]
+    python = find_python(driver.python)   # pip lists the versions that install on this interpreter
+    out = subprocess.run([python, "-m", "pip", "index", "versions", driver.package_name],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    return re.search(r"\(([^)]+)\)", out).group(1)
+
+
+def find_python(minimum: tuple) -> str:
+    """A Python interpreter at least `minimum`: python3, python3.N on the PATH, or a pyenv one."""
+    candidates = ["python3"] + [f"python3.{minor}" for minor in range(minimum[1], 20)]
+    pyenv = os.path.join(os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv"), "versions")
+    if os.path.isdir(pyenv):
+        candidates += sorted(os.path.join(pyenv, v, "bin", "python3") for v in os.listdir(pyenv))
+    for candidate in candidates:
+        path = shutil.which(candidate)
+        if not path:
+            continue
+        probe = subprocess.run([path, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                               text=True)
+        if probe.returncode == 0 and tuple(map(int, probe.stdout.split())) >= minimum:
+            return path
+    raise RuntimeError(f"install failed: needs Python >= {'.'.join(map(str, minimum))}, none found")
+
+
+def install(driver: Driver, version: str) -> str:
+    """The install folder of `driver` at `version`, installed on first use."""
+    target = os.path.join(CACHE, f"{driver.name}-{version}")
+    marker = os.path.join(target, ".installed")
+    if os.path.exists(marker):
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    os.makedirs(target)
+    log = os.path.join(target, "install.log")
+    if driver.registry == "npm":
+        npm_cache = os.path.join(target, ".npm-cache")
+        commands = [["npm", "install", "--prefix", target, "--cache", npm_cache, "--no-audit", "--no-fund",
+                     "--no-update-notifier", "--loglevel=error", f"{driver.package_name}@{version}"]]
+    else:
+        venv = os.path.join(target, "venv")
+        commands = [[find_python(driver.python), "-m", "venv", venv],
+                    [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir", "--disable-pip-version-check",
+                     "-q", f"{driver.package_name}=={version}"]]
+    try:
+        with open(log, "w") as out:
+            for command in commands:
+                subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=True, timeout=1800)
+    except subprocess.CalledProcessError:
+        raise RuntimeError(f"install failed: {install_error(log)}")
+    finally:
+        shutil.rmtree(os.path.join(target, ".npm-cache"), ignore_errors=True)
+    open(marker, "w").close()
+    return target
+
+
+def install_error(log: str) -> str:
+    """The line of an install log that says why (npm and pip bury it among others)."""
+    with open(log, errors="replace") as handle:
+        lines = [re.sub(r"^(npm error )+", "", line).strip() for line in handle if line.strip()]
+    telling = [line for line in lines if re.search(r"notarget No matching|No matching|ENOTFOUND|ERROR:|Error:", line)]
+    return ((telling or lines or ["(empty log)"])[0])[:300]
+
+
+# running one agent ---------------------------------------------------------------------------------------
+def fill(template: str, values: dict) -> str:
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    return template
+
+
+def base_env(home: str, install_dir: str) -> dict:
+    """A clean environment: none of this machine's variables (keys, agent homes) leak in."""
+    bins = [os.path.join(install_dir, "node_modules", ".bin"), os.path.join(install_dir, "venv", "bin")]
+    return {"HOME": home, "PATH": os.pathsep.join(bins + [os.environ.get("PATH", "/usr/bin:/bin")]),
+            "LANG": "C.UTF-8", "TERM": "dumb", "SHELL": "/bin/bash", "USER": "conformance", "NO_COLOR": "1",
+            "TMPDIR": os.path.join(os.path.dirname(home), "tmp")}
+
+
+def scenario_runs(driver: Driver, root: str) -> list[check.RunSpec]:
+    project, other = os.path.join(root, f"proj-{driver.name}"), os.path.join(root, f"proj-{driver.name}-other")
+    runs = [check.RunSpec(f"{driver.name}-1", project, "s1")]
+    if driver.resume is not None:
+        runs.append(check.RunSpec(f"{driver.name}-1b", project, "s1", resume=True))
+    runs += [check.RunSpec(f"{driver.name}-2", project, "s2"), check.RunSpec(f"{driver.name}-3", other, "s3")]
+    return runs
+
+
+def run_once(driver: Driver, run: check.RunSpec, env: dict, values: dict, log, finished) -> str:
+    """Run one prompt; an empty string when it went well, else what went wrong. `finished()`
+    tells whether the server has served the scenario's final answer."""
+    values = dict(values, sid=run.sid, prompt=run.prompt, cwd=run.directory,
+                  last=newest(values["home"], driver.last_session))
+    argv = [fill(a, values) for a in driver.command + (driver.resume if run.resume else driver.new)]
+    log.write(f"\n$ ({run.directory}) {' '.join(argv)}\n")
+    log.flush()
+    if run.resume and driver.typed_resume:
+        return run_typed(argv, run, env, log, driver.timeout, finished)
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(argv, cwd=run.directory, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        return f"{run.sid}: cannot start {argv[0]}: {exc.strerror}"
+    try:
+        code = process.wait(timeout=driver.timeout)
+        problem = f"{run.sid}: exit code {code}" if code else ""
+    except subprocess.TimeoutExpired:
+        problem = f"{run.sid}: no exit after {driver.timeout}s"
+    end_group(process)
+    log.write(f"[{run.sid}: {time.monotonic() - started:.1f}s {problem or 'ok'}]\n")
+    return problem
+
+
+def newest(home: str, pattern: str) -> str:
+    matches = glob.glob(os.path.join(home, pattern)) if pattern else []
+    return os.path.basename(max(matches, key=os.path.getmtime)) if matches else ""
+
+
+def run_typed(argv: list, run: check.RunSpec, env: dict, log, timeout: int, finished) -> str:
+    """An agent that continues a session only in its TUI: start it in a tmux server of our own,
+    type the prompt once the screen shows something, wait until the scenario's final answer was
+    served (and a moment for the agent to write it down), then end that tmux server."""
+    tmux = ["tmux", "-L", f"trajectoriz-conformance-{os.getpid()}-{run.sid}"]
+    started = time.monotonic()
+    try:
+        subprocess.run(tmux + ["new-session", "-d", "-x", "160", "-y", "48", "-c", run.directory, shlex.join(argv)],
+                       env=dict(env, TERM="xterm-256color"), check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{run.sid}: cannot start tmux: {exc}"
+    try:
+        while not screen(tmux).strip() and time.monotonic() - started < 30:
+            time.sleep(0.5)
+        time.sleep(3)   # the TUI draws before it reads keys
+        subprocess.run(tmux + ["send-keys", "-l", run.prompt], check=True, timeout=30)
+        time.sleep(0.5)
+        subprocess.run(tmux + ["send-keys", "Enter"], check=True, timeout=30)
+        while not finished() and time.monotonic() - started < timeout:
+            time.sleep(0.5)
+        time.sleep(3)
+        log.write(screen(tmux) + "\n")
+    finally:
+        subprocess.run(tmux + ["kill-server"], capture_output=True, timeout=30)
+    problem = "" if finished() else f"{run.sid}: no final answer within {timeout}s of typing the prompt"
+    log.write(f"[{run.sid}: {time.monotonic() - started:.1f}s {problem or 'ok'} (typed into the TUI)]\n")
+    return problem
+
+
+def screen(tmux: list) -> str:
+    done = subprocess.run(tmux + ["capture-pane", "-p"], capture_output=True, text=True, timeout=30)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def end_leftovers(home: str) -> None:
+    """End what an agent left running outside its process group (Cline starts a detached hub
+    daemon): such a process still has the fake $HOME in its environment, so it is ours."""
+    marker = b"\0HOME=" + home.encode() + b"\0"
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if entry.isdigit() and marker in b"\0" + handle.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if pids:
+            time.sleep(1)
+
+
+def end_group(process: subprocess.Popen) -> None:
+    """End the agent and anything it left running in its process group (it leads the group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        time.sleep(0.5)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_agent(driver: Driver, version: str, keep: bool) -> Row:
+    try:
+        install_dir = install(driver, version)
+    except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+        return Row(driver.name, version, "-", "-", [str(exc)])
+    root = tempfile.mkdtemp(prefix=f"trajectoriz-conformance-{driver.name}-")
+    runs = scenario_runs(driver, root)
+    script = Script(driver.parallel, driver.finish_command)
+    env, run_problems = play(driver, install_dir, root, runs, script)
+    end_leftovers(env["HOME"])
+    result = check.check_agent(driver.name, env, runs, script.plan, script.served, trajectoriz_command())
+    failures = run_problems + result.failures
+    with open(os.path.join(root, "plan.json"), "w") as handle:
+        json.dump(script.plan, handle, indent=1)
+    if keep or failures:
+        print(f"  {driver.name}: logs and fake home kept in {root}", file=sys.stderr)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    return Row(driver.name, version, result.sessions, result.passed, failures,
+               result.notes + ([driver.note] if driver.note else []))
+
+
+def play(driver: Driver, install_dir: str, root: str, runs: list, script: Script) -> tuple[dict, list[str]]:
+    """Start the server, write the agent's config into a fresh $HOME, run every prompt, stop
+    the server. The agent's environment and what went wrong in the runs."""
+    home = os.path.join(root, "home")
+    for path in {run.directory for run in runs} | {home, os.path.join(root, "tmp")}:
+        os.makedirs(path, exist_ok=True)
+    for run in runs:
+        with open(os.path.join(run.directory, "README.md"), "w") as handle:
+            handle.write("# conformance project\n")
+    with open(os.path.join(root, "server.jsonl"), "w") as server_log, \
+            open(os.path.join(root, "agent.log"), "w") as agent_log:
+        server = ModelServer(script, log=server_log).start()
+        try:
+            values = {"home": home, "venv": os.path.join(install_dir, "venv"), "url": server.url}
+            for relative, content in driver.files.items():
+                path = os.path.join(home, relative)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as handle:
+                    handle.write(fill(content, values))
+            env = base_env(home, install_dir)
+            env.update({key: fill(value, values) for key, value in driver.env.items()})
+            problems = [run_once(driver, run, env, values, agent_log, functools.partial(served_final, script, run.sid))
+                        for run in runs]
+        finally:
+            server.stop()
+    return env, [p for p in problems if p]
+
+
+def served_final(script: Script, sid: str) -> bool:
+    with script.lock:
+        return any(step["kind"] == "final" for step in script.plan.get(sid, {}).get("steps", {}).values())
+
+
+def trajectoriz_command() -> list[str]:
+    sabotage = os.environ.get("CONFORMANCE_SABOTAGE")
+    if sabotage:
+        return [sys.executable, os.path.join(HERE, "sabotage.py"), sabotage]
+    return [sys.executable, os.path.join(ROOT, "trajectoriz.py")]
+
+
+# the table -----------------------------------------------------------------------------------------------
+def table(rows: list[Row]) -> str:
+    lines = ["| agent | version | sessions | passed | what failed |", "|---|---|---|---|---|"]
+    for row in rows:
+        failed = row.what_failed().replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {row.agent} | {row.version} | {row.sessions} | {row.passed} | {failed} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", default=",".join(DEFAULT_AGENTS),
+                        help=f"comma-separated (default: {','.join(DEFAULT_AGENTS)})")
+    parser.add_argument("--versions", choices=("pinned", "latest"), default="pinned")
+    parser.add_argument("--keep", action="store_true", help="keep every run's temporary root")
+    parser.add_argument("--results", default=RESULTS, help="where to write the table")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.agents.split(",") if n.strip()]
+    unknown = [n for n in names if n not in DRIVERS]
+    if unknown:
+        parser.error(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(DRIVERS)})")
+    rows = []
+    for name in names:
+        driver = DRIVERS[name]
+        try:
+            version = driver.pinned if args.versions == "pinned" else latest_version(driver)
+        except (subprocess.SubprocessError, AttributeError, OSError, RuntimeError) as exc:
+            rows.append(Row(name, "?", "-", "-", [f"cannot ask the registry for the latest version: {exc}"]))
+            continue
+        print(f"conformance: {name} {version} ...", file=sys.stderr, flush=True)
+        rows.append(run_agent(driver, version, args.keep))
+        print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    text = table(rows)
+    print(text)
+    with open(args.results, "w") as handle:
+        sabotage = os.environ.get("CONFORMANCE_SABOTAGE")
+        broken = f", translators sabotaged: {sabotage}" if sabotage else ""
+        handle.write(f"# Conformance run ({args.versions} versions{broken}, {time.strftime('%Y-%m-%d')})\n\n"
+                     "Written by `make conformance` (conformance/run.py); see conformance/README.md.\n\n" + text)
+    return 0 if all(row.ok() for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
