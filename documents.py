@@ -37,7 +37,7 @@ def _cached_or_rendered(session: Session, env, redact: bool) -> tuple[bytes, dic
     """The document's bytes from the document cache (`doccache`, redacted renderings only),
     without parsing them; else rendered now, with the document, and stored. The stamp is taken
     before translating, so a session that changes meanwhile is re-done next time."""
-    stamp = cache_stamp(session, env, redact) if redact else None
+    stamp = _document_stamp(session, env) if redact else None
     if stamp is not None:
         found = doccache.get(env, cache_key(session), session.short_id, stamp)
         if found is not None:
@@ -46,6 +46,17 @@ def _cached_or_rendered(session: Session, env, redact: bool) -> tuple[bytes, dic
     if stamp is not None and "error" not in doc["extra"]:  # a failure may be passing: not kept
         doccache.put(env, cache_key(session), session.short_id, stamp, data)
     return data, doc
+
+
+def _document_stamp(session: Session, env) -> list:
+    """What a cached document is valid for: `cache_stamp`, and the native files' ctimes, so
+    that a session made unreadable (chmod changes no content, no mtime) is read again, and says
+    so, rather than served from the cache."""
+    module = agents.load(session.agent)
+    found = cache.stats(catalog.dependencies(module, session.source, env))
+    fp = cache.fingerprint_of(found)
+    ctimes = [st.st_ctime_ns if st is not None else None for st in found]
+    return [fp, catalog.module_version(module), VERSION, True, ctimes]
 
 
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:

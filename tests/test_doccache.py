@@ -71,3 +71,13 @@ def test_the_folder_stays_within_its_bound(store, monkeypatch):
     assert 1 <= len(kept) < len(sessions)
     total = sum(os.path.getsize(os.path.join(doccache.folder(env), name)) for name in kept)
     assert total <= max(sizes) + 1
+
+
+def test_a_permission_change_is_not_served_from_the_cache(store):
+    """chmod changes no content and no mtime, only the ctime: a session made unreadable must be
+    read again (and say so), not served as it was."""
+    env, sessions = store
+    documents.render(sessions[0], env)
+    os.chmod(sessions[0].source, 0o600)
+    documents.render(sessions[0], env)
+    assert len(cached_files(env)) == 2
