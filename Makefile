@@ -31,7 +31,7 @@ conformance: venv
 	$(PY) -m conformance.run --versions $(VERSIONS) $(if $(AGENTS),--agents $(AGENTS))
 
 bench: venv
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 # dist/trajectoriz (+ dist/trajectoriz-cli, dist/trajectoriz.1), reproducibly (PYTHONHASHSEED fixes
 # the order of PyInstaller's base_library.zip); `make release` adds

@@ -9,7 +9,6 @@ the cache. A cache that cannot be read or written is simply not used.
 from __future__ import annotations
 
 import os
-import tempfile
 
 import orjson
 
@@ -23,14 +22,22 @@ def cache_dir(env) -> str:
 
 def fingerprint(paths) -> list:
     """[size, mtime_ns] per path (None for a missing one): changes whenever the content may have."""
+    return fingerprint_of(stats(paths))
+
+
+def stats(paths) -> list:
+    """os.stat of each path, None for a missing one."""
     found = []
     for path in paths:
         try:
-            st = os.stat(path)
-            found.append([st.st_size, st.st_mtime_ns])
+            found.append(os.stat(path))
         except OSError:
             found.append(None)
     return found
+
+
+def fingerprint_of(stat_results: list) -> list:
+    return [[st.st_size, st.st_mtime_ns] if st is not None else None for st in stat_results]
 
 
 def load(env, name: str) -> dict:
@@ -42,7 +49,29 @@ def load(env, name: str) -> dict:
         return {}
 
 
+_shared: dict = {}  # path -> ((path, size, mtime_ns), parsed): one entry per cache file
+
+
+def load_shared(env, name: str) -> dict:
+    """`load`, parsed once per process while the file does not change, for callers that only
+    read it: discovery and the search for per-project stores both read the index, and the mount
+    rediscovers every few seconds. Never modify what it returns."""
+    path = os.path.join(cache_dir(env), name)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    key = (path, st.st_size, st.st_mtime_ns)
+    found = _shared.get(path)
+    if found is None or found[0] != key:
+        found = (key, load(env, name))
+        _shared[path] = found
+    return found[1]
+
+
 def save(env, name: str, data: dict) -> None:
+    import tempfile  # here only: a warm run saves nothing, and tempfile costs ~10 ms to import
+
     directory = cache_dir(env)
     try:
         os.makedirs(directory, exist_ok=True)

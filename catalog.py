@@ -50,7 +50,7 @@ def dependencies(module, source: str, env) -> list[str]:
 
 
 def discover(env, names=None, use_cache: bool = True) -> Catalog:
-    index = cache.load(env, INDEX_FILE) if use_cache else {}
+    index = cache.load_shared(env, INDEX_FILE) if use_cache else {}
     fresh: dict = {}
     sessions: list[Session] = []
     problems: list[SourceProblem] = []
@@ -68,10 +68,15 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
             problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
             source_list = []
         for source in source_list:
-            if mounts.inside(source, avoided) or not _readable_kind(source):
-                continue  # never read through a FUSE mount (see mounts.avoided), nor a FIFO
+            if mounts.inside(source, avoided):
+                continue  # never read through a FUSE mount (see mounts.avoided)
+            deps = dependencies(module, source, env)
+            found_stats = cache.stats(deps)
+            own = found_stats[0] if deps and deps[0] == source else _stat(source)
+            if own is None or not (stat.S_ISREG(own.st_mode) or stat.S_ISDIR(own.st_mode)):
+                continue  # regular files and folders only: a FIFO or device would block or never end
             sources_seen[module.NAME].append(source)
-            fp = cache.fingerprint(dependencies(module, source, env))
+            fp = cache.fingerprint_of(found_stats)
             entry = entries.get(source)
             if entry and entry[0] == fp:
                 found = [Session.from_cache(values) for values in entry[1]]
@@ -91,14 +96,11 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     return Catalog(sessions, problems, sources_seen)
 
 
-def _readable_kind(path: str) -> bool:
-    """Regular files and directories only: a FIFO, socket or device named like a session would
-    block or never end when read, and a dangling symlink is nothing."""
+def _stat(path: str):
     try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+        return os.stat(path)
+    except OSError:  # a dangling symlink is nothing
+        return None
 
 
 def _changed(old: dict, new: dict, names) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import agents
 import cache
 import catalog
+import doccache
 from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
@@ -24,6 +25,41 @@ FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
 def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
     """The ATIF document of a session and its bytes, secrets redacted unless told otherwise
     (their count per kind then sits in `extra.redactions`)."""
+    data, doc = _cached_or_rendered(session, env, redact)
+    return (doc if doc is not None else loads(data)), data
+
+
+def render(session: Session, env, redact: bool = True) -> bytes:
+    return _cached_or_rendered(session, env, redact)[0]
+
+
+def _cached_or_rendered(session: Session, env, redact: bool) -> tuple[bytes, dict | None]:
+    """The document's bytes from the document cache (`doccache`, redacted renderings only),
+    without parsing them; else rendered now, with the document, and stored. The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    stamp = _document_stamp(session, env) if redact else None
+    if stamp is not None:
+        found = doccache.get(env, cache_key(session), session.short_id, stamp)
+        if found is not None:
+            return found, None
+    doc, data = _rendered(session, env, redact)
+    if stamp is not None and "error" not in doc["extra"]:  # a failure may be passing: not kept
+        doccache.put(env, cache_key(session), session.short_id, stamp, data)
+    return data, doc
+
+
+def _document_stamp(session: Session, env) -> list:
+    """What a cached document is valid for: `cache_stamp`, and the native files' ctimes, so
+    that a session made unreadable (chmod changes no content, no mtime) is read again, and says
+    so, rather than served from the cache."""
+    module = agents.load(session.agent)
+    found = cache.stats(catalog.dependencies(module, session.source, env))
+    fp = cache.fingerprint_of(found)
+    ctimes = [st.st_ctime_ns if st is not None else None for st in found]
+    return [fp, catalog.module_version(module), VERSION, True, ctimes]
+
+
+def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     doc = _translated(session, env)
     data = dumps(doc)
     if redact:
@@ -37,10 +73,6 @@ def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
 
 def translate(session: Session, env, redact: bool = True) -> dict:
     return document(session, env, redact)[0]
-
-
-def render(session: Session, env, redact: bool = True) -> bytes:
-    return document(session, env, redact)[1]
 
 
 def _translated(session: Session, env) -> dict:
@@ -139,8 +171,9 @@ class Facts:
         recorded on the way. The stamp is taken before translating, so a session that changes
         meanwhile is re-done next time."""
         stamp = cache_stamp(session, self.env, self.redact)
-        doc, data = document(session, self.env, self.redact)
-        self.record(session, stamp, data, doc)
+        data, doc = _cached_or_rendered(session, self.env, self.redact)
+        if doc is not None or self.get(session, stamp) is None:
+            self.record(session, stamp, data, doc if doc is not None else loads(data))
         return stamp, data
 
     def of(self, session: Session) -> dict:

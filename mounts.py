@@ -12,8 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -48,6 +46,8 @@ def table() -> list[Mount]:
             return parse_mountinfo(handle.read())
     except FileNotFoundError:  # macOS, BSDs
         pass
+    import subprocess  # here only: discovery reads the table on every run
+
     try:
         listed = subprocess.run(["mount"], capture_output=True, text=True, timeout=COMMAND_SECONDS)
     except (OSError, subprocess.TimeoutExpired):
@@ -90,6 +90,8 @@ def _parts(path: str) -> tuple:
 def inside(path: str, points) -> bool:
     """Whether `path` is one of `points` or below one, comparing whole components of absolute
     paths (no symlink resolution: that would look inside)."""
+    if not points:  # the usual case: discovery asks this of every source
+        return False
     parts = _parts(path)
     return any(parts[: len(p)] == p for p in map(_parts, points))
 
@@ -122,6 +124,8 @@ def unmount_commands(point: str, force: bool = False) -> list[list[str]]:
         if force:
             return [["diskutil", "unmount", "force", point], ["umount", "-f", point]]
         return [["umount", point], ["diskutil", "unmount", point]]
+    import shutil
+
     helpers = [tool for tool in ("fusermount3", "fusermount") if shutil.which(tool)]
     flag = "-uz" if force else "-u"
     return [[tool, flag, point] for tool in helpers] + [["umount", "-l", point] if force else ["umount", point]]
@@ -129,6 +133,8 @@ def unmount_commands(point: str, force: bool = False) -> list[list[str]]:
 
 def unmount(point: str, force: bool = False) -> tuple[bool, str]:
     """Unmount `point`: (whether it is gone, the last command's complaint)."""
+    import subprocess
+
     complaint = ""
     for command in unmount_commands(point, force):
         try:

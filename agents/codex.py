@@ -58,12 +58,47 @@ def codex_home(env) -> str:
 
 
 def sources(env) -> list[str]:
-    sessions = os.path.join(glob.escape(codex_home(env)), "sessions")
-    found = _rollouts(os.path.join(sessions, "*", "*", "*"))
-    found += _rollouts(os.path.join(glob.escape(codex_home(env)), "archived_sessions"))
-    found += _rollouts(sessions)  # the early Rust CLI's flat layout
-    found += sorted(glob.glob(os.path.join(sessions, "rollout-*.json")))  # the TypeScript CLI
+    """Rollouts of the dated layout (`sessions/YYYY/MM/DD/`), the archive, the early Rust CLI's
+    flat layout, then the TypeScript CLI's JSON files. Listed with scandir, not glob: a heavy
+    user has a folder per day, and discovery lists them on every run."""
+    sessions = os.path.join(codex_home(env), "sessions")
+    days = [day for year in _subdirs(sessions) for month in _subdirs(year) for day in _subdirs(month)]
+    found = _rollout_files(days)
+    found += _rollout_files([os.path.join(codex_home(env), "archived_sessions")])
+    found += _rollout_files([sessions])
+    found += sorted(os.path.join(sessions, name) for name in _names(sessions)
+                    if name.startswith("rollout-") and name.endswith(".json"))
     return found
+
+
+def _names(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
+def _subdirs(directory: str) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return [e.path for e in entries if not e.name.startswith(".") and e.is_dir()]
+    except OSError:
+        return []
+
+
+def _rollout_files(directories: list[str]) -> list[str]:
+    """`rollout-*.jsonl` and `rollout-*.jsonl.zst` files of the directories, sorted; a plain
+    file hides its compressed sibling."""
+    plain, packed = [], []
+    for directory in directories:
+        for name in _names(directory):
+            if name.startswith("rollout-"):
+                if name.endswith(".jsonl"):
+                    plain.append(os.path.join(directory, name))
+                elif name.endswith(".jsonl.zst"):
+                    packed.append(os.path.join(directory, name))
+    known = set(plain)
+    return sorted(plain + [p for p in packed if p[:-4] not in known])
 
 
 def _rollouts(directory: str, name: str = "rollout-*") -> list[str]:
@@ -650,8 +685,18 @@ QUIET_EVENTS = {  # duplicates of the response items, or bookkeeping that adds n
 QUIET_TYPES = {"world_state", "token_usage_record", "inter_agent_communication_metadata"}
 
 
+KEEP_BYTES = 16 * 1024 * 1024  # rollouts parsed once (their lines take about 10x this in memory)
+
+
 def translate(session: Session, env) -> dict:
     return Translator(session, env).run()
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path) * (8 if path.endswith(".zst") else 1)
+    except OSError:
+        return 0
 
 
 class Translator:
@@ -672,11 +717,18 @@ class Translator:
         self.turn = 0                    # counted as in `Plan`
 
     def run(self) -> dict:
-        """Two passes: the first makes the file-wide choices (`Plan`), the second translates."""
-        self.plan = Plan(OwnLines(Rollout(self.session.source), self.env))
+        """Two passes: the first makes the file-wide choices (`Plan`), the second translates. A
+        rollout of up to KEEP_BYTES is parsed once and its lines kept for the second pass (the
+        parse is half the work); a larger one is read twice, so that memory stays bounded."""
         rollout = Rollout(self.session.source)
         lines = OwnLines(rollout, self.env)
-        for line in lines:
+        if _file_size(self.session.source) <= KEEP_BYTES:
+            kept = list(lines)
+            self.plan = Plan(kept)
+        else:
+            self.plan = Plan(OwnLines(Rollout(self.session.source), self.env))
+            kept = lines
+        for line in kept:
             self.handle(line)
         return self.finish(rollout, lines)
 

@@ -144,15 +144,13 @@ def first_text(raw) -> str:
 def translate(session: Session, env) -> dict:
     session_id = session.locator or session.native_id
     try:
-        connection = sqlite_ro.connect(session.source)
+        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
     except sqlite_ro.StoreError as exc:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
         return SessionReader(connection).document(session_id)
     except sqlite3.DatabaseError as exc:
         return unreadable_database(ATIF_NAME, session_id, f"{session.source}: {exc}")
-    finally:
-        connection.close()
 
 
 class SessionReader:

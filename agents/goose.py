@@ -205,7 +205,7 @@ def translate(session: Session, env) -> dict:
 def translate_database(session: Session) -> dict:
     session_id = session.locator or session.native_id
     try:
-        connection = sqlite_ro.connect(session.source)
+        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
     except sqlite_ro.StoreError as exc:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
@@ -213,8 +213,6 @@ def translate_database(session: Session) -> dict:
         return translate_row(connection, present, session_id)
     except sqlite3.DatabaseError as exc:
         return unreadable_database(ATIF_NAME, session_id, f"{session.source}: {exc}")
-    finally:
-        connection.close()
 
 
 def session_row(connection, present: set[str], session_id: str) -> dict | None:

@@ -135,7 +135,9 @@ def message_text(content) -> str:
 # translation -------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
     builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
-    with _reading(session.source), _connect(session.source) as connection:
+    with _reading(session.source):
+        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
+        connection.row_factory = sqlite3.Row
         found = connection.execute("SELECT * FROM sessions WHERE id = ?", (session.locator,)).fetchone()
         if found is None:
             builder.warn(f"session {session.locator} is no longer in {session.source}")

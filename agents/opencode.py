@@ -32,7 +32,6 @@ import glob
 import os
 import re
 import sqlite3
-import threading
 from dataclasses import dataclass
 
 from agents import sqlite_ro
@@ -109,29 +108,11 @@ def family_dependencies(source: str) -> list[str]:
 
 
 # the SQLite store -------------------------------------------------------------------------------
-_cache_lock = threading.Lock()
-_cached: dict = {}
-
-
 def open_database(path: str) -> sqlite3.Connection:
-    """A snapshot of the database (WAL applied, see `sqlite_ro`), kept while its files are
-    unchanged: translating every session of a large store must not copy it once per session."""
-    stamp = [_stamp(p) for p in sqlite_ro.fingerprint_paths(path)]
-    with _cache_lock:
-        entry = _cached.get(path)
-        if entry is None or entry[0] != stamp:
-            _cached.clear()
-            entry = (stamp, sqlite_ro.connect(path))
-            _cached[path] = entry
-        return entry[1]
-
-
-def _stamp(path: str) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
+    """A snapshot of the database (WAL applied), kept while its files are unchanged
+    (`sqlite_ro.shared`): translating every session of a large store must not copy it once per
+    session."""
+    return sqlite_ro.shared(path)
 
 
 class DbStore:

@@ -12,6 +12,7 @@ discovery looks at two places only:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import cache
@@ -48,13 +49,28 @@ def known_session_dirs(env, avoided=()) -> list[str]:
     for the first time is found on the next run."""
     from catalog import INDEX_FILE  # the catalog imports the agents package: import it late
 
+    index = cache.load_shared(env, INDEX_FILE)
+    memo = _index_cwds.get(id(index))
+    if memo is None or memo[0] is not index:
+        memo = (index, _cwds_of(index))
+        _index_cwds.clear()  # one index at a time: bounded
+        _index_cwds[id(index)] = memo
+    return [cwd for cwd in memo[1] if not mounts.inside(cwd, avoided) and os.path.isdir(cwd)]
+
+
+_index_cwds: dict = {}
+_CWD = [field.name for field in dataclasses.fields(Session)].index("cwd")
+
+
+def _cwds_of(index: dict) -> list[str]:
+    """The distinct absolute working directories of the sessions of an index."""
     found: dict[str, None] = {}
-    for agent_entry in cache.load(env, INDEX_FILE).values():
+    for agent_entry in index.values():
         sources = agent_entry.get("sources") if isinstance(agent_entry, dict) else None
         for entry in (sources or {}).values():
             for values in _cached_sessions(entry):
-                cwd = _cwd_of(values)
-                if cwd and cwd not in found and not mounts.inside(cwd, avoided) and os.path.isdir(cwd):
+                cwd = values[_CWD] if isinstance(values, list) and len(values) > _CWD else None
+                if isinstance(cwd, str) and cwd not in found and os.path.isabs(cwd):
                     found[cwd] = None
     return list(found)
 
@@ -63,14 +79,6 @@ def _cached_sessions(entry) -> list:
     if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], list):
         return entry[1]
     return []
-
-
-def _cwd_of(values) -> str | None:
-    try:
-        cwd = Session.from_cache(values).cwd
-    except TypeError:  # an index written by another version
-        return None
-    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
 
 
 def candidate_dirs(env) -> list[str]:

@@ -15,6 +15,8 @@ import contextlib
 import os
 import sqlite3
 import struct
+import threading
+from collections import OrderedDict
 from agents.base import open_binary
 
 WAL_MAGIC = (0x377F0682, 0x377F0683)
@@ -109,6 +111,39 @@ def connect(path: str) -> sqlite3.Connection:
         connection.close()
         raise StoreError(f"{path}: {exc}") from None
     return connection
+
+
+SHARED_BYTES = 256 * 1024 * 1024
+_shared_lock = threading.Lock()
+_shared: OrderedDict = OrderedDict()  # path -> (stamp, size, connection), least recent first
+
+
+def shared(path: str) -> sqlite3.Connection:
+    """The `connect` snapshot of a store, kept while its files do not change, for translators
+    that read its sessions one after another: a store of N sessions is copied once, not N
+    times. Recently used snapshots are kept up to SHARED_BYTES in all (the last one always).
+    Never close what it returns; it is read from one thread at a time."""
+    stamp = [_stamp(p) for p in fingerprint_paths(path)]
+    with _shared_lock:
+        entry = _shared.get(path)
+        if entry is not None and entry[0] == stamp:
+            _shared.move_to_end(path)
+            return entry[2]
+        if entry is not None:
+            del _shared[path]
+        connection = connect(path)
+        _shared[path] = (stamp, size_of(path), connection)
+        while len(_shared) > 1 and sum(e[1] for e in _shared.values()) > SHARED_BYTES:
+            _shared.popitem(last=False)
+        return connection
+
+
+def _stamp(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def fingerprint_paths(path: str) -> list[str]:

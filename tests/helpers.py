@@ -149,13 +149,15 @@ def assert_golden(doc: dict, agent: str, name: str) -> None:
 
 
 # stores are only read; damaged copies -------------------------------------------------------------
-def tree_digest(*roots: str) -> dict:
+def tree_digest(*roots: str, skip: str | None = None) -> dict:
     """path -> (size, mtime, content hash) of every file under `roots` (side files of SQLite
     included): equal before and after means nothing was written, created or removed. A FIFO or
-    a dangling link has no content to read; an unreadable file is known by its size and mtime."""
+    a dangling link has no content to read; an unreadable file is known by its size and mtime.
+    `skip` names a folder to leave out (trajectoriz's own cache, when it lies under a root)."""
     found = {}
     for root in roots:
-        for folder, _dirs, files in os.walk(root):
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if os.path.join(folder, d) != skip]
             for name in files:
                 path = os.path.join(folder, name)
                 if os.path.isfile(path):

@@ -1,0 +1,654 @@
+#!/usr/bin/env python3
+"""`make bench`: how fast trajectoriz is on a heavy user's store, next to its predecessor.
+
+    python bench/run.py [--full] [--runs N] [--tree DIR] [--no-predecessor] [--out FILE]
+
+Builds the corpus (bench/make_corpus.py: --small by default, 5,000 sessions with --full) unless
+it is already there for the same generator, then times every operation as separate processes:
+each figure is the median of --runs runs, with the minimum and maximum. "Cold" means the
+operation's caches were deleted before each run (trajectoriz's under $XDG_CACHE_HOME, the
+predecessor's under ~/.cache/trajectoriz); the page cache is warm in every run (the corpus was
+just written or read). Peak RSS is the child's ru_maxrss (os.wait4).
+
+The predecessor (`trajectoriz-cli`, PyPI trajectoriz==0.10003.0) is installed into
+bench/.venv-predecessor (never into .venv: its package `trajectoriz` would shadow
+trajectoriz.py), with fusepy for its mount (which needs libfuse 2: apt install libfuse2). It
+reads the same $HOME. Ratios are ours/theirs: below 1 means trajectoriz is faster.
+
+Results go to bench/RESULTS.md (or --out), with the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+PREDECESSOR = "trajectoriz==0.10003.0"
+PREDECESSOR_VENV = os.path.join(BENCH, ".venv-predecessor")
+CONTENT_QUERY = "note.txt"  # every session reads a note.txt: the hardest case, all match
+TITLE_QUERY = "checksum"    # one of the words make_corpus puts in first messages
+
+
+# measuring --------------------------------------------------------------------------------------------
+class Timing:
+    def __init__(self, seconds: list[float], rss_kb: list[int], failure: str = ""):
+        self.seconds, self.rss_kb, self.failure = seconds, rss_kb, failure
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds) if self.seconds else float("nan")
+
+    def text(self) -> str:
+        if self.failure:
+            return f"failed: {self.failure}"
+        low, high = min(self.seconds), max(self.seconds)
+        return f"{fmt(self.median)} ({fmt(low)}–{fmt(high)})"
+
+    def rss(self) -> str:
+        return f"{max(self.rss_kb) / 1024:.0f} MB" if self.rss_kb else "—"
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def run_once(argv: list[str], env: dict, cwd: str | None = None, stdout=subprocess.DEVNULL,
+             timeout: float = 3600) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in KB, exit status) of one run."""
+    errors = tempfile.TemporaryFile()  # not a pipe: a daemon the command starts keeps it open
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, stderr=errors)
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            child.kill()
+            raise RuntimeError(f"timed out after {timeout:.0f} s")
+        time.sleep(0.002)
+    elapsed = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    errors.seek(0)
+    error = errors.read().decode(errors="replace")
+    errors.close()
+    if child.returncode not in (0, 1):
+        raise RuntimeError(f"exit {child.returncode}: {error.strip()[-300:]}")
+    return elapsed, usage.ru_maxrss, child.returncode
+
+
+def measure(argv, env, runs: int, before=None, cwd=None) -> Timing:
+    seconds, rss = [], []
+    try:
+        for _ in range(runs):
+            if before:
+                before()
+            elapsed, peak, _ = run_once(argv, env, cwd)
+            seconds.append(elapsed)
+            rss.append(peak)
+    except (RuntimeError, OSError) as exc:
+        return Timing(seconds, rss, str(exc))
+    return Timing(seconds, rss)
+
+
+def timed_shell(command: str, env: dict, runs: int, before=None, cwd=None) -> Timing:
+    return measure(["/bin/sh", "-c", command], env, runs, before, cwd)
+
+
+# the two programs ---------------------------------------------------------------------------------------
+class Program:
+    """How to run one implementation against the corpus, and how to empty its caches."""
+
+    def __init__(self, name: str, argv: list[str], env: dict, cache: str):
+        self.name, self.argv, self.env, self.cache = name, argv, env, cache
+
+    def cmd(self, *args: str) -> list[str]:
+        return self.argv + list(args)
+
+    def clear(self) -> None:
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+
+def clean_env(home: str, **extra) -> dict:
+    keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TERM") if k in os.environ}
+    return {**keep, "HOME": home, **extra}
+
+
+def ours(tree: str, corpus: str, python: str) -> Program:
+    cache = os.path.join(corpus, "cache-ours")
+    env = clean_env(os.path.join(corpus, "home"), XDG_CACHE_HOME=cache)
+    return Program("trajectoriz", [python, os.path.join(tree, "trajectoriz.py")], env, os.path.join(cache, "trajectoriz"))
+
+
+def predecessor(corpus: str) -> Program | None:
+    cli = os.path.join(PREDECESSOR_VENV, "bin", "trajectoriz-cli")
+    if not os.path.exists(cli):
+        print(f"installing the predecessor ({PREDECESSOR}) into {PREDECESSOR_VENV}", file=sys.stderr)
+        try:
+            subprocess.run([sys.executable, "-m", "venv", PREDECESSOR_VENV], check=True)
+            subprocess.run([os.path.join(PREDECESSOR_VENV, "bin", "pip"), "install", "-q",
+                            "--disable-pip-version-check", PREDECESSOR, "fusepy"], check=True)
+        except (subprocess.CalledProcessError, OSError) as exc:
+            print(f"cannot install the predecessor: {exc}", file=sys.stderr)
+            return None
+    home = os.path.join(corpus, "home")
+    return Program("trajectoriz-cli", [cli], clean_env(home), os.path.join(home, ".cache", "trajectoriz"))
+
+
+# the corpus -------------------------------------------------------------------------------------------
+def corpus_for(args) -> str:
+    """The corpus folder, (re)built when missing or made by another version of the generator."""
+    name = "full" if args.full else "small"
+    out = os.path.join(BENCH, "corpus", name)
+    with open(os.path.join(BENCH, "make_corpus.py"), "rb") as handle:
+        import hashlib
+        stamp = hashlib.sha256(handle.read()).hexdigest()[:16] + (":full" if args.full else ":small")
+    stamp_file = os.path.join(out, ".stamp")
+    if os.path.exists(stamp_file) and open(stamp_file).read() == stamp:
+        return out
+    command = [sys.executable, os.path.join(BENCH, "make_corpus.py"), "--out", out] + ([] if args.full else ["--small"])
+    print("building the corpus:", " ".join(command[1:]), file=sys.stderr)
+    subprocess.run(command, check=True)
+    with open(stamp_file, "w") as handle:
+        handle.write(stamp)
+    return out
+
+
+def corpus_facts(corpus: str) -> dict:
+    with open(os.path.join(corpus, "corpus.json")) as handle:
+        return json.load(handle)
+
+
+def main_project(facts: dict) -> tuple[str, int]:
+    counts: dict = {}
+    for copy in facts["copies"]:
+        counts[copy["cwd"]] = counts.get(copy["cwd"], 0) + 1
+    project = max(counts, key=counts.get)
+    return project, counts[project]
+
+
+# the machine --------------------------------------------------------------------------------------------
+def machine() -> list[str]:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    memory = ""
+    try:
+        with open("/proc/meminfo") as handle:
+            kb = int(handle.readline().split()[1])
+        memory = f"{kb / 1024 / 1024:.0f} GB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return [f"CPU: {cpu}, {os.cpu_count()} cores; {memory}",
+            f"Python {platform.python_version()}, kernel {platform.release()} ({platform.system()})",
+            f"date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"]
+
+
+def load() -> str:
+    try:
+        return open("/proc/loadavg").read().split(" ")[:3].__str__()
+    except OSError:
+        return "unknown"
+
+
+# report -------------------------------------------------------------------------------------------------
+class Report:
+    def __init__(self):
+        self.sections: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+
+    def section(self, title: str, header: list[str], notes: list[str] | None = None) -> list[list[str]]:
+        rows: list[list[str]] = []
+        self.sections.append((title, header, rows, notes or []))
+        return rows
+
+    def markdown(self, intro: list[str]) -> str:
+        out = intro[:]
+        for title, header, rows, notes in self.sections:
+            out += ["", f"## {title}", ""]
+            out.append("| " + " | ".join(header) + " |")
+            out.append("|" + "---|" * len(header))
+            out += ["| " + " | ".join(row) + " |" for row in rows]
+            if notes:
+                out += [""] + notes
+        return "\n".join(out) + "\n"
+
+
+def ratio(mine: Timing, theirs: Timing | None) -> str:
+    if theirs is None or theirs.failure or mine.failure or not theirs.median:
+        return "—"
+    return f"{mine.median / theirs.median:.2f}"
+
+
+# the benchmarks -----------------------------------------------------------------------------------------
+def both(rows, label, me, them, args_me, args_them, runs, cold, cwd=None) -> tuple[Timing, Timing | None]:
+    """One row: the same operation for both programs, cold (caches emptied before each run) or
+    warm (primed by one unmeasured run)."""
+    results = []
+    for program, argv in ((me, args_me), (them, args_them)):
+        if program is None or argv is None:
+            results.append(None)
+            continue
+        if not cold:
+            try:
+                run_once(program.cmd(*argv), program.env, cwd)
+            except (RuntimeError, OSError):
+                pass
+        results.append(measure(program.cmd(*argv), program.env, runs, program.clear if cold else None, cwd))
+    mine, theirs = results
+    rows.append([label, mine.text(), theirs.text() if theirs else "—", ratio(mine, theirs)])
+    return mine, theirs
+
+
+def bench_discovery(report, me, them, project, project_count, runs) -> dict:
+    rows = report.section("Discovery and search", ["Operation", "trajectoriz", "trajectoriz-cli", "ours/theirs"], [
+        "Cold: every cache deleted before each run. `list` of trajectoriz prints each session's step "
+        "count, so a cold `list` translates every listed session (in a process pool); the "
+        "predecessor's `list` reads heads only. `search --content` of the predecessor builds a SQLite "
+        "FTS index the first time (the cold figure) and queries it afterwards; trajectoriz "
+        f"translates and searches every session each time, on every core. Query for the default "
+        f"search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every session)."])
+    found = {}
+    for cold in (True, False):
+        state = "cold" if cold else "warm"
+        found[f"list-all-{state}"] = both(rows, f"`list --all`, {state}", me, them, ["list", "--all"], ["list", "--all"], runs, cold)
+    for cold in (True, False):
+        state = "cold" if cold else "warm"
+        found[f"list-{state}"] = both(rows, f"`list` in a project of {project_count} sessions, {state}", me, them,
+                                      ["list"], ["list"], runs, cold, cwd=project)
+    for cold in (True, False):
+        state = "cold" if cold else "warm"
+        found[f"search-{state}"] = both(rows, f"default `search`, {state}", me, them, ["search", TITLE_QUERY],
+                                        ["search", TITLE_QUERY], runs, cold)
+    for cold in (True, False):
+        state = "first time" if cold else "after"
+        found[f"content-{'cold' if cold else 'warm'}"] = both(
+            rows, f"`search --content`, {state}", me, them, ["search", "--content", CONTENT_QUERY],
+            ["search", "--content", CONTENT_QUERY], runs, cold)
+    return found
+
+
+THROUGHPUT = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import agents, catalog, documents
+env = dict(os.environ)
+redact = sys.argv[2] == "redact"
+sessions = catalog.discover(env).sessions
+by_agent = {}
+for session in sessions:
+    by_agent.setdefault(session.agent, []).append(session)
+found, largest = {}, (0, None)
+for agent, group in sorted(by_agent.items()):
+    module = agents.load(agent)
+    files = set()
+    for session in group:
+        deps = [f for f in catalog.dependencies(module, session.source, env) if os.path.isfile(f)]
+        files.update(deps)
+        if os.path.isfile(session.source) and not session.source.endswith((".db", ".sqlite")):
+            size = sum(os.path.getsize(f) for f in deps)
+            largest = max(largest, (size, session.short_id, session.source))
+    native = sum(os.path.getsize(f) for f in files)
+    started = time.process_time()
+    out = 0
+    for session in group:  # translated, never read from the document cache
+        out += len(documents._rendered(session, env, redact)[1])
+    found[agent] = [len(group), native, time.process_time() - started, out]
+print(json.dumps({"agents": found, "largest": largest}))
+"""
+
+
+def throughput(me: Program, tree: str, redact: bool) -> dict:
+    result = subprocess.run(me.argv[:1] + ["-c", THROUGHPUT, tree, "redact" if redact else "keep"],
+                            env=me.env, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)
+
+
+def bench_translation(report, me, tree, runs) -> dict:
+    rows = report.section("Translation throughput (one core)", [
+        "Agent", "Sessions", "Native input", "CPU time", "MB/s per core", "MB/s, --no-redact"], [
+        "Every session of the agent translated to its (redacted) document in one process "
+        "(`documents._rendered`: translation, serialization, redaction; never the document "
+        "cache), the median CPU time of the runs. Native input: the bytes of "
+        "the files each session's translation depends on (a shared database counted once)."])
+    runs = max(1, min(runs, 3))
+    redacted = [throughput(me, tree, True) for _ in range(runs)]
+    kept = [throughput(me, tree, False) for _ in range(runs)]
+    total = [0, 0, 0.0, 0.0]
+    for agent in sorted(redacted[0]["agents"]):
+        count, native = redacted[0]["agents"][agent][:2]
+        cpu = statistics.median(r["agents"][agent][2] for r in redacted)
+        cpu_kept = statistics.median(r["agents"][agent][2] for r in kept)
+        total = [total[0] + count, total[1] + native, total[2] + cpu, total[3] + cpu_kept]
+        rows.append([agent, str(count), mb(native), f"{cpu:.2f} s", speed(native, cpu), speed(native, cpu_kept)])
+    rows.append(["**all**", str(total[0]), mb(total[1]), f"{total[2]:.2f} s", speed(total[1], total[2]),
+                 speed(total[1], total[3])])
+    return {"largest": redacted[0]["largest"], "cpu": total[2], "cpu_kept": total[3],
+            "speed": total[1] / 1e6 / total[2] if total[2] else 0.0}
+
+
+def mb(size: float) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def speed(size: float, seconds: float) -> str:
+    return f"{size / 1e6 / seconds:.0f}" if seconds > 0 else "—"
+
+
+def predecessor_id(agent: str, source: str) -> str | None:
+    """The predecessor's id of a file-based session: a prefix and sha256 of the path."""
+    import hashlib
+
+    prefix = {"claude": "cl", "codex": "cx", "copilot": "cp"}.get(agent)
+    return f"{prefix}-{hashlib.sha256(source.encode()).hexdigest()[:8]}" if prefix else None
+
+
+def bench_show(report, me, them, largest, runs) -> dict:
+    size, short_id, source = largest
+    agent = {"cl": "claude", "cx": "codex", "cp": "copilot"}.get(short_id.split("-")[0], "")
+    theirs_id = predecessor_id(agent, source)
+    rows = report.section(f"`show` of the largest session ({short_id}, {mb(size)} native)",
+                          ["Operation", "trajectoriz", "peak RSS", "trajectoriz-cli", "peak RSS", "ours/theirs"], [
+        "trajectoriz prints the whole ATIF document (JSON) or, with --markdown, the whole "
+        "transcript; the predecessor prints its markdown, `--full` for all steps. Cold: both "
+        "programs' caches deleted before each run (so the session is translated); warm: "
+        "trajectoriz reads the document cache, the predecessor its pickled parse."])
+    found = {}
+    for label, mine_args, their_args, cold in (
+            ("`show ID` (JSON) / `show ID --full`, cold", ["show", short_id], ["show", theirs_id, "--full"], True),
+            ("`show ID --markdown` / `show ID`, cold", ["show", short_id, "--markdown"], ["show", theirs_id], True),
+            ("`show ID` (JSON) / `show ID --full`, warm", ["show", short_id], ["show", theirs_id, "--full"], False)):
+        mine = measure(me.cmd(*mine_args), me.env, runs, me.clear if cold else None)
+        theirs = None
+        if them and theirs_id:
+            theirs = measure(them.cmd(*their_args), them.env, runs, them.clear if cold else None)
+        rows.append([label, mine.text(), mine.rss(), theirs.text() if theirs else "—",
+                     theirs.rss() if theirs else "—", ratio(mine, theirs)])
+        found[label] = (mine, theirs)
+    return found
+
+
+# the mount ----------------------------------------------------------------------------------------------
+class Mount:
+    """One implementation's FUSE mount of a project, started in the background."""
+
+    def __init__(self, program: Program, point: str, project: str):
+        self.program, self.point, self.project = program, point, project
+
+    def start(self) -> None:
+        os.makedirs(self.point, exist_ok=True)
+        run_once(self.program.cmd("memory", self.point, "--dir", self.project), self.program.env, timeout=300)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if os.path.ismount(self.point) and os.listdir(self.point):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("the mount did not come up")
+
+    def stop(self) -> None:
+        if not os.path.ismount(self.point):
+            return
+        try:
+            run_once(self.program.cmd("memory", "--unmount", self.point), self.program.env, timeout=60)
+        except (RuntimeError, OSError):
+            pass
+        for tool in ("fusermount3", "fusermount"):
+            if os.path.ismount(self.point) and shutil.which(tool):
+                subprocess.run([tool, "-u", "-z", self.point], capture_output=True)
+        deadline = time.monotonic() + 10
+        while os.path.ismount(self.point) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def server_rss(self) -> tuple[float, float] | None:
+        """VmRSS and VmHWM (MB) of the process serving the mount, found by its command line."""
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    argv = handle.read().split(b"\0")
+                if self.point.encode() not in argv or b"memory" not in argv:
+                    continue
+                with open(f"/proc/{pid}/status") as handle:
+                    status = dict(line.split(":", 1) for line in handle if ":" in line)
+            except OSError:
+                continue
+            return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+        return None
+
+
+def mount_problem(program: Program, tree: str | None) -> str | None:
+    if program is None:
+        return "the predecessor is not installed"
+    if tree is not None and not os.path.exists(os.path.join(tree, "memory.py")):
+        return "not available: this tree has no memory.py (the mount is not merged yet)"
+    if tree is None:
+        probe = subprocess.run([os.path.join(PREDECESSOR_VENV, "bin", "python"), "-c", "import fuse"],
+                               capture_output=True, text=True)
+        if probe.returncode:
+            return "not available: fusepy finds no libfuse 2 (apt install libfuse2)"
+    if not os.path.exists("/dev/fuse"):
+        return "not available: no /dev/fuse"
+    return None
+
+
+def cycle(mount: Mount, command: str, runs: int) -> Timing:
+    """`command` right after a fresh mount with empty caches, `runs` times."""
+    seconds = []
+    try:
+        for _ in range(runs):
+            mount.stop()
+            mount.program.clear()
+            mount.start()
+            seconds.append(timed_shell(command, mount.program.env, 1).seconds[0])
+    except (RuntimeError, OSError, IndexError) as exc:
+        return Timing(seconds, [], str(exc))
+    return Timing(seconds, [])
+
+
+def mount_figures(program: Program, project: str, runs: int, scratch: str) -> dict:
+    point = os.path.join(scratch, program.name, "memory")
+    mount = Mount(program, point, project)
+    found = {}
+    quoted = f"'{point}'"
+    try:
+        found["ls-cold"] = cycle(mount, f"ls -l {quoted} > /dev/null", runs)
+        found["ls-warm"] = timed_shell(f"ls -l {quoted} > /dev/null", program.env, runs)
+        found["grep-cold"] = cycle(mount, f"grep -rc '{CONTENT_QUERY}' {quoted} > /dev/null", runs)
+        found["grep-warm"] = timed_shell(f"grep -rc '{CONTENT_QUERY}' {quoted} > /dev/null", program.env, runs)
+        files = [os.path.join(point, n) for n in os.listdir(point) if n.endswith(".json")]
+        biggest = max(files, key=os.path.getsize) if files else None
+        found["cat"] = timed_shell(f"cat '{biggest}' > /dev/null", program.env, runs) if biggest else Timing([], [], "no file")
+        found["files"] = (len(files), sum(os.path.getsize(f) for f in files))
+        found["rss"] = mount.server_rss()
+    except (RuntimeError, OSError) as exc:
+        found["error"] = str(exc)
+    finally:
+        mount.stop()
+    return found
+
+
+def bench_mount(report, me, them, project, tree, runs, scratch) -> dict:
+    rows = report.section(f"The memory mount of one project ({os.path.basename(project)})",
+                          ["Operation", "trajectoriz", "trajectoriz-cli", "ours/theirs"], [
+        "Cold: the mount started with empty caches (size cache included) right before the "
+        f"command. `grep -rc {CONTENT_QUERY}` reads every file whole. The export row is "
+        "`grep -r` over the same files exported to disk (`trajectoriz export`)."])
+    problems = {"ours": mount_problem(me, tree), "theirs": mount_problem(them, None)}
+    figures = {}
+    for side, program in (("ours", me), ("theirs", them)):
+        if problems[side]:
+            figures[side] = {}
+            continue
+        print(f"  mount: {program.name}", file=sys.stderr)
+        figures[side] = mount_figures(program, project, runs, scratch)
+    labels = (("ls-cold", "`ls -l`, cold"), ("ls-warm", "`ls -l`, warm"), ("cat", "`cat` of the largest file"),
+              ("grep-cold", "`grep -r`, cold"), ("grep-warm", "`grep -r`, warm"))
+    for key, label in labels:
+        cells = []
+        for side in ("ours", "theirs"):
+            value = figures[side].get(key)
+            cells.append(value.text() if value else (problems[side] or figures[side].get("error", "—")))
+        rows.append([label, *cells, ratio(figures["ours"][key], figures["theirs"].get(key))
+                     if key in figures["ours"] else "—"])
+    rows.append(["files (bytes)", *[f"{f['files'][0]} ({mb(f['files'][1])})" if "files" in f else "—"
+                                    for f in (figures["ours"], figures["theirs"])], ""])
+    rows.append(["server RSS after reading everything",
+                 *[f"{f['rss'][0]:.0f} MB (peak {f['rss'][1]:.0f} MB)" if f.get("rss") else "—"
+                   for f in (figures["ours"], figures["theirs"])], ""])
+    export_dir = os.path.join(scratch, "export")
+    try:
+        run_once(me.cmd("export", "--out", export_dir, "--dir", project), me.env, timeout=3600)
+        exported = timed_shell(f"grep -rc '{CONTENT_QUERY}' '{export_dir}' > /dev/null", me.env, runs)
+        rows.append(["`grep -r` over the exported files", exported.text(), "", ""])
+    except (RuntimeError, OSError) as exc:
+        rows.append(["`grep -r` over the exported files", f"failed: {exc}", "", ""])
+    return figures
+
+
+def bench_startup(report, me, tree, runs) -> None:
+    rows = report.section("Start-up", ["Operation", "source tree", "binary"], [
+        "The binary is `dist/trajectoriz` (`make build`); warm caches."])
+    binary = os.path.join(tree, "dist", "trajectoriz")
+    have_binary = os.access(binary, os.X_OK)
+    for label, argv in (("`--version`", ["--version"]), ("default `search`", ["search", TITLE_QUERY])):
+        source = measure(me.cmd(*argv), me.env, runs)
+        built = measure([binary, *argv], me.env, runs) if have_binary else None
+        rows.append([label, source.text(), built.text() if built else "not available: no dist/trajectoriz (make build)"])
+
+
+def bench_redaction(report, me, translation, runs) -> dict:
+    rows = report.section("Secret redaction (on by default)", ["Operation", "redacted", "--no-redact", "cost"], [
+        "Target: redaction changes no benchmark by more than 10%. Measured cold (caches "
+        "deleted before each run): only redacted renderings are cached, so a warm comparison "
+        "would set a cache read against a translation."])
+    cpu, cpu_kept = translation["cpu"], translation["cpu_kept"]
+    rows.append(["translation of every session (CPU)", f"{cpu:.2f} s", f"{cpu_kept:.2f} s", pct(cpu, cpu_kept)])
+    costs = {"translation": cpu / cpu_kept - 1 if cpu_kept else 0.0}
+    short_id = translation["largest"][1]
+    for key, label, argv in (("show", "`show` of the largest session, cold", ["show", short_id]),
+                             ("search", "`search --content`, cold", ["search", "--content", CONTENT_QUERY])):
+        with_ = measure(me.cmd(*argv), me.env, runs, me.clear)
+        without = measure(me.cmd(*argv, "--no-redact"), me.env, runs, me.clear)
+        rows.append([label, with_.text(), without.text(), pct(with_.median, without.median)])
+        costs[key] = with_.median / without.median - 1
+    return costs
+
+
+def pct(with_: float, without: float) -> str:
+    return f"{(with_ / without - 1) * 100:+.0f}%" if without else "—"
+
+
+# targets (issue 7) -------------------------------------------------------------------------------------
+def verdict(ok: bool | None, miss: str = "") -> str:
+    if ok is None:
+        return "not measured"
+    return "yes" if ok else f"**no**{': ' + miss if miss else ''}"
+
+
+def target_rows(discovery, translation, show, mount, redaction, project_count) -> list[list[str]]:
+    rows = []
+    ours_m, theirs_m = mount.get("ours", {}), mount.get("theirs", {})
+    ls_warm = ours_m.get("ls-warm")
+    rows.append([f"`ls -l memory/` over {project_count} sessions, warm: under 100 ms",
+                 ls_warm.text() if ls_warm else "—",
+                 verdict(ls_warm.median < 0.1 if ls_warm and not ls_warm.failure else None,
+                         f"{ls_warm.median / 0.1:.1f}x the target" if ls_warm else "")])
+    mine, theirs = discovery["search-warm"]
+    ok = mine.median < 0.2 and (theirs is None or mine.median <= theirs.median / 2)
+    rows.append(["default `search`, warm: under 200 ms and at most half the predecessor's time",
+                 f"{mine.text()}; ours/theirs {ratio(mine, theirs)}", verdict(ok)])
+    speed = translation["speed"]
+    rows.append(["translation: at least 60 MB/s of native input per core (all agents)", f"{speed:.0f} MB/s",
+                 verdict(speed >= 60)])
+    for key, label in (("content-cold", "`search --content`, first time"), ("content-warm", "`search --content`, after")):
+        mine, theirs = discovery[key]
+        ok = None if theirs is None or theirs.failure else mine.median <= theirs.median / 2
+        rows.append([f"{label}: at least twice as fast as the predecessor's", f"ours/theirs {ratio(mine, theirs)}",
+                     verdict(ok, f"{mine.median / theirs.median * 2:.1f}x the target time" if ok is False else "")])
+    mine, theirs = ours_m.get("grep-cold"), theirs_m.get("grep-cold")
+    ok = None if not (mine and theirs) or mine.failure or theirs.failure else mine.median <= theirs.median / 2
+    rows.append(["cold `grep -r` over the mount: at least twice as fast as the predecessor's",
+                 f"ours/theirs {ratio(mine, theirs)}" if mine else "—",
+                 verdict(ok, f"{mine.median / theirs.median * 2:.1f}x the target time" if ok is False else "")])
+    rss = ours_m.get("rss")
+    rows.append(["mount server RSS after reading the project: under 300 MB",
+                 f"{rss[0]:.0f} MB (peak {rss[1]:.0f} MB)" if rss else "—", verdict(rss[1] < 300 if rss else None)])
+    shown = show["`show ID` (JSON) / `show ID --full`, cold"][0]
+    peak = max(shown.rss_kb) / 1024 if shown.rss_kb else None
+    rows.append(["`show` of the largest session: under 1.5 GB peak RSS", f"{peak:.0f} MB" if peak else "—",
+                 verdict(peak < 1536 if peak else None)])
+    worst = max(redaction.values())
+    rows.append(["redaction changes no benchmark by more than 10%",
+                 ", ".join(f"{k} {v * 100:+.0f}%" for k, v in redaction.items()), verdict(worst <= 0.10)])
+    return rows
+
+
+# main ---------------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", action="store_true", help="the 5,000-session corpus (default: the small one)")
+    parser.add_argument("--runs", type=int, help="runs per figure (default 5; 3 with --full)")
+    parser.add_argument("--tree", default=ROOT, help="the trajectoriz source tree to measure")
+    parser.add_argument("--python", default=sys.executable, help="the Python that runs it")
+    parser.add_argument("--no-predecessor", action="store_true", help="measure trajectoriz alone")
+    parser.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"))
+    args = parser.parse_args(argv)
+    runs = args.runs or (3 if args.full else 5)
+    corpus = corpus_for(args)
+    facts = corpus_facts(corpus)
+    project, project_count = main_project(facts)
+    me = ours(os.path.abspath(args.tree), corpus, args.python)
+    them = None if args.no_predecessor else predecessor(corpus)
+    report = Report()
+    load_before = load()
+    scratch = tempfile.mkdtemp(prefix="bench-")
+    try:
+        targets = report.section("Targets", ["Target", "Measured", "Met?"])
+        print("discovery and search", file=sys.stderr)
+        discovery = bench_discovery(report, me, them, project, project_count, runs)
+        print("translation", file=sys.stderr)
+        translation = bench_translation(report, me, args.tree, runs)
+        print("show", file=sys.stderr)
+        show = bench_show(report, me, them, translation["largest"], runs)
+        print("mount", file=sys.stderr)
+        mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
+        print("start-up", file=sys.stderr)
+        bench_startup(report, me, args.tree, runs)
+        print("redaction", file=sys.stderr)
+        redaction = bench_redaction(report, me, translation, runs)
+        targets += target_rows(discovery, translation, show, mount, redaction, project_count)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    intro = ["# Benchmark results", "",
+             f"`make bench{' BENCH_ARGS=--full' if args.full else ''}` (bench/run.py): {facts['sessions']} sessions, "
+             f"{facts['native_bytes'] / 1e6:.0f} MB of native data in {len(facts['projects'])} projects "
+             f"(bench/make_corpus.py, seed {facts['seed']}); each figure the median of {runs} runs "
+             "(min–max). Ratios are ours/theirs: below 1, trajectoriz is faster.", ""]
+    intro += [f"- {line}" for line in machine()]
+    intro += [f"- load average (1, 5, 15 min) before: {load_before}, after: {load()} "
+              "(2 cores shared with other work)"]
+    text = report.markdown(intro)
+    notes = os.path.join(BENCH, "NOTES.md")
+    if os.path.exists(notes):
+        with open(notes) as handle:
+            text += "\n" + handle.read()
+    with open(args.out, "w") as handle:
+        handle.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
