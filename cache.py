@@ -8,9 +8,8 @@ the cache. A cache that cannot be read or written is simply not used.
 
 from __future__ import annotations
 
+import marshal
 import os
-
-import orjson
 
 from agents.base import home
 
@@ -25,14 +24,21 @@ def fingerprint(paths) -> list:
     return fingerprint_of(stats(paths))
 
 
-def stats(paths) -> list:
-    """os.stat of each path, None for a missing one."""
+def stats(paths, memo: dict | None = None) -> list:
+    """os.stat of each path, None for a missing one. With `memo` (path -> result), a file that
+    many sources depend on (a project's shared side file) is asked about once."""
     found = []
     for path in paths:
+        if memo is not None and path in memo:
+            found.append(memo[path])
+            continue
         try:
-            found.append(os.stat(path))
+            result = os.stat(path)
         except OSError:
-            found.append(None)
+            result = None
+        if memo is not None:
+            memo[path] = result
+        found.append(result)
     return found
 
 
@@ -40,12 +46,31 @@ def fingerprint_of(stat_results: list) -> list:
     return [[st.st_size, st.st_mtime_ns] if st is not None else None for st in stat_results]
 
 
+def _decode(name: str, data: bytes):
+    """A `.bin` cache is marshal (the index, read by every command: marshal needs no import and
+    reads it twice as fast as JSON; its name carries the Python version, whose format it is);
+    any other is JSON."""
+    if name.endswith(".bin"):
+        return marshal.loads(data)
+    import orjson
+
+    return orjson.loads(data)
+
+
+def _encode(name: str, value) -> bytes:
+    if name.endswith(".bin"):
+        return marshal.dumps(value)
+    import orjson
+
+    return orjson.dumps(value)
+
+
 def load(env, name: str) -> dict:
     try:
         with open(os.path.join(cache_dir(env), name), "rb") as handle:
-            data = orjson.loads(handle.read())
+            data = _decode(name, handle.read())
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError, TypeError):
         return {}
 
 
@@ -73,11 +98,13 @@ def save(env, name: str, data: dict) -> None:
     import tempfile  # here only: a warm run saves nothing, and tempfile costs ~10 ms to import
 
     directory = cache_dir(env)
+    tmp = None
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(data))
+            handle.write(_encode(name, data))
         os.replace(tmp, os.path.join(directory, name))
-    except (OSError, TypeError):
-        pass
+    except (OSError, TypeError, ValueError):
+        if tmp and os.path.exists(tmp):
+            os.remove(tmp)

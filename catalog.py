@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -19,7 +20,7 @@ import mounts
 from agents.base import Session
 from errors import UserError
 
-INDEX_FILE = "index-v1.json"
+INDEX_FILE = f"index-v2-py{sys.version_info[0]}{sys.version_info[1]}.bin"
 SHORT_HEX = 8
 
 
@@ -56,6 +57,7 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     problems: list[SourceProblem] = []
     sources_seen: dict = {}
     avoided = mounts.avoided(env)
+    stat_memo: dict = {}
     for module in agents.modules(names):
         cached = index.get(module.NAME) or {}
         entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
@@ -71,7 +73,7 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
             if mounts.inside(source, avoided):
                 continue  # never read through a FUSE mount (see mounts.avoided)
             deps = dependencies(module, source, env)
-            found_stats = cache.stats(deps)
+            found_stats = cache.stats(deps, stat_memo)
             own = found_stats[0] if deps and deps[0] == source else _stat(source)
             if own is None or not (stat.S_ISREG(own.st_mode) or stat.S_ISDIR(own.st_mode)):
                 continue  # regular files and folders only: a FIFO or device would block or never end
@@ -133,20 +135,17 @@ def assign_short_ids(sessions: list[Session]) -> None:
     16, ... hex digits) for exactly the sessions whose shorter ids would collide."""
     prefixes = {name: getattr(agents.load(name), "PREFIX", name[:2]) for name in
                 {s.agent for s in sessions}}
-    pending = [(s, full_hash(s)) for s in sessions]
-    width = SHORT_HEX
-    while pending:
-        groups: dict = {}
-        for session, digest in pending:
-            groups.setdefault(digest[:width], []).append((session, digest))
-        pending = []
-        for key, members in groups.items():
-            if len(members) == 1 or width >= 64:
-                for session, _ in members:
-                    session.short_id = f"{prefixes[session.agent]}-{key}"
-            else:
-                pending.extend(members)
-        width += 4
+    digests = [full_hash(s) for s in sessions]
+    taken: dict = {}
+    for digest in digests:
+        taken[digest[:SHORT_HEX]] = taken.get(digest[:SHORT_HEX], 0) + 1
+    for session, digest in zip(sessions, digests):
+        width = SHORT_HEX
+        if taken[digest[:width]] > 1:  # rare: widen until no other session shares the prefix
+            rivals = [d for d in digests if d != digest and d[:width] == digest[:width]]
+            while width < 64 and any(d[:width] == digest[:width] for d in rivals):
+                width += 4
+        session.short_id = f"{prefixes[session.agent]}-{digest[:width]}"
 
 
 def local_date(session: Session) -> str:

@@ -7,7 +7,6 @@ import glob
 import os
 import sys
 
-import orjson
 
 import agents
 import catalog
@@ -54,6 +53,8 @@ def write(text: str | bytes) -> None:
 
 # list ---------------------------------------------------------------------------------------------
 def run_list(args, env) -> int:
+    import orjson
+
     _, sessions, project = selected(args, env)
     facts = documents.Facts(env)
     try:

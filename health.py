@@ -16,7 +16,6 @@ import re
 import sys
 from collections import Counter
 
-import orjson
 
 import agents
 import catalog
@@ -159,6 +158,8 @@ def _problem_lines(row: dict) -> list[str]:
 
 
 def run(args, env) -> int:
+    import orjson
+
     rows = report(env)
     out = sys.stdout.buffer
     if args.json:

@@ -16,7 +16,6 @@ import sys
 import time
 from datetime import datetime, timedelta
 
-import orjson
 
 import catalog
 import commands
@@ -107,6 +106,8 @@ def argument_text(arguments) -> str:
 
 
 def json_text(value) -> str:
+    import orjson
+
     return orjson.dumps(value, default=str).decode() if value is not None else ""
 
 
@@ -184,6 +185,8 @@ def run_search(args, env) -> int:
     shown = page(found, args.offset, args.limit)
     titles = shown_titles(shown, not args.no_redact)
     if args.json:
+        import orjson
+
         records = [{**commands.listing_record(s), "first_message": t} for s, t in zip(shown, titles)]
         write(b"".join(orjson.dumps(record) + b"\n" for record in records))
         more_note(len(found), args, sys.stderr)
@@ -269,6 +272,8 @@ def content_search(args, env, query: Query, sessions: list) -> int:
 
 
 def emit_hit(session, hit: tuple, as_json: bool, first_row: bool) -> None:
+    import orjson
+
     step, path, label, text = hit
     if as_json:
         record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),

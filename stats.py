@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import statistics
 
-import orjson
 
 import documents
 from commands import write
@@ -25,6 +24,8 @@ SUMS = ("steps", "tool_calls", "prompt", "completion", "cached", "cost")
 
 
 def run_stats(args, env) -> int:
+    import orjson
+
     sessions, project = scoped(args, env)
     facts = documents.Facts(env)
     try:

@@ -105,6 +105,23 @@ def mtime(path: str) -> float | None:
         return None
 
 
+_listings: dict = {}  # folder -> (mtime_ns, names)
+
+
+def listdir_cached(path: str) -> list[str]:
+    """`listdir`, asked of the file system once per change of the folder (its mtime): for a
+    folder that many sources look into during one discovery (Gemini's chats/)."""
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return []
+    found = _listings.get(path)
+    if found is None or found[0] != mtime:
+        found = (mtime, listdir(path))
+        _listings[path] = found
+    return found[1]
+
+
 def unique_files(paths):
     """The paths that are existing files, each real file once (in the order given)."""
     seen = set()

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
-                         iso, listdir, one_line, open_binary)
+                         iso, listdir, listdir_cached, one_line, open_binary)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
@@ -104,7 +104,7 @@ def _subagent_dirs(source: str, session_id: str | None = None) -> list[str]:
     match = _SHORT_ID.search(os.path.splitext(os.path.basename(source))[0])
     if not match:
         return []
-    return [os.path.join(chats, name) for name in listdir(chats)
+    return [os.path.join(chats, name) for name in listdir_cached(chats)
             if name.startswith(match.group(1)) and os.path.isdir(os.path.join(chats, name))]
 
 

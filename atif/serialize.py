@@ -2,17 +2,13 @@
 
 orjson does the work. It refuses a few things native data can hold (integers beyond 64 bits,
 lone surrogates from a `\\ud800` escape), so the standard library's json takes over for those
-documents, with the same layout.
+documents, with the same layout. orjson is imported where it is used: importing it costs more
+than a warm `search` spends on anything else of the kind, and that command never needs it.
 """
 
 from __future__ import annotations
 
 import json
-
-import orjson
-
-_OPTIONS = orjson.OPT_INDENT_2
-
 
 MAX_DEPTH = 128
 
@@ -20,8 +16,10 @@ MAX_DEPTH = 128
 def dumps(doc: dict) -> bytes:
     """Serialize a document. Native values nested deeper than MAX_DEPTH levels (orjson stops at
     255, Python's recursion earlier) are replaced by a note saying so."""
+    import orjson
+
     try:
-        return orjson.dumps(doc, option=_OPTIONS) + b"\n"
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
     except (TypeError, orjson.JSONEncodeError):
         try:
             text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
@@ -52,6 +50,8 @@ def limit_depth(value, depth: int):
 def loads(data: bytes | str):
     """Parse JSON; orjson first, the standard library for what orjson rejects (lone surrogates).
     Every failure is a ValueError, nesting too deep to parse included."""
+    import orjson
+
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
