@@ -253,14 +253,15 @@ def both(rows, label, me, them, args_me, args_them, runs, cold, cwd=None) -> tup
     return mine, theirs
 
 
-def bench_discovery(report, me, them, project, project_count, runs) -> dict:
-    rows = report.section("Discovery and search", ["Operation", "trajectoriz", "trajectoriz-cli", "ours/theirs"], [
+def bench_discovery(report, me, them, project, project_count, native_bytes, runs) -> dict:
+    notes = [
         "Cold: every cache deleted before each run. `list` of trajectoriz prints each session's step "
         "count, so a cold `list` translates every listed session (in a process pool); the "
         "predecessor's `list` reads heads only. `search --content` of the predecessor builds a SQLite "
         "FTS index the first time (the cold figure) and queries it afterwards; trajectoriz "
         f"translates and searches every session each time, on every core. Query for the default "
-        f"search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every session)."])
+        f"search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every session)."]
+    rows = report.section("Discovery and search", ["Operation", "trajectoriz", "trajectoriz-cli", "ours/theirs"], notes)
     found = {}
     for cold in (True, False):
         state = "cold" if cold else "warm"
@@ -278,7 +279,17 @@ def bench_discovery(report, me, them, project, project_count, runs) -> dict:
         found[f"content-{'cold' if cold else 'warm'}"] = both(
             rows, f"`search --content`, {state}", me, them, ["search", "--content", CONTENT_QUERY],
             ["search", "--content", CONTENT_QUERY], runs, cold)
+    notes.append(content_throughput(found, native_bytes))
     return found
+
+
+def content_throughput(found: dict, native_bytes: int) -> str:
+    """`search --content` as MB of native data searched per second of wall time."""
+    def rate(timing) -> str:
+        return "—" if timing is None or timing.failure else f"{native_bytes / 1e6 / timing.median:.0f} MB/s"
+    parts = [f"{label} {rate(found[key][0])} (trajectoriz-cli {rate(found[key][1])})"
+             for key, label in (("content-cold", "first time"), ("content-warm", "after"))]
+    return "`search --content` throughput, native data searched per second: " + ", ".join(parts) + "."
 
 
 THROUGHPUT = r"""
@@ -617,7 +628,7 @@ def main(argv=None) -> int:
     try:
         targets = report.section("Targets", ["Target", "Measured", "Met?"])
         print("discovery and search", file=sys.stderr)
-        discovery = bench_discovery(report, me, them, project, project_count, runs)
+        discovery = bench_discovery(report, me, them, project, project_count, facts["native_bytes"], runs)
         print("translation", file=sys.stderr)
         translation = bench_translation(report, me, args.tree, runs)
         print("show", file=sys.stderr)
