@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import marshal
 import os
+import sys
 
 from agents.base import home
+
+# The catalog's index of discovered sessions (marshal: its format is the interpreter's).
+INDEX_FILE = f"index-v2-py{sys.version_info[0]}{sys.version_info[1]}.bin"
 
 
 def cache_dir(env) -> str:

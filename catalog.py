@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,7 +19,6 @@ import mounts
 from agents.base import Session
 from errors import UserError
 
-INDEX_FILE = f"index-v2-py{sys.version_info[0]}{sys.version_info[1]}.bin"
 SHORT_HEX = 8
 
 
@@ -51,7 +49,7 @@ def dependencies(module, source: str, env) -> list[str]:
 
 
 def discover(env, names=None, use_cache: bool = True) -> Catalog:
-    index = cache.load_shared(env, INDEX_FILE) if use_cache else {}
+    index = cache.load_shared(env, cache.INDEX_FILE) if use_cache else {}
     fresh: dict = {}
     sessions: list[Session] = []
     problems: list[SourceProblem] = []
@@ -92,7 +90,7 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
                     sessions.append(session)
         fresh[module.NAME] = {"version": module_version(module), "sources": kept}
     if use_cache and _changed(index, fresh, names):
-        cache.save(env, INDEX_FILE, {**index, **fresh})
+        cache.save(env, cache.INDEX_FILE, {**index, **fresh})
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)

@@ -47,9 +47,7 @@ def known_session_dirs(env, avoided=()) -> list[str]:
     """Working directories of the sessions in trajectoriz's index cache (any agent), existing
     ones only, each once. The index is written by the previous discovery, so a directory seen
     for the first time is found on the next run."""
-    from catalog import INDEX_FILE  # the catalog imports the agents package: import it late
-
-    index = cache.load_shared(env, INDEX_FILE)
+    index = cache.load_shared(env, cache.INDEX_FILE)
     memo = _index_cwds.get(id(index))
     if memo is None or memo[0] is not index:
         memo = (index, _cwds_of(index))

@@ -135,7 +135,7 @@ def test_discovery_looks_in_directories_known_from_other_agents(tmp_path):
     env = {**base_env(tmp_path), "PWD": os.path.dirname(here)}
     known = aider.Session(agent="claude", native_id="x", source="/nowhere",
                           cwd=os.path.dirname(other))
-    cache.save(env, catalog.INDEX_FILE, {"claude": {"version": "1", "sources": {
+    cache.save(env, cache.INDEX_FILE, {"claude": {"version": "1", "sources": {
         "/nowhere": [[None], [known.to_cache()]]}}})
     assert sorted(aider.sources(env)) == sorted([here, other])
 
