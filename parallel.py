@@ -8,6 +8,7 @@ torn down when the parent stops reading, however it stops (end, error, interrupt
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import signal
@@ -59,6 +60,26 @@ def _start_worker(context: tuple) -> None:
 def _call(job):
     function, item = job
     return function(item, *_context)
+
+
+class Shared:
+    """A number >= 0 the parent sets and the pool's workers read, e.g. how far the parent got:
+    a hint, as a worker may read it late or, rarely, torn. Shared memory inherited through
+    fork; in a worker started otherwise it reads 0."""
+
+    def __init__(self):
+        self._memory = mmap.mmap(-1, 8)
+
+    def __reduce__(self):
+        return Shared, ()
+
+    @property
+    def value(self) -> int:
+        return int.from_bytes(self._memory[:8], "little")
+
+    @value.setter
+    def value(self, number: int) -> None:
+        self._memory[:8] = number.to_bytes(8, "little")
 
 
 class Progress:

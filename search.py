@@ -11,10 +11,12 @@ A query is words that must all occur (case-insensitive), `\\|` separating altern
 
 from __future__ import annotations
 
+import marshal
 import re
 import sys
 import time
 from datetime import datetime, timedelta
+from itertools import islice
 
 
 import catalog
@@ -25,6 +27,8 @@ from output import cell, table
 from transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
+SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
+SEARCH_TEXT_MAGIC = b"tzst1"
 
 
 class Query:
@@ -47,6 +51,7 @@ class Query:
             raise UserError("the query is empty: give words to look for")
         self._word_patterns = {word: re.compile(re.escape(word), re.IGNORECASE)
                                for words in self.alternatives for word in words}
+        self._needles = [[utf8(word) for word in words] for words in self.alternatives]
 
     def matches(self, text: str) -> bool:
         if self.pattern is not None:
@@ -69,6 +74,19 @@ class Query:
             if all(word in lowered for word in words):
                 return self._first(words[0], fields)
         return None
+
+    def may_match(self, data: bytes) -> bool:
+        """False when no step of a search text (`pack_search_text`, given whole) can match: each
+        alternative misses a word everywhere. Words only, never a regex."""
+        return any(all(needle in data for needle in words) for words in self._needles)
+
+    def count(self, steps: list[bytes]) -> int:
+        """How many steps match, given each step's `lowered_text`: the steps `locate` finds,
+        without decoding (a UTF-8 string is in another exactly when its bytes are). Words only."""
+        if len(self._needles) == 1 and len(self._needles[0]) == 1:
+            needle = self._needles[0][0]
+            return sum(1 for text in steps if needle in text)
+        return sum(1 for text in steps if any(all(n in text for n in words) for words in self._needles))
 
     def _first(self, word: str, fields: list[tuple[str, str]]) -> tuple[str, str, int, int]:
         for label, text in fields:
@@ -117,27 +135,127 @@ def snippet(label: str, text: str, start: int, end: int) -> str:
     return f"{label}: {'…' if left else ''}{piece}{'…' if right < len(text) else ''}"
 
 
-def document_hits(doc: dict, query: Query, path: str = ""):
-    """(step number, sub-agent path or "", label, snippet) of every step of a document that
-    matches, its own steps first, then each sub-agent's."""
+def document_steps(doc: dict, path: str = ""):
+    """(step number, sub-agent path or "", `step_fields`) of every step of a document, its own
+    steps first, then each sub-agent's: the order hits are printed in."""
     for step in doc.get("steps") or ():
-        fields = step_fields(step)
+        yield step.get("step_id"), path, step_fields(step)
+    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
+        yield from document_steps(sub, f"{path}.{i}" if path else str(i))
+
+
+def matching(steps, query: Query):
+    """(step number, sub-agent path, `Query.locate`'s answer) of the steps that match."""
+    for step_id, path, fields in steps:
         found = query.locate(fields) if fields else None
         if found:
-            yield step.get("step_id"), path, found[0], snippet(*found)
-    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
-        yield from document_hits(sub, query, f"{path}.{i}" if path else str(i))
+            yield step_id, path, found
 
 
-def search_session(session, env, query: Query, keep: int | None, redact: bool):
+def hits_of(doc: dict, query: Query, keep: int | None) -> list[tuple]:
+    """(step number, sub-agent path or "", label, snippet) of the first `keep` (None: all)
+    matching steps of a document."""
+    return [(step_id, path, found[0], snippet(*found))
+            for step_id, path, found in islice(matching(document_steps(doc), query), keep)]
+
+
+# the searchable text kept next to a cached document ------------------------------------------
+def utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def lowered_text(fields: list[tuple[str, str]]) -> bytes:
+    """A step's text as `Query.locate` matches words in it, in UTF-8."""
+    return utf8("\n".join(text for _, text in fields).lower())
+
+
+def pack_search_text(steps: list[bytes], facts: dict) -> bytes:
+    """What a repeated word search needs of a document, flat: each step's `lowered_text` in
+    `document_steps` order (marshal, which its reader loads without a parser to run) and the
+    document's facts (`documents.totals` without the stamp). A header says how long the rest
+    is, so that a truncated file is told from a whole one."""
+    body = marshal.dumps(steps)
+    head = marshal.dumps((facts, len(steps), len(body)))
+    return SEARCH_TEXT_MAGIC + len(head).to_bytes(4, "little") + head + body
+
+
+def search_text_count(data: bytes, query: Query) -> tuple[int, dict] | None:
+    """(matching steps, facts) from a packed search text; None when it is not one whole (a
+    miss: the document is searched instead). The steps are not even loaded when a word of
+    each alternative is missing from the whole file."""
+    start = len(SEARCH_TEXT_MAGIC) + 4
+    if not data.startswith(SEARCH_TEXT_MAGIC):
+        return None
+    length = int.from_bytes(data[len(SEARCH_TEXT_MAGIC):start], "little")
+    try:
+        facts, steps, size = marshal.loads(data[start:start + length])
+        if not (isinstance(facts, dict) and len(data) == start + length + size):
+            return None
+        if not query.may_match(data):
+            return 0, facts
+        texts = marshal.loads(memoryview(data)[start + length:])
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not (isinstance(texts, list) and len(texts) == steps and all(type(t) is bytes for t in texts)):
+        return None
+    return query.count(texts), facts
+
+
+def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
-    facts (so that `list` and `stats` need not translate it again)."""
+    facts (so that `list` and `stats` need not translate it again).
+
+    A word search of a document searched before reads its packed search text only, unless
+    some of its hits may be printed: `shown` (`parallel.Shared`) holds how many hits the
+    sessions before this one have at least; when that reaches `keep`, hits is None. The
+    document itself is read when the search text is missing (and then written)."""
     import documents
 
-    stamp = documents.cache_stamp(session, env, redact)
-    doc, data = documents.document(session, env, redact)
-    hits = list(document_hits(doc, query))
-    return len(hits), hits[:keep], documents.totals(doc, data, stamp)
+    stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    wanted = keep is None or shown is None or shown.value < keep
+    if kept_as is not None and query.pattern is None:
+        found = stored_search_text(session, env, kept_as, query)
+        if found is not None:
+            count, facts = found
+            hits = hits_of(documents.document(session, env, redact, kept_as)[0], query, keep) if count and wanted else []
+            return count, hits if count == 0 or wanted else None, {**facts, "stamp": stamp}
+    doc, data = documents.document(session, env, redact, kept_as)
+    steps = list(document_steps(doc))
+    facts = documents.totals(doc, data, stamp)
+    lowered = None
+    if kept_as is not None and "error" not in doc["extra"]:
+        lowered = store_search_text(session, env, kept_as, steps, facts, query)
+    if query.pattern is None:
+        count = query.count(lowered if lowered is not None else [lowered_text(f) for _, _, f in steps])
+        found = list(islice(matching(steps, query), keep)) if count and wanted else []
+    else:
+        found = list(matching(steps, query))
+        count, found = len(found), found[:keep] if wanted else []
+    hits = [(step_id, path, where[0], snippet(*where)) for step_id, path, where in found]
+    return count, hits if count == 0 or wanted else None, facts
+
+
+def stored_search_text(session, env, kept_as: list, query: Query) -> tuple[int, dict] | None:
+    import doccache
+    import documents
+
+    data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT)
+    return search_text_count(data, query) if data is not None else None
+
+
+def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query: Query) -> list[bytes] | None:
+    """Keep a document's search text next to it, unless it is there already (a regex search
+    does not read it); the steps' lowered texts when they were made."""
+    import doccache
+    import documents
+
+    key = documents.cache_key(session)
+    if query.pattern is not None and doccache.has(env, key, session.short_id, kept_as, SEARCH_TEXT):
+        return None
+    lowered = [lowered_text(fields) for _, _, fields in steps]
+    own = {name: value for name, value in facts.items() if name != "stamp"}
+    doccache.put(env, key, session.short_id, kept_as, pack_search_text(lowered, own), SEARCH_TEXT)
+    return lowered
 
 
 # which sessions -----------------------------------------------------------------------------------
@@ -243,19 +361,24 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     end = args.offset + args.limit if args.limit else None
     if not args.json:
         write(f"## Search: {code(query.text)} — content of {len(sessions)} session(s)\n")
-    facts = documents.Facts(env, not args.no_redact)
+    redact = not args.no_redact
+    facts = documents.Facts(env, redact)
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = printed = 0
-    work = parallel.ordered(search_session, sessions, (env, query, end, not args.no_redact))
+    shown = parallel.Shared()
+    work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]
+            if hits is None and (end is None or total < end):  # the worker skipped them too soon
+                hits = hits_of(documents.document(session, env, redact)[0], query, end)
             facts.put(session, totals)
-            for position, hit in enumerate(hits, total):
+            for position, hit in enumerate(hits or (), total):
                 if position >= args.offset and (end is None or position < end):
                     emit_hit(session, hit, args.json, first_row=not (args.json or printed))
                     printed += 1
             total += count
+            shown.value = total
             matched += 1 if count else 0
             progress.step(f", {total} hit(s)")
     except KeyboardInterrupt:
