@@ -16,7 +16,8 @@ import re
 import sys
 import time
 from datetime import datetime, timedelta
-from itertools import islice
+from itertools import islice, repeat
+from operator import and_, or_
 
 
 import catalog
@@ -82,11 +83,17 @@ class Query:
 
     def count(self, steps: list[bytes]) -> int:
         """How many steps match, given each step's `lowered_text`: the steps `locate` finds,
-        without decoding (a UTF-8 string is in another exactly when its bytes are). Words only."""
-        if len(self._needles) == 1 and len(self._needles[0]) == 1:
-            needle = self._needles[0][0]
-            return sum(1 for text in steps if needle in text)
-        return sum(1 for text in steps if any(all(n in text for n in words) for words in self._needles))
+        without decoding (a UTF-8 string is in another exactly when its bytes are). Words only.
+        Step by step in C: one lazy vector of booleans per word, and-ed within an alternative,
+        or-ed across them."""
+        found = None
+        for words in self._needles:
+            alternative = None
+            for needle in words:
+                holds = map(bytes.__contains__, steps, repeat(needle))
+                alternative = holds if alternative is None else map(and_, alternative, holds)
+            found = alternative if found is None else map(or_, found, alternative)
+        return sum(found)
 
     def _first(self, word: str, fields: list[tuple[str, str]]) -> tuple[str, str, int, int]:
         for label, text in fields:
@@ -207,12 +214,15 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
 
     A word search of a document searched before reads its packed search text only, unless
     some of its hits may be printed: `shown` (`parallel.Shared`) holds how many hits the
-    sessions before this one have at least; when that reaches `keep`, hits is None. The
-    document itself is read when the search text is missing (and then written)."""
+    parent has counted so far, at most the hits of the sessions before this one. When that
+    reaches `keep`, or is still 0 (the parent has none of the pool's results yet: the first
+    sessions' hits it finds itself, rather than a worker for a whole chunk of sessions whose
+    hits are mostly not printed), hits is None. The document itself is read when the search
+    text is missing (and then written)."""
     import documents
 
     stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
-    wanted = keep is None or shown is None or shown.value < keep
+    wanted = keep is None or shown is None or 0 < shown.value < keep
     if kept_as is not None and query.pattern is None:
         found = stored_search_text(session, env, kept_as, query)
         if found is not None:
@@ -370,9 +380,10 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]
-            if hits is None and (end is None or total < end):  # the worker skipped them too soon
+            if hits is None and (end is None or total < end):  # left to this process
                 hits = hits_of(documents.document(session, env, redact)[0], query, end)
-            facts.put(session, totals)
+            if facts.get(session, totals["stamp"]) != totals:
+                facts.put(session, totals)
             for position, hit in enumerate(hits or (), total):
                 if position >= args.offset and (end is None or position < end):
                     emit_hit(session, hit, args.json, first_row=not (args.json or printed))
