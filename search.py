@@ -201,11 +201,11 @@ def search_text_count(data: bytes, query: Query) -> tuple[int, dict] | None:
         if not query.may_match(data):
             return 0, facts
         texts = marshal.loads(memoryview(data)[start + length:])
+        if not (isinstance(texts, list) and len(texts) == steps):
+            return None
+        return query.count(texts), facts  # TypeError when an item is not bytes
     except (EOFError, ValueError, TypeError):
         return None
-    if not (isinstance(texts, list) and len(texts) == steps and all(type(t) is bytes for t in texts)):
-        return None
-    return query.count(texts), facts
 
 
 def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
