@@ -162,8 +162,11 @@ def matching(steps, query: Query):
 def hits_of(doc: dict, query: Query, keep: int | None) -> list[tuple]:
     """(step number, sub-agent path or "", label, snippet) of the first `keep` (None: all)
     matching steps of a document."""
-    return [(step_id, path, found[0], snippet(*found))
-            for step_id, path, found in islice(matching(document_steps(doc), query), keep)]
+    return [hit(*found) for found in islice(matching(document_steps(doc), query), keep)]
+
+
+def hit(step_id, path: str, where: tuple) -> tuple:
+    return step_id, path, where[0], snippet(*where)
 
 
 # the searchable text kept next to a cached document ------------------------------------------
@@ -212,37 +215,45 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
     facts (so that `list` and `stats` need not translate it again).
 
-    A word search of a document searched before reads its packed search text only, unless
-    some of its hits may be printed: `shown` (`parallel.Shared`) holds how many hits the
-    parent has counted so far, at most the hits of the sessions before this one. When that
-    reaches `keep`, or is still 0 (the parent has none of the pool's results yet: the first
-    sessions' hits it finds itself, rather than a worker for a whole chunk of sessions whose
-    hits are mostly not printed), hits is None. The document itself is read when the search
-    text is missing (and then written)."""
+    A word search of a document searched before reads its packed search text only, and the
+    document too when some of its hits may be printed: `shown` (`parallel.Shared`) holds how
+    many hits the parent has counted so far, at most the hits of the sessions before this one.
+    When that reaches `keep`, hits is None; so it is when it is still 0 and the document is not
+    in hand: the parent has none of the pool's results yet, and finds the first sessions' hits
+    itself rather than a worker reading the documents of a whole chunk of sessions whose hits
+    are mostly not printed. The document is searched when the search text is missing (and the
+    search text then written)."""
     import documents
 
     stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
-    wanted = keep is None or shown is None or 0 < shown.value < keep
-    if kept_as is not None and query.pattern is None:
-        found = stored_search_text(session, env, kept_as, query)
-        if found is not None:
-            count, facts = found
-            hits = hits_of(documents.document(session, env, redact, kept_as)[0], query, keep) if count and wanted else []
-            return count, hits if count == 0 or wanted else None, {**facts, "stamp": stamp}
+    before = shown.value if shown is not None and keep is not None else None
+    known = stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
+    if known is None:
+        return searched_document(session, env, query, keep, redact, before is None or before < keep, stamp, kept_as)
+    count, facts = known
+    wanted = before is None or 0 < before < keep
+    hits = hits_of(documents.document(session, env, redact, kept_as)[0], query, keep) if count and wanted else []
+    return count, hits if wanted or not count else None, {**facts, "stamp": stamp}
+
+
+def searched_document(session, env, query: Query, keep: int | None, redact: bool, wanted: bool,
+                      stamp: list, kept_as: list | None) -> tuple[int, list | None, dict]:
+    """`search_session`'s answer from the document, whose search text it keeps for next time."""
+    import documents
+
     doc, data = documents.document(session, env, redact, kept_as)
     steps = list(document_steps(doc))
     facts = documents.totals(doc, data, stamp)
     lowered = None
-    if kept_as is not None and "error" not in doc["extra"]:
+    if kept_as and "error" not in doc["extra"]:  # a failure may be passing: not kept, like the document
         lowered = store_search_text(session, env, kept_as, steps, facts, query)
     if query.pattern is None:
         count = query.count(lowered if lowered is not None else [lowered_text(f) for _, _, f in steps])
-        found = list(islice(matching(steps, query), keep)) if count and wanted else []
+        found = list(islice(matching(steps, query), keep if count and wanted else 0))
     else:
-        found = list(matching(steps, query))
-        count, found = len(found), found[:keep] if wanted else []
-    hits = [(step_id, path, where[0], snippet(*where)) for step_id, path, where in found]
-    return count, hits if count == 0 or wanted else None, facts
+        everything = list(matching(steps, query))
+        count, found = len(everything), everything[:keep if wanted else 0]
+    return count, [hit(*where) for where in found] if wanted or not count else None, facts
 
 
 def stored_search_text(session, env, kept_as: list, query: Query) -> tuple[int, dict] | None:

@@ -94,6 +94,18 @@ def test_a_warm_word_search_reads_only_the_documents_whose_hits_it_prints(store,
     assert content(store, "zyzzyva-not-here")[0] == 1 and parsed == []
 
 
+def test_a_document_searched_is_translated_once(store, monkeypatch):
+    """Unredacted renderings are never kept, so a --no-redact search translates every session;
+    none twice (the hits of a document in hand are found with it, not left to the parent)."""
+    monkeypatch.setattr(parallel, "cores", lambda: 1)
+    translated = []
+    real = documents._translated
+    monkeypatch.setattr(documents, "_translated", lambda session, env: translated.append(session) or real(session, env))
+    code, out = content(store, "--no-redact", "note.txt", "--limit", "3")
+    assert code == 0 and out.count(b"\n| `") == 3
+    assert len(translated) == len(set(s.short_id for s in translated)) > 3
+
+
 def test_facts_from_search_texts_are_the_documents_facts(store):
     """`list` and `stats` rely on the facts a search records; a warm search records them from
     the search texts."""
