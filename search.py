@@ -23,8 +23,7 @@ import re
 import sys
 import time
 from datetime import datetime, timedelta
-from itertools import islice, repeat
-from operator import and_, or_
+from itertools import islice
 
 
 import catalog
@@ -36,7 +35,8 @@ from transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
 SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
-SEARCH_TEXT_MAGIC = b"tzst1"
+SEARCH_TEXT_MAGIC = b"tzst2"
+STEP_END = b"\xff"  # never in UTF-8: no word is found across two steps' texts
 
 
 class Query:
@@ -83,24 +83,29 @@ class Query:
                 return self._first(words[0], fields)
         return None
 
-    def may_match(self, data: bytes) -> bool:
-        """False when no step of a search text (`pack_search_text`, given whole) can match: each
-        alternative misses a word everywhere. Words only, never a regex."""
-        return any(all(needle in data for needle in words) for words in self._needles)
+    def count(self, text: bytes, begin: int = 0) -> int:
+        """How many steps of a search text match, `text[begin:]` being each step's
+        `lowered_text` followed by STEP_END: the steps `locate` finds, without decoding (a UTF-8
+        string is in another exactly when its bytes are). Words only."""
+        if len(self._needles) == 1:
+            return sum(1 for _ in self._step_ends(self._needles[0], text, begin))
+        return len(set().union(*(self._step_ends(words, text, begin) for words in self._needles)))
 
-    def count(self, steps: list[bytes]) -> int:
-        """How many steps match, given each step's `lowered_text`: the steps `locate` finds,
-        without decoding (a UTF-8 string is in another exactly when its bytes are). Words only.
-        Step by step in C: one lazy vector of booleans per word, and-ed within an alternative,
-        or-ed across them."""
-        found = None
-        for words in self._needles:
-            alternative = None
-            for needle in words:
-                holds = map(bytes.__contains__, steps, repeat(needle))
-                alternative = holds if alternative is None else map(and_, alternative, holds)
-            found = alternative if found is None else map(or_, found, alternative)
-        return sum(found)
+    @staticmethod
+    def _step_ends(words: list[bytes], text: bytes, begin: int):
+        """Where each step holding all `words` ends, found from the occurrences of the longest
+        word, each step looked at once (the rest of a step is skipped at its first one)."""
+        longest = max(range(len(words)), key=lambda i: len(words[i]))
+        first, rest = words[longest], words[:longest] + words[longest + 1:]
+        find = text.find
+        pos = find(first, begin)
+        while pos >= 0:
+            end = find(STEP_END, pos)
+            end = len(text) if end < 0 else end
+            if not rest or all(find(word, max(begin, text.rfind(STEP_END, begin, pos) + 1), end) >= 0
+                               for word in rest):
+                yield end
+            pos = find(first, end + 1)
 
     def _first(self, word: str, fields: list[tuple[str, str]]) -> tuple[str, str, int, int]:
         for label, text in fields:
@@ -186,36 +191,34 @@ def lowered_text(fields: list[tuple[str, str]]) -> bytes:
     return utf8("\n".join(text for _, text in fields).lower())
 
 
-def pack_search_text(steps: list[bytes], facts: dict) -> bytes:
-    """What a repeated word search needs of a document, flat: each step's `lowered_text` in
-    `document_steps` order (marshal, which its reader loads without a parser to run) and the
-    document's facts (`documents.totals` without the stamp). A header says how long the rest
-    is, so that a truncated file is told from a whole one."""
-    body = marshal.dumps(steps)
-    head = marshal.dumps((facts, len(steps), len(body)))
-    return SEARCH_TEXT_MAGIC + len(head).to_bytes(4, "little") + head + body
+def pack_search_text(steps: bytes, facts: dict) -> bytes:
+    """What a repeated word search needs of a document, flat: the document's facts
+    (`documents.totals` without the stamp) in a header that says how long the rest is (so that
+    a truncated file is told from a whole one), then `steps_text`, searched where it lies."""
+    head = marshal.dumps((facts, len(steps)))
+    return SEARCH_TEXT_MAGIC + len(head).to_bytes(4, "little") + head + steps
+
+
+def steps_text(lowered: list[bytes]) -> bytes:
+    """Steps' `lowered_text`s, each followed by STEP_END, as `Query.count` reads them."""
+    return b"".join(text + STEP_END for text in lowered)
 
 
 def search_text_count(data: bytes, query: Query) -> tuple[int, dict] | None:
     """(matching steps, facts) from a packed search text; None when it is not one whole (a
-    miss: the document is searched instead). The steps are not even loaded when a word of
-    each alternative is missing from the whole file."""
+    miss: the document is searched instead)."""
     start = len(SEARCH_TEXT_MAGIC) + 4
     if not data.startswith(SEARCH_TEXT_MAGIC):
         return None
     length = int.from_bytes(data[len(SEARCH_TEXT_MAGIC):start], "little")
     try:
-        facts, steps, size = marshal.loads(data[start:start + length])
-        if not (isinstance(facts, dict) and len(data) == start + length + size):
-            return None
-        if not query.may_match(data):
-            return 0, facts
-        texts = marshal.loads(memoryview(data)[start + length:])
-        if not (isinstance(texts, list) and len(texts) == steps):
-            return None
-        return query.count(texts), facts  # TypeError when an item is not bytes
+        facts, size = marshal.loads(data[start:start + length])
     except (EOFError, ValueError, TypeError):
         return None
+    begin = start + length
+    if not (isinstance(facts, dict) and size == len(data) - begin and (not size or data.endswith(STEP_END))):
+        return None
+    return query.count(data, begin), facts
 
 
 def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
@@ -251,11 +254,11 @@ def searched_document(session, env, query: Query, keep: int | None, redact: bool
     doc, data = documents.document(session, env, redact, kept_as)
     steps = list(document_steps(doc))
     facts = documents.totals(doc, data, stamp)
-    lowered = None
+    text = None
     if kept_as and "error" not in doc["extra"]:  # a failure may be passing: not kept, like the document
-        lowered = store_search_text(session, env, kept_as, steps, facts, query)
+        text = store_search_text(session, env, kept_as, steps, facts, query)
     if query.pattern is None:
-        count = query.count(lowered if lowered is not None else [lowered_text(f) for _, _, f in steps])
+        count = query.count(text if text is not None else steps_text([lowered_text(f) for _, _, f in steps]))
         found = list(islice(matching(steps, query), keep if count and wanted else 0))
     else:
         everything = list(matching(steps, query))
@@ -271,19 +274,19 @@ def stored_search_text(session, env, kept_as: list, query: Query) -> tuple[int, 
     return search_text_count(data, query) if data is not None else None
 
 
-def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query: Query) -> list[bytes] | None:
+def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query: Query) -> bytes | None:
     """Keep a document's search text next to it, unless it is there already (a regex search
-    does not read it); the steps' lowered texts when they were made."""
+    does not read it); its `steps_text` when it was made."""
     import doccache
     import documents
 
     key = documents.cache_key(session)
     if query.pattern is not None and doccache.has(env, key, session.short_id, kept_as, SEARCH_TEXT):
         return None
-    lowered = [lowered_text(fields) for _, _, fields in steps]
+    text = steps_text([lowered_text(fields) for _, _, fields in steps])
     own = {name: value for name, value in facts.items() if name != "stamp"}
-    doccache.put(env, key, session.short_id, kept_as, pack_search_text(lowered, own), SEARCH_TEXT)
-    return lowered
+    doccache.put(env, key, session.short_id, kept_as, pack_search_text(text, own), SEARCH_TEXT)
+    return text
 
 
 # which sessions -----------------------------------------------------------------------------------
