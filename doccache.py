@@ -12,7 +12,8 @@ Next to a document may sit files derived from it, under the same name with anoth
 entry: they count together against the bound and are evicted together.
 
 The folder is bounded (`LIMIT_BYTES`): when a write takes it over, the least recently used
-entries go (a hit refreshes its file's mtime, and an entry is as recent as its newest file). Writes are atomic (temporary file, then rename), so
+entries go (a hit refreshes its file's mtime, unless that is only minutes old, and an entry is as
+recent as its newest file). Writes are atomic (temporary file, then rename), so
 concurrent processes (the pool's workers, a mount and a command) never read a partial file.
 Every failure to read or write is a miss, never an error.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 import orjson
 
@@ -29,6 +31,7 @@ import cache
 FOLDER = "documents-v1"
 LIMIT_BYTES = 2 * 1024 ** 3
 SUFFIXES = (".json", ".search")  # the document, its searchable text
+REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)
 _known_total: dict = {}  # folder -> bytes this process believes it holds
 
 
@@ -42,13 +45,32 @@ def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json") ->
 
 
 def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bytes | None:
+    """The file's bytes, read without Python's file objects (a repeated `search --content`
+    reads thousands of them)."""
     path = path_of(env, key, short_id, stamp, suffix)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        os.utime(path)  # recently used: evicted last
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        found = os.fstat(fd)
+        data = _read(fd, found.st_size)
+        if time.time() - found.st_mtime > REFRESH_AFTER:
+            os.utime(path)  # recently used: evicted last
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data
+
+
+def _read(fd: int, size: int) -> bytes:
+    data = os.read(fd, size)
+    while len(data) < size:  # a read may return less than asked for
+        more = os.read(fd, size - len(data))
+        if not more:
+            break
+        data += more
     return data
 
 
