@@ -102,6 +102,8 @@ class Query:
         longest = max(range(len(words)), key=lambda i: len(words[i]))
         first, rest = words[longest], words[:longest] + words[longest + 1:]
         find = text.find
+        if any(find(word, begin) < 0 for word in rest):  # a word nowhere: no step holds them all
+            return
         pos = find(first, begin)
         while pos >= 0:
             end = find(STEP_END, pos)
