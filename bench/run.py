@@ -259,8 +259,10 @@ def bench_discovery(report, me, them, project, project_count, runs) -> dict:
         "count, so a cold `list` translates every listed session (in a process pool); the "
         "predecessor's `list` reads heads only. `search --content` of the predecessor builds a SQLite "
         "FTS index the first time (the cold figure) and queries it afterwards; trajectoriz "
-        f"translates and searches every session each time, on every core. Query for the default "
-        f"search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every session)."])
+        "translates and searches every session the first time, keeping each document and its "
+        "search text in its cache, and afterwards reads the search texts, on every core. Query "
+        f"for the default search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every "
+        "session)."])
     found = {}
     for cold in (True, False):
         state = "cold" if cold else "warm"
