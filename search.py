@@ -108,8 +108,8 @@ class Query:
         while pos >= 0:
             end = find(STEP_END, pos)
             end = len(text) if end < 0 else end
-            if not rest or all(find(word, max(begin, text.rfind(STEP_END, begin, pos) + 1), end) >= 0
-                               for word in rest):
+            start = max(begin, text.rfind(STEP_END, begin, pos) + 1) if rest else pos
+            if all(find(word, start, end) >= 0 for word in rest):
                 yield end
             pos = find(first, end + 1)
 
@@ -180,10 +180,10 @@ def matching(steps, query: Query):
 def hits_of(doc: dict, query: Query, keep: int | None) -> list[tuple]:
     """(step number, sub-agent path or "", label, snippet) of the first `keep` (None: all)
     matching steps of a document."""
-    return [hit(*found) for found in islice(matching(document_steps(doc), query), keep)]
+    return [as_hit(*found) for found in islice(matching(document_steps(doc), query), keep)]
 
 
-def hit(step_id, path: str, where: tuple) -> tuple:
+def as_hit(step_id, path: str, where: tuple) -> tuple:
     return step_id, path, where[0], snippet(*where)
 
 
@@ -269,7 +269,7 @@ def searched_document(session, env, query: Query, keep: int | None, redact: bool
     else:
         everything = list(matching(steps, query))
         count, found = len(everything), everything[:keep if wanted else 0]
-    return count, [hit(*where) for where in found] if wanted or not count else None, facts
+    return count, [as_hit(*where) for where in found] if wanted or not count else None, facts
 
 
 def stored_search_text(session, env, kept_as: list, query: Query) -> tuple[int, dict] | None:
