@@ -7,8 +7,13 @@ cache), each under a name derived from everything its bytes depend on: the sessi
 short id, and the stamp (`documents.cache_stamp`: native files' fingerprint, translator and
 trajectoriz versions). A changed session gets a new name; the old file ages out.
 
+Next to a document may sit files derived from it, under the same name with another suffix
+(`SUFFIXES`: `search` keeps its searchable text there). A document and its side files are one
+entry: they count together against the bound and are evicted together.
+
 The folder is bounded (`LIMIT_BYTES`): when a write takes it over, the least recently used
-files go (a hit refreshes its file's mtime). Writes are atomic (temporary file, then rename), so
+entries go (a hit refreshes its file's mtime, unless that is only minutes old, and an entry is as
+recent as its newest file). Writes are atomic (temporary file, then rename), so
 concurrent processes (the pool's workers, a mount and a command) never read a partial file.
 Every failure to read or write is a miss, never an error.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 import orjson
 
@@ -24,6 +30,8 @@ import cache
 
 FOLDER = "documents-v1"
 LIMIT_BYTES = 2 * 1024 ** 3
+SUFFIXES = (".json", ".search")  # the document, its searchable text
+REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)
 _known_total: dict = {}  # folder -> bytes this process believes it holds
 
 
@@ -31,24 +39,47 @@ def folder(env) -> str:
     return os.path.join(cache.cache_dir(env), FOLDER)
 
 
-def path_of(env, key: str, short_id: str, stamp: list) -> str:
+def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> str:
     name = hashlib.sha256(orjson.dumps([key, short_id, stamp])).hexdigest()[:40]
-    return os.path.join(folder(env), name + ".json")
+    return os.path.join(folder(env), name + suffix)
 
 
-def get(env, key: str, short_id: str, stamp: list) -> bytes | None:
-    path = path_of(env, key, short_id, stamp)
+def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bytes | None:
+    """The file's bytes, read without Python's file objects (a repeated `search --content`
+    reads thousands of them)."""
+    path = path_of(env, key, short_id, stamp, suffix)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        os.utime(path)  # recently used: evicted last
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        found = os.fstat(fd)
+        data = _read(fd, found.st_size)
+        if time.time() - found.st_mtime > REFRESH_AFTER:
+            os.utime(path)  # recently used: evicted last
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return data
 
 
-def put(env, key: str, short_id: str, stamp: list, data: bytes) -> None:
-    path = path_of(env, key, short_id, stamp)
+def _read(fd: int, size: int) -> bytes:
+    data = os.read(fd, size)
+    while len(data) < size:  # a read may return less than asked for
+        more = os.read(fd, size - len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
+def has(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bool:
+    return os.path.exists(path_of(env, key, short_id, stamp, suffix))
+
+
+def put(env, key: str, short_id: str, stamp: list, data: bytes, suffix: str = ".json") -> None:
+    path = path_of(env, key, short_id, stamp, suffix)
     directory = os.path.dirname(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
@@ -68,30 +99,40 @@ def put(env, key: str, short_id: str, stamp: list, data: bytes) -> None:
 
 
 def _scan_total(directory: str) -> int:
+    return sum(size for _, size, _ in _entries(directory))
+
+
+def _entries(directory: str) -> list[tuple[int, int, list[str]]]:
+    """(newest mtime, bytes, paths) of each entry: a document and its side files."""
+    found: dict = {}
     try:
-        with os.scandir(directory) as entries:
-            return sum(e.stat().st_size for e in entries if e.name.endswith(".json"))
+        with os.scandir(directory) as listing:
+            for item in listing:
+                if item.name.endswith(SUFFIXES):
+                    st = item.stat()
+                    entry = found.setdefault(item.name.split(".", 1)[0], [0, 0, []])
+                    entry[0] = max(entry[0], st.st_mtime_ns)
+                    entry[1] += st.st_size
+                    entry[2].append(item.path)
     except OSError:
-        return 0
+        return []
+    return [tuple(entry) for entry in found.values()]
 
 
 def evict(directory: str, limit: int, keep: str) -> int:
-    """Delete the least recently used files (never `keep`, the one just written) until the
-    folder holds 90% of `limit`; the bytes left."""
-    try:
-        with os.scandir(directory) as entries:
-            files = [(e.stat().st_mtime_ns, e.stat().st_size, e.path) for e in entries if e.name.endswith(".json")]
-    except OSError:
-        return 0
-    total = sum(size for _, size, _ in files)
-    for _, size, path in sorted(files):
+    """Delete the least recently used entries (never the one of `keep`, the file just written)
+    until the folder holds 90% of `limit`; the bytes left."""
+    entries = _entries(directory)
+    total = sum(size for _, size, _ in entries)
+    for _, size, paths in sorted(entries):
         if total <= limit * 0.9:
             break
-        if path == keep:
+        if keep in paths:
             continue
         try:
-            os.unlink(path)
-            total -= size
+            for path in paths:
+                os.unlink(path)
         except OSError:
             pass
+        total -= size
     return total

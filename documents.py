@@ -22,10 +22,11 @@ from version import VERSION
 FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
 
 
-def document(session: Session, env, redact: bool = True) -> tuple[dict, bytes]:
+def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
     """The ATIF document of a session and its bytes, secrets redacted unless told otherwise
-    (their count per kind then sits in `extra.redactions`)."""
-    data, doc = _cached_or_rendered(session, env, redact)
+    (their count per kind then sits in `extra.redactions`). `stamp`: the session's
+    `stamps()[1]` when the caller has it already."""
+    data, doc = _cached_or_rendered(session, env, redact, stamp)
     return (doc if doc is not None else loads(data)), data
 
 
@@ -33,11 +34,15 @@ def render(session: Session, env, redact: bool = True) -> bytes:
     return _cached_or_rendered(session, env, redact)[0]
 
 
-def _cached_or_rendered(session: Session, env, redact: bool) -> tuple[bytes, dict | None]:
+def _cached_or_rendered(session: Session, env, redact: bool,
+                        stamp: list | None = None) -> tuple[bytes, dict | None]:
     """The document's bytes from the document cache (`doccache`, redacted renderings only),
     without parsing them; else rendered now, with the document, and stored. The stamp is taken
     before translating, so a session that changes meanwhile is re-done next time."""
-    stamp = _document_stamp(session, env) if redact else None
+    if not redact:
+        stamp = None
+    elif stamp is None:
+        stamp = stamps(session, env)[1]
     if stamp is not None:
         found = doccache.get(env, cache_key(session), session.short_id, stamp)
         if found is not None:
@@ -48,15 +53,15 @@ def _cached_or_rendered(session: Session, env, redact: bool) -> tuple[bytes, dic
     return data, doc
 
 
-def _document_stamp(session: Session, env) -> list:
-    """What a cached document is valid for: `cache_stamp`, and the native files' ctimes, so
-    that a session made unreadable (chmod changes no content, no mtime) is read again, and says
-    so, rather than served from the cache."""
+def stamps(session: Session, env) -> tuple[list, list]:
+    """From one stat of each native file: the stamp of the redacted rendering's facts
+    (`cache_stamp`), and what its cached document is valid for: that stamp and the native
+    files' ctimes, so that a session made unreadable (chmod changes no content, no mtime) is
+    read again, and says so, rather than served from the cache."""
     module = agents.load(session.agent)
     found = cache.stats(catalog.dependencies(module, session.source, env))
-    fp = cache.fingerprint_of(found)
-    ctimes = [st.st_ctime_ns if st is not None else None for st in found]
-    return [fp, catalog.module_version(module), VERSION, True, ctimes]
+    stamp = [cache.fingerprint_of(found), catalog.module_version(module), VERSION, True]
+    return stamp, stamp + [[st.st_ctime_ns if st is not None else None for st in found]]
 
 
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:

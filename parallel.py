@@ -2,19 +2,22 @@
 sessions in a process pool and get their results back in the sessions' order.
 
 Workers return small results (hits, totals), never documents, so memory stays bounded however
-many sessions there are. Ctrl-C belongs to the parent: workers ignore SIGINT, and the pool is
+many sessions there are. The items themselves reach the workers once, when they start
+(inherited through fork), and each task names items by their positions: thousands of
+sessions are not pickled on the way. Ctrl-C belongs to the parent: workers ignore SIGINT, and the pool is
 torn down when the parent stops reading, however it stops (end, error, interrupt, broken pipe).
 """
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import signal
 import sys
 import time
 
-_context: tuple = ()
+_work: tuple = ()  # a worker's (function, items, context)
 
 
 def cores() -> int:
@@ -34,10 +37,9 @@ def ordered(function, items: list, context: tuple = (), workers: int | None = No
         return
     methods = multiprocessing.get_all_start_methods()
     start = multiprocessing.get_context("fork" if "fork" in methods else None)
-    pool = start.Pool(workers, _start_worker, (context,))
+    pool = start.Pool(workers, _start_worker, (function, items, context))
     try:
-        jobs = ((function, item) for item in items)
-        yield from pool.imap(_call, jobs, chunksize=chunk_size(len(items), workers))
+        yield from pool.imap(_call, range(len(items)), chunksize=chunk_size(len(items), workers))
         pool.close()
     finally:
         pool.terminate()
@@ -50,15 +52,35 @@ def chunk_size(count: int, workers: int) -> int:
     return max(1, min(32, count // (workers * 8)))
 
 
-def _start_worker(context: tuple) -> None:
+def _start_worker(function, items: list, context: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends the pool
-    global _context
-    _context = context
+    global _work
+    _work = function, items, context
 
 
-def _call(job):
-    function, item = job
-    return function(item, *_context)
+def _call(position: int):
+    function, items, context = _work
+    return function(items[position], *context)
+
+
+class Shared:
+    """A number >= 0 the parent sets and the pool's workers read, e.g. how far the parent got:
+    a hint, as a worker may read it late or, rarely, torn. Shared memory inherited through
+    fork; in a worker started otherwise it reads 0."""
+
+    def __init__(self):
+        self._memory = mmap.mmap(-1, 8)
+
+    def __reduce__(self):
+        return Shared, ()
+
+    @property
+    def value(self) -> int:
+        return int.from_bytes(self._memory[:8], "little")
+
+    @value.setter
+    def value(self, number: int) -> None:
+        self._memory[:8] = number.to_bytes(8, "little")
 
 
 class Progress:

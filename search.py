@@ -7,14 +7,23 @@ core, printing hits as they come.
 
 A query is words that must all occur (case-insensitive), `\\|` separating alternatives; or, with
 `--regex`, a regular expression. It is compiled once, before any session is looked at.
+
+The first content search of a document keeps its searchable text next to the cached document
+(each step's text lower-cased, in UTF-8, and the document's facts: `pack_search_text`). A word
+search then reads that flat text instead of parsing the document, and parses the document only
+for the hits it prints (the search texts of the bench corpus are 40% of its documents' bytes,
+and loading them needs no parser). A regex search (its case rules are not `str.lower`'s) reads
+the documents.
 """
 
 from __future__ import annotations
 
+import marshal
 import re
 import sys
 import time
 from datetime import datetime, timedelta
+from itertools import islice
 
 
 import catalog
@@ -25,6 +34,9 @@ from output import cell, table
 from transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
+SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
+SEARCH_TEXT_MAGIC = b"tzst2"
+STEP_END = b"\xff"  # never in UTF-8: no word is found across two steps' texts
 
 
 class Query:
@@ -47,6 +59,9 @@ class Query:
             raise UserError("the query is empty: give words to look for")
         self._word_patterns = {word: re.compile(re.escape(word), re.IGNORECASE)
                                for words in self.alternatives for word in words}
+        self._needles = [[utf8(word) for word in words] for words in self.alternatives]
+        one_word = self._needles[0][0] if [len(words) for words in self._needles] == [1] else None
+        self._rest_of_step = re.compile(re.escape(one_word) + b"[^" + STEP_END + b"]*") if one_word else None
 
     def matches(self, text: str) -> bool:
         if self.pattern is not None:
@@ -69,6 +84,34 @@ class Query:
             if all(word in lowered for word in words):
                 return self._first(words[0], fields)
         return None
+
+    def count(self, text: bytes, begin: int = 0) -> int:
+        """How many steps of a search text match, `text[begin:]` being each step's
+        `lowered_text` followed by STEP_END: the steps `locate` finds, without decoding (a UTF-8
+        string is in another exactly when its bytes are). Words only."""
+        if self._rest_of_step is not None:  # one word: one match per step holding it, all in C
+            return len(self._rest_of_step.findall(text, begin))
+        if len(self._needles) == 1:
+            return sum(1 for _ in self._step_ends(self._needles[0], text, begin))
+        return len(set().union(*(self._step_ends(words, text, begin) for words in self._needles)))
+
+    @staticmethod
+    def _step_ends(words: list[bytes], text: bytes, begin: int):
+        """Where each step holding all `words` ends, found from the occurrences of the longest
+        word, each step looked at once (the rest of a step is skipped at its first one)."""
+        longest = max(range(len(words)), key=lambda i: len(words[i]))
+        first, rest = words[longest], words[:longest] + words[longest + 1:]
+        find = text.find
+        if any(find(word, begin) < 0 for word in rest):  # a word nowhere: no step holds them all
+            return
+        pos = find(first, begin)
+        while pos >= 0:
+            end = find(STEP_END, pos)
+            end = len(text) if end < 0 else end
+            start = max(begin, text.rfind(STEP_END, begin, pos) + 1) if rest else pos
+            if all(find(word, start, end) >= 0 for word in rest):
+                yield end
+            pos = find(first, end + 1)
 
     def _first(self, word: str, fields: list[tuple[str, str]]) -> tuple[str, str, int, int]:
         for label, text in fields:
@@ -117,27 +160,139 @@ def snippet(label: str, text: str, start: int, end: int) -> str:
     return f"{label}: {'…' if left else ''}{piece}{'…' if right < len(text) else ''}"
 
 
-def document_hits(doc: dict, query: Query, path: str = ""):
-    """(step number, sub-agent path or "", label, snippet) of every step of a document that
-    matches, its own steps first, then each sub-agent's."""
+def document_steps(doc: dict, path: str = ""):
+    """(step number, sub-agent path or "", `step_fields`) of every step of a document, its own
+    steps first, then each sub-agent's: the order hits are printed in."""
     for step in doc.get("steps") or ():
-        fields = step_fields(step)
+        yield step.get("step_id"), path, step_fields(step)
+    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
+        yield from document_steps(sub, f"{path}.{i}" if path else str(i))
+
+
+def matching(steps, query: Query):
+    """(step number, sub-agent path, `Query.locate`'s answer) of the steps that match."""
+    for step_id, path, fields in steps:
         found = query.locate(fields) if fields else None
         if found:
-            yield step.get("step_id"), path, found[0], snippet(*found)
-    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
-        yield from document_hits(sub, query, f"{path}.{i}" if path else str(i))
+            yield step_id, path, found
 
 
-def search_session(session, env, query: Query, keep: int | None, redact: bool):
+def hits_of(doc: dict, query: Query, keep: int | None) -> list[tuple]:
+    """(step number, sub-agent path or "", label, snippet) of the first `keep` (None: all)
+    matching steps of a document."""
+    return [as_hit(*found) for found in islice(matching(document_steps(doc), query), keep)]
+
+
+def as_hit(step_id, path: str, where: tuple) -> tuple:
+    return step_id, path, where[0], snippet(*where)
+
+
+# the searchable text kept next to a cached document ------------------------------------------
+def utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def lowered_text(fields: list[tuple[str, str]]) -> bytes:
+    """A step's text as `Query.locate` matches words in it, in UTF-8."""
+    return utf8("\n".join(text for _, text in fields).lower())
+
+
+def pack_search_text(steps: bytes, facts: dict) -> bytes:
+    """What a repeated word search needs of a document, flat: the document's facts
+    (`documents.totals` without the stamp) in a header that says how long the rest is (so that
+    a truncated file is told from a whole one), then `steps_text`, searched where it lies."""
+    head = marshal.dumps((facts, len(steps)))
+    return SEARCH_TEXT_MAGIC + len(head).to_bytes(4, "little") + head + steps
+
+
+def steps_text(lowered: list[bytes]) -> bytes:
+    """Steps' `lowered_text`s, each followed by STEP_END, as `Query.count` reads them."""
+    return b"".join(text + STEP_END for text in lowered)
+
+
+def search_text_count(data: bytes, query: Query) -> tuple[int, dict] | None:
+    """(matching steps, facts) from a packed search text; None when it is not one whole (a
+    miss: the document is searched instead)."""
+    start = len(SEARCH_TEXT_MAGIC) + 4
+    if not data.startswith(SEARCH_TEXT_MAGIC):
+        return None
+    length = int.from_bytes(data[len(SEARCH_TEXT_MAGIC):start], "little")
+    try:
+        facts, size = marshal.loads(data[start:start + length])
+    except (EOFError, ValueError, TypeError):
+        return None
+    begin = start + length
+    if not (isinstance(facts, dict) and size == len(data) - begin and (not size or data.endswith(STEP_END))):
+        return None
+    return query.count(data, begin), facts
+
+
+def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
-    facts (so that `list` and `stats` need not translate it again)."""
+    facts (so that `list` and `stats` need not translate it again).
+
+    A word search of a document searched before reads its packed search text only, and the
+    document too when some of its hits may be printed: `shown` (`parallel.Shared`) holds how
+    many hits the parent has counted so far, at most the hits of the sessions before this one.
+    When that reaches `keep`, hits is None; so it is when it is still 0 and the document is not
+    in hand: the parent has none of the pool's results yet, and finds the first sessions' hits
+    itself rather than a worker reading the documents of a whole chunk of sessions whose hits
+    are mostly not printed. The document is searched when the search text is missing (and the
+    search text then written)."""
     import documents
 
-    stamp = documents.cache_stamp(session, env, redact)
-    doc, data = documents.document(session, env, redact)
-    hits = list(document_hits(doc, query))
-    return len(hits), hits[:keep], documents.totals(doc, data, stamp)
+    stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    before = shown.value if shown is not None and keep is not None else None
+    known = stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
+    if known is None:
+        return searched_document(session, env, query, keep, redact, before is None or before < keep, stamp, kept_as)
+    count, facts = known
+    wanted = before is None or 0 < before < keep
+    hits = hits_of(documents.document(session, env, redact, kept_as)[0], query, keep) if count and wanted else []
+    return count, hits if wanted or not count else None, {**facts, "stamp": stamp}
+
+
+def searched_document(session, env, query: Query, keep: int | None, redact: bool, wanted: bool,
+                      stamp: list, kept_as: list | None) -> tuple[int, list | None, dict]:
+    """`search_session`'s answer from the document, whose search text it keeps for next time."""
+    import documents
+
+    doc, data = documents.document(session, env, redact, kept_as)
+    steps = list(document_steps(doc))
+    facts = documents.totals(doc, data, stamp)
+    text = None
+    if kept_as and "error" not in doc["extra"]:  # a failure may be passing: not kept, like the document
+        text = store_search_text(session, env, kept_as, steps, facts, query)
+    if query.pattern is None:
+        count = query.count(text if text is not None else steps_text([lowered_text(f) for _, _, f in steps]))
+        found = list(islice(matching(steps, query), keep if count and wanted else 0))
+    else:
+        everything = list(matching(steps, query))
+        count, found = len(everything), everything[:keep if wanted else 0]
+    return count, [as_hit(*where) for where in found] if wanted or not count else None, facts
+
+
+def stored_search_text(session, env, kept_as: list, query: Query) -> tuple[int, dict] | None:
+    import doccache
+    import documents
+
+    data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT)
+    return search_text_count(data, query) if data is not None else None
+
+
+def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query: Query) -> bytes | None:
+    """Keep a document's search text next to it, unless it is there already (a regex search
+    does not read it); its `steps_text` when it was made."""
+    import doccache
+    import documents
+
+    key = documents.cache_key(session)
+    if query.pattern is not None and doccache.has(env, key, session.short_id, kept_as, SEARCH_TEXT):
+        return None
+    text = steps_text([lowered_text(fields) for _, _, fields in steps])
+    own = {name: value for name, value in facts.items() if name != "stamp"}
+    doccache.put(env, key, session.short_id, kept_as, pack_search_text(text, own), SEARCH_TEXT)
+    return text
 
 
 # which sessions -----------------------------------------------------------------------------------
@@ -243,19 +398,25 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     end = args.offset + args.limit if args.limit else None
     if not args.json:
         write(f"## Search: {code(query.text)} — content of {len(sessions)} session(s)\n")
-    facts = documents.Facts(env, not args.no_redact)
+    redact = not args.no_redact
+    facts = documents.Facts(env, redact)
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = printed = 0
-    work = parallel.ordered(search_session, sessions, (env, query, end, not args.no_redact))
+    shown = parallel.Shared()
+    work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]
-            facts.put(session, totals)
-            for position, hit in enumerate(hits, total):
+            if hits is None and (end is None or total < end):  # left to this process
+                hits = hits_of(documents.document(session, env, redact)[0], query, end)
+            if facts.get(session, totals["stamp"]) != totals:
+                facts.put(session, totals)
+            for position, hit in enumerate(hits or (), total):
                 if position >= args.offset and (end is None or position < end):
                     emit_hit(session, hit, args.json, first_row=not (args.json or printed))
                     printed += 1
             total += count
+            shown.value = total
             matched += 1 if count else 0
             progress.step(f", {total} hit(s)")
     except KeyboardInterrupt:

@@ -259,8 +259,10 @@ def bench_discovery(report, me, them, project, project_count, native_bytes, runs
         "count, so a cold `list` translates every listed session (in a process pool); the "
         "predecessor's `list` reads heads only. `search --content` of the predecessor builds a SQLite "
         "FTS index the first time (the cold figure) and queries it afterwards; trajectoriz "
-        f"translates and searches every session each time, on every core. Query for the default "
-        f"search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every session)."]
+        "translates and searches every session the first time, keeping each document and its "
+        "search text in its cache, and afterwards reads the search texts, on every core. Query "
+        f"for the default search: `{TITLE_QUERY}`; for --content: `{CONTENT_QUERY}` (in every "
+        "session)."]
     rows = report.section("Discovery and search", ["Operation", "trajectoriz", "trajectoriz-cli", "ours/theirs"], notes)
     found = {}
     for cold in (True, False):

@@ -81,3 +81,18 @@ def test_a_permission_change_is_not_served_from_the_cache(store):
     os.chmod(sessions[0].source, 0o600)
     documents.render(sessions[0], env)
     assert len(cached_files(env)) == 2
+
+
+def test_a_hit_refreshes_an_old_files_mtime_only(tmp_path):
+    """Least recently used goes first: a hit makes an old file recent, while reading a file
+    used minutes ago writes nothing."""
+    env = base_env(tmp_path)
+    doccache.put(env, "key", "id", [1], b"document")
+    path = doccache.path_of(env, "key", "id", [1])
+    recent = os.stat(path).st_mtime_ns - 10 ** 9
+    os.utime(path, ns=(recent, recent))
+    assert doccache.get(env, "key", "id", [1]) == b"document"
+    assert os.stat(path).st_mtime_ns == recent
+    os.utime(path, (1, 1))
+    assert doccache.get(env, "key", "id", [1]) == b"document"
+    assert os.stat(path).st_mtime > doccache.REFRESH_AFTER
