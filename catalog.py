@@ -16,6 +16,7 @@ from datetime import datetime
 import agents
 import cache
 import mounts
+from agents import projects
 from agents.base import Session
 from errors import UserError
 
@@ -56,7 +57,9 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     sources_seen: dict = {}
     avoided = mounts.avoided(env)
     stat_memo: dict = {}
-    for module in agents.modules(names):
+    for module in _in_discovery_order(agents.modules(names)):
+        if getattr(module, "STORES_IN_PROJECTS", False):
+            projects.note_session_dirs({session.cwd for session in sessions})
         cached = index.get(module.NAME) or {}
         entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
         kept: dict = {}
@@ -94,6 +97,12 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)
+
+
+def _in_discovery_order(modules: list) -> list:
+    """Stores kept inside projects last: they are looked for in the projects the other agents'
+    sessions ran in."""
+    return sorted(modules, key=lambda module: getattr(module, "STORES_IN_PROJECTS", False))
 
 
 def _stat(path: str):

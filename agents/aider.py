@@ -28,6 +28,7 @@ from atif.build import TrajectoryBuilder, metrics
 
 NAME = "aider"
 PREFIX = "ai"
+STORES_IN_PROJECTS = True  # found through agents/projects.py
 ATIF_NAME = "aider"
 VERSION = 1
 

@@ -42,6 +42,7 @@ from atif.serialize import loads
 
 NAME = "crush"
 PREFIX = "cr"
+STORES_IN_PROJECTS = True  # found through agents/projects.py
 ATIF_NAME = "crush"
 VERSION = 1
 

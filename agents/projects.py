@@ -5,9 +5,10 @@ Such a store can only be found by knowing the project. Walking the disk is not c
 discovery looks at two places only:
 - the directory trajectoriz runs in (`$PWD`, else the process's current directory) and every
   directory above it, which is where the agent itself would look;
-- the working directories of the sessions trajectoriz already listed for other agents, read from
-  its own index cache (so a project used with Claude or Codex and with Aider is found from
-  anywhere; a project only ever used with Aider is found once trajectoriz is run inside it).
+- the working directories of the sessions of other agents: those the running discovery found
+  (it lists these stores last, see `note_session_dirs`) and those in trajectoriz's own index
+  cache. So a project used with Claude or Codex and with Aider is found from anywhere, on the
+  first run; a project only ever used with Aider is found once trajectoriz is run inside it.
 """
 
 from __future__ import annotations
@@ -43,20 +44,30 @@ def ancestors(directory: str) -> list[str]:
         current = parent
 
 
+def note_session_dirs(cwds) -> None:
+    """Tell the stores found through projects where this process's discovery has seen sessions
+    run: the index cache only knows what the previous discovery saw."""
+    for cwd in cwds:
+        if isinstance(cwd, str) and os.path.isabs(cwd):
+            _noted_cwds.setdefault(cwd, None)
+
+
 def known_session_dirs(env, avoided=()) -> list[str]:
-    """Working directories of the sessions in trajectoriz's index cache (any agent), existing
-    ones only, each once. The index is written by the previous discovery, so a directory seen
-    for the first time is found on the next run."""
+    """Working directories of the sessions discovery has seen (noted by this process, or in
+    trajectoriz's index cache; any agent), existing ones only, each once."""
     index = cache.load_shared(env, cache.INDEX_FILE)
     memo = _index_cwds.get(id(index))
     if memo is None or memo[0] is not index:
         memo = (index, _cwds_of(index))
         _index_cwds.clear()  # one index at a time: bounded
         _index_cwds[id(index)] = memo
-    return [cwd for cwd in memo[1] if not mounts.inside(cwd, avoided) and os.path.isdir(cwd)]
+    known = dict.fromkeys(memo[1])
+    known.update(_noted_cwds)
+    return [cwd for cwd in known if not mounts.inside(cwd, avoided) and os.path.isdir(cwd)]
 
 
 _index_cwds: dict = {}
+_noted_cwds: dict = {}  # cwd -> None: ordered, bounded by the number of projects on the machine
 _CWD = [field.name for field in dataclasses.fields(Session)].index("cwd")
 
 

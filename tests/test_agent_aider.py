@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 
+import orjson
 import pytest
 
 import cache
@@ -138,6 +139,30 @@ def test_discovery_looks_in_directories_known_from_other_agents(tmp_path):
     cache.save(env, cache.INDEX_FILE, {"claude": {"version": "1", "sources": {
         "/nowhere": [[None], [known.to_cache()]]}}})
     assert sorted(aider.sources(env)) == sorted([here, other])
+
+
+def test_the_first_run_finds_projects_known_from_other_agents_in_the_same_run(tmp_path):
+    """No index cache yet: the Claude session seen by this very discovery leads to the Aider
+    store in its project (discovery lists project-kept stores after the others)."""
+    other = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider-other", aider.HISTORY_FILE))
+    project = os.path.dirname(other)
+    env = base_env(tmp_path)
+    transcript = os.path.join(env["HOME"], ".claude", "projects", "-elsewhere", "c1.jsonl")
+    os.makedirs(os.path.dirname(transcript))
+    with open(transcript, "w") as handle:
+        handle.write(orjson.dumps({"type": "user", "sessionId": "c1", "uuid": "u1", "cwd": project,
+                                   "timestamp": "2026-01-02T03:04:05Z",
+                                   "message": {"role": "user", "content": "hello"}}).decode() + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env["PWD"] = str(elsewhere)
+    assert not os.path.exists(os.path.join(cache.cache_dir(env), cache.INDEX_FILE))
+    done = cli("list", "--all", "--json", env=env, cwd=str(elsewhere))
+    assert done.returncode == 0, done.stderr
+    listed = [loads(line) for line in done.stdout.splitlines()]
+    expected = native_run_count(open(other, encoding="utf-8").read())
+    assert [r["agent"] for r in listed].count("aider") == expected > 0
+    assert [r["agent"] for r in listed].count("claude") == 1
 
 
 def test_project_scoping_through_the_cli(tmp_path):
