@@ -31,6 +31,7 @@ import cache
 import commands
 import memoryfs
 import mounts
+import parallel
 from errors import UserError
 
 READY_SECONDS = 60
@@ -159,7 +160,8 @@ def serve(fuse, project: str, point: str, env) -> int:
         mounted.append(True)
         cache.save(env, _state_name(point), {"pid": os.getpid(), "point": point, "project": project})
 
-    fs = memoryfs.MemoryFS(project, env, on_ready=ready)
+    fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
+                           workers=parallel.cores())
     print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
           file=sys.stderr, flush=True)
     try:

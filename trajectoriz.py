@@ -231,6 +231,11 @@ def dispatch(args, env) -> int:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["memory-worker"]:  # a mount's renderer (warmup.py): no parser, no help
+        import warmup
+
+        return warmup.run_worker(os.environ)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -180,3 +180,11 @@ def listing(path: str):
         raise StoreError(f"{path}: cannot list the sessions: {exc}") from None
     finally:
         connection.close()
+
+
+def release_shared() -> None:
+    """Close the snapshots `shared` keeps: for a long-lived process that is done with them (the
+    mount server, whose rendering happens in worker processes), so that their memory goes back."""
+    with _shared_lock:
+        while _shared:
+            _shared.popitem(last=False)[1][2].close()

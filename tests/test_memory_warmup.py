@@ -1,0 +1,96 @@
+"""The mount's warm-up (warmup.py): listed sessions rendered ahead of time by worker processes.
+
+Without a mount: the file system object is driven directly, with real worker processes (copies
+of trajectoriz). The server itself must translate nothing the workers rendered, sizes and bytes
+must be exactly what `show` gives (also right after the listing, before the workers are done,
+and for a session that grows afterwards), and no worker may outlive the mount.
+"""
+
+import os
+import sys
+import time
+
+import pytest
+
+import documents
+import memoryfs
+from helpers import ROOT, cli
+from test_memory import append_user_message, claude_sessions, expected_sessions, make_store, read_all
+
+WORKER = [sys.executable, os.path.join(ROOT, "trajectoriz.py")]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return make_store(tmp_path)
+
+
+def shown(env, name: str) -> bytes:
+    return cli("show", name, env=env).stdout
+
+
+def no_translation_here(monkeypatch):
+    monkeypatch.setattr(documents, "_translated", lambda *a: pytest.fail("the server translated"))
+
+
+def wait_idle(fs, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not fs._warmer.idle():
+        assert time.monotonic() < deadline, "the warm-up did not finish"
+        time.sleep(0.05)
+
+
+def test_sizes_right_after_listing_come_from_the_workers(store, monkeypatch):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    wanted = expected_sessions(env, proj)
+    no_translation_here(monkeypatch)
+    try:
+        names = [entry[0] for entry in fs.readdir("/", 0)]
+        assert set(wanted) <= set(names)
+        sizes = {name: fs.getattr("/" + name)["st_size"] for name in wanted}  # before they are done
+        for name in wanted:
+            data, _ = read_all(fs, name)
+            assert sizes[name] == len(data) and data == shown(env, name)
+    finally:
+        fs.destroy("/")
+
+
+def test_a_session_that_grows_after_the_warm_up_shows_its_new_size(store):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    try:
+        fs.readdir("/", 0)
+        wait_idle(fs)
+        first = claude_sessions(env)[0]
+        name = next(n for n, s in expected_sessions(env, proj).items() if s.source == first)
+        before = fs.getattr("/" + name)["st_size"]
+        append_user_message(first, "GROWN after the warm-up")
+        after = shown(env, name)
+        assert len(after) > before and fs.getattr("/" + name)["st_size"] == len(after)
+        assert read_all(fs, name)[0] == after
+    finally:
+        fs.destroy("/")
+
+
+def test_no_worker_outlives_the_mount(store):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    fs.readdir("/", 0)
+    workers = list(fs._warmer._processes)
+    assert workers  # the cache was cold: there is work
+    fs.destroy("/")
+    assert all(worker.poll() is not None for worker in workers)
+    assert fs._warmer._processes == []
+
+
+def test_dead_workers_leave_the_rendering_to_the_server(store):
+    env, proj, _ = store
+    dying = [sys.executable, "-c", "pass"]  # exits before answering anything
+    fs = memoryfs.MemoryFS(proj, env, worker_command=dying, workers=2)
+    try:
+        fs.readdir("/", 0)
+        for name in expected_sessions(env, proj):
+            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+    finally:
+        fs.destroy("/")
