@@ -97,40 +97,47 @@ class Warmer:
             return not self._pending and not self._busy and self._running == 0
 
     def _start_worker(self) -> None:
-        process = subprocess.Popen(self._command + [WORKER_ARGUMENT], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, env=dict(self._env), cwd="/")
+        try:
+            process = subprocess.Popen(self._command + [WORKER_ARGUMENT], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, env=dict(self._env), cwd="/")
+        except OSError as exc:  # the sessions are rendered by the server instead
+            print(f"trajectoriz: cannot start a renderer: {exc}", file=sys.stderr, flush=True)
+            return
         thread = threading.Thread(target=self._feed, args=(process,), name="warm-up", daemon=True)
         self._processes.append(process)
         self._threads.append(thread)
         self._running += 1
         thread.start()
 
-    def _next(self):
-        """The next session to hand to a worker, or None (and this worker stops) when there is
-        none."""
-        with self._changed:
-            if self._pending and not self._stopped:
-                key, session = self._pending.popitem(last=False)
-                self._busy.add(key)
-                return key, session
-            self._running -= 1
-            self._changed.notify_all()
-            return None
-
     def _feed(self, process: subprocess.Popen) -> None:
+        """Hand sessions to one worker until none is left, the mount ends or the worker dies."""
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        retired = False
         try:
-            while (job := self._next()) is not None:
-                if not self._render(process, *job):
-                    self._lost_worker()
+            while True:
+                with self._changed:
+                    if not self._pending or self._stopped:
+                        retired = self._retire()  # in the same breath: warm() starts another
+                        break
+                    key, session = self._pending.popitem(last=False)
+                    self._busy.add(key)
+                if not self._render(process, key, session):
                     break
         finally:
+            if not retired:
+                with self._changed:
+                    self._retire()
             _close(process)
             with self._changed:
                 self._processes.remove(process)
 
+    def _retire(self) -> bool:
+        self._running -= 1
+        self._changed.notify_all()
+        return True
+
     def _render(self, process: subprocess.Popen, key: str, session: Session) -> bool:
-        """One session through one worker; False when the worker is gone."""
+        """One session through one worker; False when the worker is gone (or misbehaved)."""
         import orjson
 
         answer = b""
@@ -141,18 +148,15 @@ class Warmer:
             facts = orjson.loads(answer) if answer else None
             if facts is not None:
                 self._record(session, facts)
-        except (OSError, ValueError):
+        except Exception as exc:  # a broken pipe, a garbled answer: that worker is done
+            if not self._stopped:
+                print(f"trajectoriz: a renderer failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             answer = b""
         finally:
             with self._changed:
                 self._busy.discard(key)
                 self._changed.notify_all()
         return bool(answer)
-
-    def _lost_worker(self) -> None:
-        with self._changed:
-            self._running -= 1
-            self._changed.notify_all()
 
 
 def _close(process: subprocess.Popen) -> None:

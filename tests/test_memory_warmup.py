@@ -15,7 +15,8 @@ import pytest
 import documents
 import memoryfs
 from helpers import ROOT, cli
-from test_memory import append_user_message, claude_sessions, expected_sessions, make_store, read_all
+from test_memory import (append_user_message, claude_sessions, expected_sessions, listed, make_store, mount,
+                         needs_fuse, read_all, sizes_seen_by_ls, take_down)
 
 WORKER = [sys.executable, os.path.join(ROOT, "trajectoriz.py")]
 
@@ -84,13 +85,42 @@ def test_no_worker_outlives_the_mount(store):
     assert fs._warmer._processes == []
 
 
-def test_dead_workers_leave_the_rendering_to_the_server(store):
+@pytest.mark.parametrize("broken", [[sys.executable, "-c", "pass"],  # exits before answering
+                                    ["/nonexistent/trajectoriz"]])     # cannot even start
+def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
     env, proj, _ = store
-    dying = [sys.executable, "-c", "pass"]  # exits before answering anything
-    fs = memoryfs.MemoryFS(proj, env, worker_command=dying, workers=2)
+    fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
     try:
         fs.readdir("/", 0)
         for name in expected_sessions(env, proj):
             assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
     finally:
         fs.destroy("/")
+
+
+def workers_of(home: str) -> list[int]:
+    """Live `memory-worker` processes running for this test's $HOME."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            arguments = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            environment = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"memory-worker" in arguments and f"HOME={home}".encode() in environment:
+            found.append(int(pid))
+    return found
+
+
+@needs_fuse
+def test_mounted_cold_listing_is_exact_and_unmount_leaves_no_worker(store):
+    env, proj, _ = store
+    point = os.path.join(proj, "memory")
+    try:
+        point, _ = mount(env, proj)
+        seen = sizes_seen_by_ls(point)  # the first listing: every size is rendered by now
+        assert {n: s for n, s in seen.items() if n != "README.md"} == listed(env, proj)
+        assert cli("memory", "--unmount", point, env=env, cwd=proj).returncode == 0
+        assert workers_of(env["HOME"]) == []
+    finally:
+        take_down(point)
