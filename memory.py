@@ -28,6 +28,7 @@ import threading
 import time
 
 import cache
+import catalog
 import commands
 import memoryfs
 import mounts
@@ -65,6 +66,7 @@ def run_memory(args, env) -> int:
         return 0
     if args.foreground:
         return serve(fuse, project, point, env)
+    catalog.discover(env)  # the index, built here: the server then finds it warm (see below)
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
           f"Unmount with: trajectoriz memory --unmount {args.mountpoint}")
@@ -184,7 +186,10 @@ def self_command() -> list[str]:
 
 def start_background(project: str, point: str, env) -> None:
     """Start the server as `--foreground` in a session of its own, and return once the mount
-    answers; raise a UserError with the server's reason when it does not."""
+    answers; raise a UserError with the server's reason when it does not. run_memory has just
+    discovered the sessions: a cold discovery reads whole SQLite stores (hundreds of MB for a
+    big opencode database), and the short-lived launcher, not the server, should carry that
+    peak of memory."""
     log = log_path(env, point)
     os.makedirs(os.path.dirname(log), exist_ok=True)
     command = [*self_command(), "memory", point, "--foreground", "--dir", project]
