@@ -30,6 +30,8 @@ import sys
 import threading
 from collections import OrderedDict
 
+import orjson
+
 import documents
 from agents.base import Session
 
@@ -105,7 +107,7 @@ class Warmer:
             return
         thread = threading.Thread(target=self._feed, args=(process,), name="warm-up", daemon=True)
         self._processes.append(process)
-        self._threads.append(thread)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         self._running += 1
         thread.start()
 
@@ -138,25 +140,32 @@ class Warmer:
 
     def _render(self, process: subprocess.Popen, key: str, session: Session) -> bool:
         """One session through one worker; False when the worker is gone (or misbehaved)."""
-        import orjson
-
-        answer = b""
         try:
-            process.stdin.write(orjson.dumps([session.to_cache(), session.short_id]) + b"\n")
-            process.stdin.flush()
-            answer = process.stdout.readline()
-            facts = orjson.loads(answer) if answer else None
-            if facts is not None:
-                self._record(session, facts)
-        except Exception as exc:  # a broken pipe, a garbled answer: that worker is done
-            if not self._stopped:
-                print(f"trajectoriz: a renderer failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            answer = b""
+            return self._exchange(process, session)
         finally:
             with self._changed:
                 self._busy.discard(key)
                 self._changed.notify_all()
-        return bool(answer)
+
+    def _exchange(self, process: subprocess.Popen, session: Session) -> bool:
+        try:
+            request = orjson.dumps([session.to_cache(), session.short_id]) + b"\n"
+        except TypeError:  # a session this protocol cannot carry: the server renders it
+            return True
+        try:
+            process.stdin.write(request)
+            process.stdin.flush()
+            answer = process.stdout.readline()
+            if not answer:
+                return False
+            facts = orjson.loads(answer)
+            if facts is not None:
+                self._record(session, facts)
+            return True
+        except Exception as exc:  # a broken pipe, a garbled answer: that worker is done
+            if not self._stopped:
+                print(f"trajectoriz: a renderer failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            return False
 
 
 def _close(process: subprocess.Popen) -> None:
@@ -177,8 +186,6 @@ def run_worker(env) -> int:
     the session's cache form and its short id) into the document cache, answering each with a
     JSON line of its totals (`null` when it could not be rendered), until stdin ends. stdout
     carries only the answers: anything printed meanwhile goes to stderr."""
-    import orjson
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
