@@ -36,9 +36,9 @@ from collections import OrderedDict
 
 import catalog
 import documents
-from agents import sqlite_ro
 import guide
 import warmup
+from agents import sqlite_ro
 
 README = "README.md"
 RESCAN_SECONDS = 2.0

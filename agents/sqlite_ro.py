@@ -183,8 +183,8 @@ def listing(path: str):
 
 
 def release_shared() -> None:
-    """Close the snapshots `shared` keeps: for a long-lived process that is done with them (the
-    mount server, whose rendering happens in worker processes), so that their memory goes back."""
+    """Forget the snapshots `shared` keeps: for a long-lived process that is done with them (the
+    mount server, whose rendering happens in worker processes), so that their memory goes back.
+    Not closed: another thread may be reading one; it is freed when that reader lets go."""
     with _shared_lock:
-        while _shared:
-            _shared.popitem(last=False)[1][2].close()
+        _shared.clear()
