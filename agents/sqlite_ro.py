@@ -185,6 +185,12 @@ def listing(path: str):
 def release_shared() -> None:
     """Forget the snapshots `shared` keeps: for a long-lived process that is done with them (the
     mount server, whose rendering happens in worker processes), so that their memory goes back.
-    Not closed: another thread may be reading one; it is freed when that reader lets go."""
+    Not closed: another thread may be reading one; it is freed when that reader lets go (a
+    connection and its statement cache refer to each other: the cycle collector frees them)."""
     with _shared_lock:
+        if not _shared:
+            return
         _shared.clear()
+    import gc
+
+    gc.collect()

@@ -124,3 +124,21 @@ def test_mounted_cold_listing_is_exact_and_unmount_leaves_no_worker(store):
         assert workers_of(env["HOME"]) == []
     finally:
         take_down(point)
+
+
+def test_released_snapshots_stay_readable_by_whoever_holds_one(tmp_path):
+    """The server forgets the SQLite snapshots discovery kept (sqlite_ro.release_shared) while
+    its serving thread may be reading one: that reader must not find it closed."""
+    import sqlite3
+
+    from agents import sqlite_ro
+
+    path = str(tmp_path / "store.db")
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1)")
+    db.close()
+    held = sqlite_ro.shared(path)
+    sqlite_ro.release_shared()
+    assert held.execute("SELECT x FROM t").fetchall() == [(1,)]
+    assert sqlite_ro.shared(path) is not held
