@@ -149,8 +149,8 @@ class Facts:
     mount's `ls -l` need not translate again what did not change.
 
     Records are written in batches by `save()`, merged into what is on disk (another command
-    may have added entries meanwhile). The mount records from its serving thread and saves from
-    another; a record made at the very instant of a save may be lost, which only costs one
+    may have added entries meanwhile). The mount records from its serving thread and its warm-up
+    threads (warmup.py), and saves from another; a record made at the very instant of a save may be lost, which only costs one
     translation later."""
 
     def __init__(self, env, redact: bool = True):

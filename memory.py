@@ -8,7 +8,8 @@ new session, output to a log file, and returns once the mount answers. libfuse's
 daemonizing is never used: it forks after Python has started, which can leave a lock held
 forever, and a PyInstaller onefile parent that sees its child exit deletes the unpacked bundle
 the daemon still runs from (PYINSTALLER_RESET_ENVIRONMENT=1 gives the re-executed child a
-bundle of its own).
+bundle of its own). The server starts renderer processes when the mount is listed
+(warmup.py, copies of trajectoriz started with subprocess, never fork), which end with it.
 
 Nothing here waits on the mount without a deadline: every look inside it (`probe`) runs in a
 thread that is abandoned after a few seconds, and the mount table is read from the kernel, not
@@ -28,9 +29,11 @@ import threading
 import time
 
 import cache
+import catalog
 import commands
 import memoryfs
 import mounts
+import parallel
 from errors import UserError
 
 READY_SECONDS = 60
@@ -64,6 +67,7 @@ def run_memory(args, env) -> int:
         return 0
     if args.foreground:
         return serve(fuse, project, point, env)
+    catalog.discover(env)  # the index, built here: the server then finds it warm (see below)
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
           f"Unmount with: trajectoriz memory --unmount {args.mountpoint}")
@@ -102,13 +106,19 @@ def load_fuse():
 
 
 def mount_options() -> dict:
-    """`ro` and `default_permissions`: writes fail with EROFS and the kernel enforces the modes;
-    no `allow_other`: only the mounting user can look inside. `attr_timeout=0`: the kernel asks
-    for sizes again every time (memoryfs explains why); `entry_timeout=1` spares `ls -l` a second
-    request per file. `auto_unmount` (Linux): fusermount3 unmounts when the server dies, so a
-    crash leaves no stale mount behind."""
-    options = {"ro": True, "default_permissions": True, "fsname": mounts.OURS,
-               "attr_timeout": 0, "entry_timeout": 1, "negative_timeout": 0}
+    """`ro`: every write fails with EROFS (in the kernel, before the server is asked); no
+    `allow_other`: only the mounting user can look inside. No `default_permissions`: with it the
+    kernel checks the modes itself, and with attributes never cached that costs a request for
+    the directory's attributes on every path walk, doubling what `ls -l` costs (the modes say
+    read-only, which `ro` already enforces; executing a file is still refused, as the kernel
+    checks a regular file's execute bits anyway). `attr_timeout=0`: the kernel asks for sizes
+    again every time (memoryfs explains why). `entry_timeout=60`: names are remembered for a
+    minute, which spares each `ls -l` a lookup per file; a name that goes away is still refused
+    at once (the attributes are asked for, and the server answers ENOENT). `auto_unmount`
+    (Linux): fusermount3 unmounts when the server dies, so a crash leaves no stale mount
+    behind."""
+    options = {"ro": True, "fsname": mounts.OURS, "attr_timeout": 0, "entry_timeout": 60,
+               "negative_timeout": 0}
     if sys.platform.startswith("linux"):
         options.update(subtype=mounts.OURS, auto_unmount=True)
     elif sys.platform == "darwin":
@@ -153,7 +163,8 @@ def serve(fuse, project: str, point: str, env) -> int:
         mounted.append(True)
         cache.save(env, _state_name(point), {"pid": os.getpid(), "point": point, "project": project})
 
-    fs = memoryfs.MemoryFS(project, env, on_ready=ready)
+    fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
+                           workers=parallel.cores())
     print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
           file=sys.stderr, flush=True)
     try:
@@ -176,7 +187,10 @@ def self_command() -> list[str]:
 
 def start_background(project: str, point: str, env) -> None:
     """Start the server as `--foreground` in a session of its own, and return once the mount
-    answers; raise a UserError with the server's reason when it does not."""
+    answers; raise a UserError with the server's reason when it does not. run_memory has just
+    discovered the sessions: a cold discovery reads whole SQLite stores (hundreds of MB for a
+    big opencode database), and the short-lived launcher, not the server, should carry that
+    peak of memory."""
     log = log_path(env, point)
     os.makedirs(os.path.dirname(log), exist_ok=True)
     command = [*self_command(), "memory", point, "--foreground", "--dir", project]

@@ -1,5 +1,6 @@
 """The memory/ file system: README.md and one ATIF document per session of a project, read-only,
-each translated when it is first stat'ed or opened (never when the directory is listed).
+each translated when it is first stat'ed or opened, or ahead of that in worker processes once
+the directory is listed (warmup.py).
 
 The mfusepy operations (the public methods) are called by libfuse from one thread
 (`nothreads`); a second thread, started in `init()`, re-discovers the sessions every few
@@ -10,7 +11,9 @@ Sizes and contents agree, even for a session that grows while mounted:
   change) and keeps those bytes for the handle: every read and every `getattr` with that handle
   answers from them.
 - a `getattr` without a handle answers from the newest open handle of the file when there is
-  one (the kernel keeps one size per file), else from the size cache, rendering on a miss.
+  one (the kernel keeps one size per file), else from the size cache, rendering on a miss
+  (after waiting for the warm-up's workers when they have the session in hand or in line:
+  whatever they record is checked against the session's current stamp like any entry).
 - attributes are never cached by the kernel (attr_timeout=0, see memory.mount_options): a read
   that reaches the cached end of file asks again, with its handle.
 - the kernel keeps its page cache across opens (keep_cache) only when the bytes are the ones
@@ -34,6 +37,8 @@ from collections import OrderedDict
 import catalog
 import documents
 import guide
+import warmup
+from agents import sqlite_ro
 
 README = "README.md"
 RESCAN_SECONDS = 2.0
@@ -109,7 +114,10 @@ class MemoryFS:
 
     use_ns = True  # times in nanoseconds (mfusepy reads this attribute)
 
-    def __init__(self, project: str, env, on_ready=None):
+    def __init__(self, project: str, env, on_ready=None, worker_command: list[str] | None = None,
+                 workers: int = 1):
+        """`worker_command` runs trajectoriz (memory.self_command): with it, `workers` processes
+        render the listed sessions ahead of time; without it, everything is rendered here."""
         self._project = project
         self._env = env
         self._scope = catalog.Scope(project, env)
@@ -122,11 +130,15 @@ class MemoryFS:
         self._on_ready = on_ready
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
+        self._warmed: Listing | None = None
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
     def _rescan(self, previous: Listing | None) -> Listing:
         sessions = self._scope.filter(catalog.discover(self._env).sessions)
+        if self._warmer is not None:  # the workers render: the SQLite snapshots that discovery
+            sqlite_ro.release_shared()  # read (hundreds of MB for a big store) go
         fresh = Listing(self._project, sessions, previous)
         return previous if previous is not None and previous.same_as(fresh) else fresh
 
@@ -154,6 +166,8 @@ class MemoryFS:
             self._on_ready()
 
     def destroy(self, path):
+        if self._warmer is not None:
+            self._warmer.stop()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -177,13 +191,20 @@ class MemoryFS:
             return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
         session = self._session(listing, path)
         stamp = documents.cache_stamp(session, self._env)
-        facts = self._facts.get(session, stamp)
+        facts = self._known_facts(session, stamp)
         if facts is not None:
             size = facts["size"]
         else:
             stamp, data = self._render(session)
             size = len(data)
         return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+
+    def _known_facts(self, session, stamp: list) -> dict | None:
+        facts = self._facts.get(session, stamp)
+        if facts is None and self._warmer is not None:
+            self._warmer.wait(session)
+            facts = self._facts.get(session, stamp)
+        return facts
 
     def _newest_handle(self, name: str) -> Handle | None:
         for handle in reversed(self._handles.values()):
@@ -203,6 +224,8 @@ class MemoryFS:
         stamp = documents.cache_stamp(session, self._env)
         data = self._cache.get(key, stamp)
         if data is None:
+            if self._warmer is not None:
+                self._warmer.wait(session)  # then in the document cache
             stamp, data = self._facts.rendered(session)
             self._cache.put(key, stamp, data)
         return stamp, data
@@ -210,9 +233,20 @@ class MemoryFS:
     def readdir(self, path, fh):
         if path != "/":
             raise _error(errno.ENOTDIR)
+        self._warm_up(self._listing)
         entries = [(".", {"st_mode": DIR_MODE}, 0), ("..", {"st_mode": DIR_MODE}, 0),
                    (README, {"st_mode": FILE_MODE}, 0)]
         return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
+
+    def _warm_up(self, listing: Listing) -> None:
+        """Hand the listed sessions of unknown size to the workers (once per listing)."""
+        if self._warmer is None or listing is self._warmed:
+            return
+        self._warmed = listing
+        unknown = [s for s in listing.files.values()
+                   if self._facts.get(s, documents.cache_stamp(s, self._env)) is None]
+        if unknown:
+            self._warmer.warm(unknown)
 
     def statfs(self, path):
         return {"f_bsize": 4096, "f_frsize": 4096, "f_namemax": 255}

@@ -152,9 +152,10 @@ directory; --dir P for another) at MOUNTPOINT as a read-only directory:
   <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
                                    byte-identical to `trajectoriz show ID`
 
-Listing translates nothing: a session is translated when its file is first stat'ed
-or opened, and sizes are cached, so `ls -l`, `du`, `cat`, `grep -r`, `rg`, `jq` and
-`cp` all see exact sizes and complete contents. A session still being recorded
+The first listing starts translating the sessions not translated before, in the
+background on every core (a file stat'ed or opened before its turn goes first), and
+sizes are cached, so `ls -l`, `du`, `cat`, `grep -r`, `rg`, `jq` and `cp` all see
+exact sizes and complete contents. A session still being recorded
 shows its new steps the next time its file is opened; new sessions appear within
 seconds. Only you can read the mount; writing fails with "Read-only file system".
 
@@ -231,6 +232,11 @@ def dispatch(args, env) -> int:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["memory-worker"]:  # a mount's renderer (warmup.py): no parser, no help
+        import warmup
+
+        return warmup.run_worker(os.environ)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -180,3 +180,17 @@ def listing(path: str):
         raise StoreError(f"{path}: cannot list the sessions: {exc}") from None
     finally:
         connection.close()
+
+
+def release_shared() -> None:
+    """Forget the snapshots `shared` keeps: for a long-lived process that is done with them (the
+    mount server, whose rendering happens in worker processes), so that their memory goes back.
+    Not closed: another thread may be reading one; it is freed when that reader lets go (a
+    connection and its statement cache refer to each other: the cycle collector frees them)."""
+    with _shared_lock:
+        if not _shared:
+            return
+        _shared.clear()
+    import gc
+
+    gc.collect()

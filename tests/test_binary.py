@@ -313,3 +313,18 @@ def test_background_mount_outlives_the_launcher_and_uses_the_hosts_libfuse(binar
     assert stopped.returncode == 0, stopped.stderr
     with open("/proc/self/mountinfo", encoding="utf-8") as handle:
         assert f" {point} " not in handle.read()
+
+
+def test_the_mounts_renderer_runs_from_the_binary(binary, store):
+    """The mount's warm-up starts `trajectoriz memory-worker` (warmup.py) from the binary: it
+    answers a session with the totals of exactly the document `show` prints."""
+    import catalog
+
+    env, project = store
+    session = catalog.discover(env).sessions[0]
+    line = json.dumps([session.to_cache(), session.short_id]) + "\n"
+    answered = subprocess.run([binary, "memory-worker"], input=line.encode(), env=env, cwd=project,
+                              capture_output=True, timeout=60)
+    assert answered.returncode == 0, answered.stderr
+    facts = json.loads(answered.stdout)
+    assert facts["size"] == len(run(binary, "show", session.short_id, env=env, cwd=project).stdout)

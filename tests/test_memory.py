@@ -463,6 +463,8 @@ def test_writes_fail_with_read_only_file_system(mounted):
         result = client(*attempt)
         assert result.returncode != 0 and "Read-only file system" in result.stderr, attempt
     assert os.path.getsize(victim) > 0
+    executed = client(victim)  # the kernel checks a file's execute bits even without default_permissions
+    assert executed.returncode != 0 and "Permission denied" in executed.stderr
 
 
 @needs_fuse

@@ -1,0 +1,144 @@
+"""The mount's warm-up (warmup.py): listed sessions rendered ahead of time by worker processes.
+
+Without a mount: the file system object is driven directly, with real worker processes (copies
+of trajectoriz). The server itself must translate nothing the workers rendered, sizes and bytes
+must be exactly what `show` gives (also right after the listing, before the workers are done,
+and for a session that grows afterwards), and no worker may outlive the mount.
+"""
+
+import os
+import sys
+import time
+
+import pytest
+
+import documents
+import memoryfs
+from helpers import ROOT, cli
+from test_memory import (append_user_message, claude_sessions, expected_sessions, listed, make_store, mount,
+                         needs_fuse, read_all, sizes_seen_by_ls, take_down)
+
+WORKER = [sys.executable, os.path.join(ROOT, "trajectoriz.py")]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return make_store(tmp_path)
+
+
+def shown(env, name: str) -> bytes:
+    return cli("show", name, env=env).stdout
+
+
+def no_translation_here(monkeypatch):
+    monkeypatch.setattr(documents, "_translated", lambda *a: pytest.fail("the server translated"))
+
+
+def wait_idle(fs, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not fs._warmer.idle():
+        assert time.monotonic() < deadline, "the warm-up did not finish"
+        time.sleep(0.05)
+
+
+def test_sizes_right_after_listing_come_from_the_workers(store, monkeypatch):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    wanted = expected_sessions(env, proj)
+    no_translation_here(monkeypatch)
+    try:
+        names = [entry[0] for entry in fs.readdir("/", 0)]
+        assert set(wanted) <= set(names)
+        sizes = {name: fs.getattr("/" + name)["st_size"] for name in wanted}  # before they are done
+        for name in wanted:
+            data, _ = read_all(fs, name)
+            assert sizes[name] == len(data) and data == shown(env, name)
+    finally:
+        fs.destroy("/")
+
+
+def test_a_session_that_grows_after_the_warm_up_shows_its_new_size(store):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    try:
+        fs.readdir("/", 0)
+        wait_idle(fs)
+        first = claude_sessions(env)[0]
+        name = next(n for n, s in expected_sessions(env, proj).items() if s.source == first)
+        before = fs.getattr("/" + name)["st_size"]
+        append_user_message(first, "GROWN after the warm-up")
+        after = shown(env, name)
+        assert len(after) > before and fs.getattr("/" + name)["st_size"] == len(after)
+        assert read_all(fs, name)[0] == after
+    finally:
+        fs.destroy("/")
+
+
+def test_no_worker_outlives_the_mount(store):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    fs.readdir("/", 0)
+    workers = list(fs._warmer._processes)
+    assert workers  # the cache was cold: there is work
+    fs.destroy("/")
+    assert all(worker.poll() is not None for worker in workers)
+    assert fs._warmer._processes == []
+
+
+@pytest.mark.parametrize("broken", [[sys.executable, "-c", "pass"],  # exits before answering
+                                    ["/nonexistent/trajectoriz"]])     # cannot even start
+def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
+    try:
+        fs.readdir("/", 0)
+        for name in expected_sessions(env, proj):
+            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+    finally:
+        fs.destroy("/")
+
+
+def workers_of(home: str) -> list[int]:
+    """Live `memory-worker` processes running for this test's $HOME."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            arguments = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            environment = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"memory-worker" in arguments and f"HOME={home}".encode() in environment:
+            found.append(int(pid))
+    return found
+
+
+@needs_fuse
+def test_mounted_cold_listing_is_exact_and_unmount_leaves_no_worker(store):
+    env, proj, _ = store
+    point = os.path.join(proj, "memory")
+    try:
+        point, _ = mount(env, proj)
+        seen = sizes_seen_by_ls(point)  # the first listing: every size is rendered by now
+        assert {n: s for n, s in seen.items() if n != "README.md"} == listed(env, proj)
+        assert cli("memory", "--unmount", point, env=env, cwd=proj).returncode == 0
+        assert workers_of(env["HOME"]) == []
+    finally:
+        take_down(point)
+
+
+def test_released_snapshots_stay_readable_by_whoever_holds_one(tmp_path):
+    """The server forgets the SQLite snapshots discovery kept (sqlite_ro.release_shared) while
+    its serving thread may be reading one: that reader must not find it closed."""
+    import sqlite3
+
+    from agents import sqlite_ro
+
+    path = str(tmp_path / "store.db")
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1)")
+    db.close()
+    held = sqlite_ro.shared(path)
+    sqlite_ro.release_shared()
+    assert held.execute("SELECT x FROM t").fetchall() == [(1,)]
+    assert sqlite_ro.shared(path) is not held
