@@ -14,7 +14,7 @@ import os
 import re
 
 from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
-                         iso, one_line, open_binary, text_of)
+                         iso, listdir_cached, one_line, open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps_text, loads
 
@@ -543,10 +543,12 @@ def subagent_files(session: Session) -> list[tuple[str, str, dict]]:
         agent_id = os.path.basename(path)[len("agent-"):-len(".jsonl")] if \
             os.path.basename(path).startswith("agent-") else os.path.basename(path)[:-len(".jsonl")]
         found.append((agent_id, path, read_meta(path[: -len(".jsonl")] + ".meta.json")))
-    for path in sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(session.source)), "agent-*.jsonl"))):
-        head = next(head_records(path, 64 * 1024), {})
-        if head.get("sessionId") == session.native_id:
-            found.append((os.path.basename(path)[len("agent-"):-len(".jsonl")], path, {}))
+    folder = os.path.dirname(session.source)
+    for name in listdir_cached(folder):  # one listing per change of a folder of many sessions
+        if name.startswith("agent-") and name.endswith(".jsonl"):
+            path = os.path.join(folder, name)
+            if next(head_records(path, 64 * 1024), {}).get("sessionId") == session.native_id:
+                found.append((name[len("agent-"):-len(".jsonl")], path, {}))
     return found
 
 
