@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import OrderedDict
 
 import orjson
@@ -36,6 +37,7 @@ import documents
 from agents.base import Session
 
 WORKER_ARGUMENT = "memory-worker"  # trajectoriz.main runs run_worker for it
+WAIT_SECONDS = 30.0  # a request's longest wait for a worker (rendering a 200 MB session: ~4 s)
 
 
 class Warmer:
@@ -71,13 +73,18 @@ class Warmer:
 
     def wait(self, session) -> None:
         """If `session` is queued or being rendered, wait until a worker has rendered it (first
-        in line from now on), or until no worker is left to do it."""
+        in line from now on), until no worker is left to do it, or at most WAIT_SECONDS: a
+        request never waits without a deadline (the caller then renders the session itself)."""
         key = documents.cache_key(session)
+        deadline = time.monotonic() + WAIT_SECONDS
         with self._changed:
             if key in self._pending:
                 self._pending.move_to_end(key, last=False)
             while key in self._busy or (key in self._pending and self._running):
-                self._changed.wait()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
             self._pending.pop(key, None)
 
     def stop(self) -> None:

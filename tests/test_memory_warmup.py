@@ -14,6 +14,7 @@ import pytest
 
 import documents
 import memoryfs
+import warmup
 from helpers import ROOT, cli
 from test_memory import (append_user_message, claude_sessions, expected_sessions, listed, make_store, mount,
                          needs_fuse, read_all, sizes_seen_by_ls, take_down)
@@ -96,6 +97,22 @@ def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
             assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
     finally:
         fs.destroy("/")
+
+
+def test_a_hung_worker_delays_a_request_only_until_the_deadline(store, monkeypatch):
+    env, proj, _ = store
+    monkeypatch.setattr(warmup, "WAIT_SECONDS", 0.5)
+    hung = [sys.executable, "-c", "import sys, time; sys.stdin.readline(); time.sleep(120)"]
+    fs = memoryfs.MemoryFS(proj, env, worker_command=hung, workers=1)
+    try:
+        fs.readdir("/", 0)
+        started = time.monotonic()
+        for name in expected_sessions(env, proj):
+            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+        assert fs._warmer._running == 1  # the worker still hangs: the server answered alone
+    finally:
+        fs.destroy("/")
+    assert time.monotonic() - started < 60  # not the worker's 120 s
 
 
 def workers_of(home: str) -> list[int]:
