@@ -16,7 +16,6 @@ from datetime import datetime
 import agents
 import cache
 import mounts
-from agents import projects
 from agents.base import Session
 from errors import UserError
 
@@ -58,15 +57,13 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     avoided = mounts.avoided(env)
     stat_memo: dict = {}
     for module in _in_discovery_order(agents.modules(names)):
-        if getattr(module, "STORES_IN_PROJECTS", False):
-            projects.note_session_dirs({session.cwd for session in sessions})
         cached = index.get(module.NAME) or {}
         entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
         kept: dict = {}
         seen_ids: set = set()
         sources_seen[module.NAME] = []
         try:
-            source_list = list(module.sources(env))
+            source_list = list(_sources(module, env, sessions))
         except OSError as exc:
             problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
             source_list = []
@@ -97,6 +94,12 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)
+
+
+def _sources(module, env, sessions_so_far: list):
+    if getattr(module, "STORES_IN_PROJECTS", False):
+        return module.sources(env, list(dict.fromkeys(s.cwd for s in sessions_so_far if s.cwd)))
+    return module.sources(env)
 
 
 def _in_discovery_order(modules: list) -> list:

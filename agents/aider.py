@@ -47,8 +47,8 @@ _APPLIED = re.compile(r"^Applied edit to (.+)$")
 
 
 # discovery --------------------------------------------------------------------------------------
-def sources(env):
-    return unique_files(os.path.join(d, HISTORY_FILE) for d in projects.candidate_dirs(env))
+def sources(env, session_dirs=()):
+    return unique_files(os.path.join(d, HISTORY_FILE) for d in projects.candidate_dirs(env, session_dirs))
 
 
 def dependencies(source: str, env) -> list[str]:

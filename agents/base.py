@@ -19,8 +19,9 @@ Optional: `dependencies(source, env) -> list[str]`, every file whose change chan
 sessions of `source` or their translation (side files, sub-agent transcripts, a database's
 -wal); `VERSION`, bumped when a translation changes, which invalidates cached documents;
 `STORES_IN_PROJECTS = True` for a store kept inside the projects themselves (found through
-`agents/projects.py`): discovery then lists it after every other agent, so that the projects
-those agents' sessions ran in are looked into on the same run.
+`agents/projects.py`): discovery then lists it after every other agent and calls
+`sources(env, session_dirs)` with the working directories of the sessions it found, so that
+those projects are looked into on the same run.
 
 Conventions every translator follows, so that one jq filter works on every agent:
 - `user` steps are what the human typed. Text the harness injected (system prompts, reminders,

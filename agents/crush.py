@@ -72,9 +72,9 @@ def registered_projects(env) -> list[tuple[str, str]]:
     return found
 
 
-def sources(env):
+def sources(env, session_dirs=()):
     candidates = [os.path.join(data_dir, DB_NAME) for _, data_dir in registered_projects(env)]
-    candidates += [os.path.join(d, DATA_DIR, DB_NAME) for d in projects.candidate_dirs(env)]
+    candidates += [os.path.join(d, DATA_DIR, DB_NAME) for d in projects.candidate_dirs(env, session_dirs)]
     return unique_files(candidates)
 
 

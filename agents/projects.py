@@ -6,9 +6,9 @@ discovery looks at two places only:
 - the directory trajectoriz runs in (`$PWD`, else the process's current directory) and every
   directory above it, which is where the agent itself would look;
 - the working directories of the sessions of other agents: those the running discovery found
-  (it lists these stores last, see `note_session_dirs`) and those in trajectoriz's own index
-  cache. So a project used with Claude or Codex and with Aider is found from anywhere, on the
-  first run; a project only ever used with Aider is found once trajectoriz is run inside it.
+  (it lists these stores last and hands them over) and those in trajectoriz's own index cache.
+  So a project used with Claude or Codex and with Aider is found from anywhere, on the first
+  run; a project only ever used with Aider is found once trajectoriz is run inside it.
 """
 
 from __future__ import annotations
@@ -44,17 +44,10 @@ def ancestors(directory: str) -> list[str]:
         current = parent
 
 
-def note_session_dirs(cwds) -> None:
-    """Tell the stores found through projects where this process's discovery has seen sessions
-    run: the index cache only knows what the previous discovery saw."""
-    for cwd in cwds:
-        if isinstance(cwd, str) and os.path.isabs(cwd):
-            _noted_cwds.setdefault(cwd, None)
-
-
-def known_session_dirs(env, avoided=()) -> list[str]:
-    """Working directories of the sessions discovery has seen (noted by this process, or in
-    trajectoriz's index cache; any agent), existing ones only, each once."""
+def known_session_dirs(env, avoided=(), session_dirs=()) -> list[str]:
+    """Working directories of sessions of any agent: `session_dirs` (what the running discovery
+    found) and those in trajectoriz's index cache (what the previous one found), existing ones
+    only, each once."""
     index = cache.load_shared(env, cache.INDEX_FILE)
     memo = _index_cwds.get(id(index))
     if memo is None or memo[0] is not index:
@@ -62,12 +55,11 @@ def known_session_dirs(env, avoided=()) -> list[str]:
         _index_cwds.clear()  # one index at a time: bounded
         _index_cwds[id(index)] = memo
     known = dict.fromkeys(memo[1])
-    known.update(_noted_cwds)
+    known.update(dict.fromkeys(d for d in session_dirs if isinstance(d, str) and os.path.isabs(d)))
     return [cwd for cwd in known if not mounts.inside(cwd, avoided) and os.path.isdir(cwd)]
 
 
 _index_cwds: dict = {}
-_noted_cwds: dict = {}  # cwd -> None: ordered, bounded by the number of projects on the machine
 _CWD = [field.name for field in dataclasses.fields(Session)].index("cwd")
 
 
@@ -90,7 +82,7 @@ def _cached_sessions(entry) -> list:
     return []
 
 
-def candidate_dirs(env) -> list[str]:
+def candidate_dirs(env, session_dirs=()) -> list[str]:
     """The current directory with its ancestors, then the known session directories with
     theirs: every directory a per-project store could sit in, each once. Nothing inside a FUSE
     mount that discovery avoids (`mounts.avoided`: looking into a hung one would hang, and
@@ -98,7 +90,7 @@ def candidate_dirs(env) -> list[str]:
     avoided = mounts.avoided(env)
     found: dict[str, None] = {}
     start = current_directory(env, avoided)
-    for directory in ([start] if start else []) + known_session_dirs(env, avoided):
+    for directory in ([start] if start else []) + known_session_dirs(env, avoided, session_dirs):
         for candidate in ancestors(directory):
             if not mounts.inside(candidate, avoided):
                 found.setdefault(candidate, None)
