@@ -8,7 +8,7 @@ new session, output to a log file, and returns once the mount answers. libfuse's
 daemonizing is never used: it forks after Python has started, which can leave a lock held
 forever, and a PyInstaller onefile parent that sees its child exit deletes the unpacked bundle
 the daemon still runs from (PYINSTALLER_RESET_ENVIRONMENT=1 gives the re-executed child a
-bundle of its own). The server starts renderer processes when the mount is listed
+bundle of its own). The server starts renderer processes when the mount's files are walked
 (warmup.py, copies of trajectoriz started with subprocess, never fork), which end with it.
 
 Nothing here waits on the mount without a deadline: every look inside it (`probe`) runs in a

@@ -1,6 +1,8 @@
 """The memory/ file system: README.md and one ATIF document per session of a project, read-only,
-each translated when it is first stat'ed or opened, or ahead of that in worker processes once
-the directory is listed (warmup.py).
+each translated when it is first stat'ed or opened (never when the directory is listed). When
+requests walk the directory (each file asked about is listed next to the previous one: `ls -l`,
+`grep -r` and `du` go in the directory's order, `cat memory/*` in the reverse), worker processes
+render the rest of it ahead of the walk, on every core (warmup.py).
 
 The mfusepy operations (the public methods) are called by libfuse from one thread
 (`nothreads`); a second thread, started in `init()`, re-discovers the sessions every few
@@ -58,6 +60,7 @@ class Listing:
 
     def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
         self.files = {catalog.file_name(s): s for s in sessions}
+        self.position = {name: i for i, name in enumerate(self.files)}
         self.readme = guide.readme(project, len(sessions), mounted=True)
         same = previous is not None and previous.files.keys() == self.files.keys()
         self.changed_ns = previous.changed_ns if same else time.time_ns()
@@ -132,6 +135,7 @@ class MemoryFS:
         self._thread: threading.Thread | None = None
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
+        self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
@@ -190,21 +194,44 @@ class MemoryFS:
         if path[1:] == README:
             return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
         session = self._session(listing, path)
+        walk = self._walk(listing, path[1:])
         stamp = documents.cache_stamp(session, self._env)
-        facts = self._known_facts(session, stamp)
+        facts = self._known_facts(listing, session, stamp, walk)
         if facts is not None:
             size = facts["size"]
         else:
-            stamp, data = self._render(session)
+            stamp, data = self._render(listing, session, walk)
             size = len(data)
         return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
 
-    def _known_facts(self, session, stamp: list) -> dict | None:
+    def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)
         if facts is None and self._warmer is not None:
-            self._warmer.wait(session)
+            self._wait_for_workers(listing, session, walk)
             facts = self._facts.get(session, stamp)
         return facts
+
+    def _walk(self, listing: Listing, name: str) -> int:
+        """+1 when the file asked about is listed right after the previous request's, -1 right
+        before it: a walk over the directory, which the workers can run ahead of; else 0."""
+        position = listing.position.get(name)
+        last_listing, last = self._last_asked
+        self._last_asked = (listing, position)
+        if last_listing is not listing or position is None or last is None:
+            return 0
+        return position - last if abs(position - last) == 1 else 0
+
+    def _wait_for_workers(self, listing: Listing, session, walk: int) -> None:
+        """A session not rendered yet: on a walk, the workers start on the rest of the listing
+        in the walk's direction (once per listing); then wait for them when they have this one
+        in hand or in line."""
+        if walk and listing is not self._warmed:
+            self._warmed = listing
+            sessions = list(listing.files.values())
+            position = listing.position[catalog.file_name(session)]
+            ahead = sessions[position:] if walk > 0 else sessions[position::-1]
+            self._warmer.warm([s for s in ahead if self._facts.get(s, documents.cache_stamp(s, self._env)) is None])
+        self._warmer.wait(session)
 
     def _newest_handle(self, name: str) -> Handle | None:
         for handle in reversed(self._handles.values()):
@@ -218,14 +245,14 @@ class MemoryFS:
             raise _error(errno.ENOENT)
         return session
 
-    def _render(self, session) -> tuple[list, bytes]:
+    def _render(self, listing: Listing, session, walk: int) -> tuple[list, bytes]:
         """The session's current bytes and their stamp: cached ones if its files did not change."""
         key = documents.cache_key(session)
         stamp = documents.cache_stamp(session, self._env)
         data = self._cache.get(key, stamp)
         if data is None:
             if self._warmer is not None:
-                self._warmer.wait(session)  # then in the document cache
+                self._wait_for_workers(listing, session, walk)  # then in the document cache
             stamp, data = self._facts.rendered(session)
             self._cache.put(key, stamp, data)
         return stamp, data
@@ -233,20 +260,9 @@ class MemoryFS:
     def readdir(self, path, fh):
         if path != "/":
             raise _error(errno.ENOTDIR)
-        self._warm_up(self._listing)
         entries = [(".", {"st_mode": DIR_MODE}, 0), ("..", {"st_mode": DIR_MODE}, 0),
                    (README, {"st_mode": FILE_MODE}, 0)]
         return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
-
-    def _warm_up(self, listing: Listing) -> None:
-        """Hand the listed sessions of unknown size to the workers (once per listing)."""
-        if self._warmer is None or listing is self._warmed:
-            return
-        self._warmed = listing
-        unknown = [s for s in listing.files.values()
-                   if self._facts.get(s, documents.cache_stamp(s, self._env)) is None]
-        if unknown:
-            self._warmer.warm(unknown)
 
     def statfs(self, path):
         return {"f_bsize": 4096, "f_frsize": 4096, "f_namemax": 255}
@@ -261,7 +277,8 @@ class MemoryFS:
             data = version = listing.readme
             mtime_ns = listing.changed_ns
         else:
-            stamp, data = self._render(self._session(listing, path))
+            session = self._session(listing, path)
+            stamp, data = self._render(listing, session, self._walk(listing, name))
             version, mtime_ns = stamp, stamp_mtime_ns(stamp) or listing.changed_ns
         fi.keep_cache = int(self._served.get(name) == version)
         fi.direct_io = 0

@@ -152,10 +152,10 @@ directory; --dir P for another) at MOUNTPOINT as a read-only directory:
   <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
                                    byte-identical to `trajectoriz show ID`
 
-The first listing starts translating the sessions not translated before, in the
-background on every core (a file stat'ed or opened before its turn goes first), and
-sizes are cached, so `ls -l`, `du`, `cat`, `grep -r`, `rg`, `jq` and `cp` all see
-exact sizes and complete contents. A session still being recorded
+Listing translates nothing: a session is translated when its file is first stat'ed
+or opened, and a walk over the files (`ls -l`, `grep -r`, `du`, `cat memory/*`) has
+the rest translated ahead of it, on every core. Sizes are cached, so `ls -l`, `du`,
+`cat`, `grep -r`, `rg`, `jq` and `cp` all see exact sizes and complete contents. A session still being recorded
 shows its new steps the next time its file is opened; new sessions appear within
 seconds. Only you can read the mount; writing fails with "Read-only file system".
 

@@ -1,8 +1,9 @@
 """Rendering a mount's sessions ahead of time, in worker processes.
 
-When the mount is listed, the sessions whose size is not known yet are handed to `Warmer`,
-which renders them in the background, one worker process per core, in the listing's order
-(the order `ls -l` and `grep -r` then ask for them). A worker translates a session, stores its
+When requests walk the mount's directory (memoryfs: each file asked about is listed next to
+the previous one), the sessions ahead of the walk whose size is not known yet are handed to
+`Warmer`, which renders them in the background, one worker process per core, in the walk's
+order (the order `ls -l`, `grep -r` or `cat memory/*` will ask for them). A worker translates a session, stores its
 document in the document cache (`doccache`) and sends back its totals (`documents.totals`,
 with the stamp they are valid for), which the mount records in its size cache. The mount then
 answers `getattr` from the size cache and `open` from the document cache: translation runs on

@@ -1,8 +1,9 @@
-"""The mount's warm-up (warmup.py): listed sessions rendered ahead of time by worker processes.
+"""The mount's warm-up (warmup.py): a walk over the directory (`ls -l`, `grep -r`, `cat *`) is
+rendered ahead of time by worker processes; a listing alone, or a file here and there, is not.
 
 Without a mount: the file system object is driven directly, with real worker processes (copies
 of trajectoriz). The server itself must translate nothing the workers rendered, sizes and bytes
-must be exactly what `show` gives (also right after the listing, before the workers are done,
+must be exactly what `show` gives (also in the middle of a walk, before the workers are done,
 and for a session that grows afterwards), and no worker may outlive the mount.
 """
 
@@ -42,15 +43,21 @@ def wait_idle(fs, seconds: float = 30) -> None:
         time.sleep(0.05)
 
 
-def test_sizes_right_after_listing_come_from_the_workers(store, monkeypatch):
+def session_names(fs) -> list[str]:
+    """The listing, in the directory's order (as `ls -l` and `grep -r` walk it)."""
+    return [entry[0] for entry in fs.readdir("/", 0) if entry[0] not in (".", "..", memoryfs.README)]
+
+
+def test_a_walk_is_rendered_by_the_workers_ahead_of_it(store, monkeypatch):
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
     wanted = expected_sessions(env, proj)
-    no_translation_here(monkeypatch)
     try:
-        names = [entry[0] for entry in fs.readdir("/", 0)]
-        assert set(wanted) <= set(names)
-        sizes = {name: fs.getattr("/" + name)["st_size"] for name in wanted}  # before they are done
+        names = session_names(fs)
+        assert set(wanted) <= set(names) and len(names) >= 3
+        sizes = {names[0]: fs.getattr("/" + names[0])["st_size"]}  # rendered here: no walk yet
+        no_translation_here(monkeypatch)
+        sizes.update((name, fs.getattr("/" + name)["st_size"]) for name in names[1:])  # before they are done
         for name in wanted:
             data, _ = read_all(fs, name)
             assert sizes[name] == len(data) and data == shown(env, name)
@@ -58,11 +65,41 @@ def test_sizes_right_after_listing_come_from_the_workers(store, monkeypatch):
         fs.destroy("/")
 
 
+def test_a_listing_or_files_asked_about_out_of_order_start_no_worker(store):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    try:
+        names = session_names(fs)
+        for name in (names[0], names[2]):  # not neighbours
+            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+        assert read_all(fs, names[-1])[0] == shown(env, names[-1])
+        assert fs._warmer.idle() and fs._warmer._processes == []
+    finally:
+        fs.destroy("/")
+
+
+def test_a_walk_backwards_is_rendered_ahead_of_it_too(store, monkeypatch):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    try:
+        names = session_names(fs)[::-1]  # `cat memory/*`: oldest first
+        first = read_all(fs, names[0])[0]
+        no_translation_here(monkeypatch)
+        found = [first] + [read_all(fs, name)[0] for name in names[1:]]
+        assert found == [shown(env, name) for name in names]
+    finally:
+        fs.destroy("/")
+
+
+def walk_all(fs) -> dict:
+    return {name: fs.getattr("/" + name)["st_size"] for name in session_names(fs)}
+
+
 def test_a_session_that_grows_after_the_warm_up_shows_its_new_size(store):
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
     try:
-        fs.readdir("/", 0)
+        walk_all(fs)
         wait_idle(fs)
         first = claude_sessions(env)[0]
         name = next(n for n, s in expected_sessions(env, proj).items() if s.source == first)
@@ -78,9 +115,11 @@ def test_a_session_that_grows_after_the_warm_up_shows_its_new_size(store):
 def test_no_worker_outlives_the_mount(store):
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
-    fs.readdir("/", 0)
+    names = session_names(fs)
+    for name in names[:2]:
+        fs.getattr("/" + name)
     workers = list(fs._warmer._processes)
-    assert workers  # the cache was cold: there is work
+    assert workers  # a walk over a cold cache: there is work
     fs.destroy("/")
     assert all(worker.poll() is not None for worker in workers)
     assert fs._warmer._processes == []
@@ -92,9 +131,8 @@ def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
     try:
-        fs.readdir("/", 0)
-        for name in expected_sessions(env, proj):
-            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+        for name, size in walk_all(fs).items():
+            assert size == len(shown(env, name))
     finally:
         fs.destroy("/")
 
@@ -105,10 +143,9 @@ def test_a_hung_worker_delays_a_request_only_until_the_deadline(store, monkeypat
     hung = [sys.executable, "-c", "import sys, time; sys.stdin.readline(); time.sleep(120)"]
     fs = memoryfs.MemoryFS(proj, env, worker_command=hung, workers=1)
     try:
-        fs.readdir("/", 0)
         started = time.monotonic()
-        for name in expected_sessions(env, proj):
-            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+        for name, size in walk_all(fs).items():
+            assert size == len(shown(env, name))
         assert fs._warmer._running == 1  # the worker still hangs: the server answered alone
     finally:
         fs.destroy("/")
