@@ -3,9 +3,10 @@ sessions in a process pool and get their results back in the sessions' order.
 
 Workers return small results (hits, totals), never documents, so memory stays bounded however
 many sessions there are. The items themselves reach the workers once, when they start
-(inherited through fork), and each task names items by their positions: thousands of
-sessions are not pickled on the way. Ctrl-C belongs to the parent: workers ignore SIGINT, and the pool is
-torn down when the parent stops reading, however it stops (end, error, interrupt, broken pipe).
+(inherited through fork), and each task names items by their positions: thousands of sessions
+are not pickled on the way. Ctrl-C belongs to the parent: workers ignore SIGINT, and the pool
+is torn down when the parent stops reading, however it stops (end, error, interrupt, broken
+pipe).
 """
 
 from __future__ import annotations
