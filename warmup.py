@@ -3,23 +3,25 @@
 When requests walk the mount's directory (memoryfs: each file asked about is listed next to
 the previous one), the sessions ahead of the walk whose size is not known yet are handed to
 `Warmer`, which renders them in the background, one worker process per core, in the walk's
-order (the order `ls -l`, `grep -r` or `cat memory/*` will ask for them). A worker translates a session, stores its
-document in the document cache (`doccache`) and sends back its totals (`documents.totals`,
-with the stamp they are valid for), which the mount records in its size cache. The mount then
-answers `getattr` from the size cache and `open` from the document cache: translation runs on
-every core instead of the single serving thread, and the big documents and the SQLite
-snapshots of a cold start live in the workers, which exit when nothing is left to do.
+order (the order `ls -l`, `grep -r` or `cat memory/*` will ask for them). A worker translates
+a session, stores its document in the document cache (`doccache`) and sends back its totals
+(`documents.totals`, with the stamp they are valid for), which the mount records in its size
+cache. The mount then answers `getattr` from the size cache and `open` from the document
+cache: translation runs on every core instead of the single serving thread, and the big
+documents and the SQLite snapshots of a cold start live in the workers, which exit when
+nothing is left to do.
 
 Exactness is unchanged: the mount compares each recorded stamp with the session's current one,
 exactly as for any other entry of the size cache. A `getattr` or `open` that arrives before its
 session's result asks `wait()`, which moves the session to the front of the queue and waits for
-it; when no worker can do it (they died), the mount renders the session itself.
+it, at most WAIT_SECONDS; when no worker can do it (they died, or hang), the mount renders the
+session itself.
 
 The workers are copies of trajectoriz (`trajectoriz memory-worker`, a command not shown in the
-help, see trajectoriz.main) started with `subprocess`, never `fork`ed: the server has threads. They read one session
-per line on stdin and answer one line of totals on stdout; they stop when their stdin closes
-(when the queue is empty, when the mount ends, or when the server dies) and are killed when
-the mount ends.
+help, see trajectoriz.main) started with `subprocess`, never `fork`ed: the server has threads.
+They read one session per line on stdin and answer one line of totals on stdout; they stop
+when their stdin closes (when the queue is empty, when the mount ends, or when the server
+dies) and are killed when the mount ends.
 """
 
 from __future__ import annotations
