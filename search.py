@@ -9,16 +9,13 @@ A query is words that must all occur (case-insensitive), `\\|` separating altern
 `--regex`, a regular expression. It is compiled once, before any session is looked at.
 
 The first content search of a document keeps its searchable text next to the cached document
-(each step's text lower-cased, in UTF-8, and the document's facts: `pack_search_text`). A word
-search then reads that flat text instead of parsing the document, and parses the document only
-for the hits it prints (the search texts of the bench corpus are 40% of its documents' bytes,
-and loading them needs no parser). A regex search (its case rules are not `str.lower`'s) reads
-the documents.
+(`searchtext.py`); a word search then reads that flat text instead of parsing the document,
+and parses the document only for the hits it prints. A regex search (its case rules are not
+`str.lower`'s) reads the documents.
 """
 
 from __future__ import annotations
 
-import marshal
 import re
 import sys
 import time
@@ -28,15 +25,13 @@ from itertools import islice
 
 import catalog
 import commands
+import searchtext
 from commands import write
 from errors import UserError
 from output import cell, table
 from transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
-SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
-SEARCH_TEXT_MAGIC = b"tzst2"
-STEP_END = b"\xff"  # never in UTF-8: no word is found across two steps' texts
 
 
 class Query:
@@ -59,9 +54,10 @@ class Query:
             raise UserError("the query is empty: give words to look for")
         self._word_patterns = {word: re.compile(re.escape(word), re.IGNORECASE)
                                for words in self.alternatives for word in words}
-        self._needles = [[utf8(word) for word in words] for words in self.alternatives]
+        self._needles = [[searchtext.utf8(word) for word in words] for words in self.alternatives]
         one_word = self._needles[0][0] if [len(words) for words in self._needles] == [1] else None
-        self._rest_of_step = re.compile(re.escape(one_word) + b"[^" + STEP_END + b"]*") if one_word else None
+        self._rest_of_step = (re.compile(re.escape(one_word) + b"[^" + searchtext.STEP_END + b"]*")
+                              if one_word else None)
 
     def matches(self, text: str) -> bool:
         if self.pattern is not None:
@@ -87,8 +83,8 @@ class Query:
 
     def count(self, text: bytes, begin: int = 0) -> int:
         """How many steps of a search text match, `text[begin:]` being each step's
-        `lowered_text` followed by STEP_END: the steps `locate` finds, without decoding (a UTF-8
-        string is in another exactly when its bytes are). Words only."""
+        `searchtext.lowered_text` followed by STEP_END: the steps `locate` finds, without
+        decoding (a UTF-8 string is in another exactly when its bytes are). Words only."""
         if self._rest_of_step is not None:  # one word: one match per step holding it, all in C
             return len(self._rest_of_step.findall(text, begin))
         if len(self._needles) == 1:
@@ -106,9 +102,9 @@ class Query:
             return
         pos = find(first, begin)
         while pos >= 0:
-            end = find(STEP_END, pos)
+            end = find(searchtext.STEP_END, pos)
             end = len(text) if end < 0 else end
-            start = max(begin, text.rfind(STEP_END, begin, pos) + 1) if rest else pos
+            start = max(begin, text.rfind(searchtext.STEP_END, begin, pos) + 1) if rest else pos
             if all(find(word, start, end) >= 0 for word in rest):
                 yield end
             pos = find(first, end + 1)
@@ -187,46 +183,6 @@ def as_hit(step_id, path: str, where: tuple) -> tuple:
     return step_id, path, where[0], snippet(*where)
 
 
-# the searchable text kept next to a cached document ------------------------------------------
-def utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
-def lowered_text(fields: list[tuple[str, str]]) -> bytes:
-    """A step's text as `Query.locate` matches words in it, in UTF-8."""
-    return utf8("\n".join(text for _, text in fields).lower())
-
-
-def pack_search_text(steps: bytes, facts: dict) -> bytes:
-    """What a repeated word search needs of a document, flat: the document's facts
-    (`documents.totals` without the stamp) in a header that says how long the rest is (so that
-    a truncated file is told from a whole one), then `steps_text`, searched where it lies."""
-    head = marshal.dumps((facts, len(steps)))
-    return SEARCH_TEXT_MAGIC + len(head).to_bytes(4, "little") + head + steps
-
-
-def steps_text(lowered: list[bytes]) -> bytes:
-    """Steps' `lowered_text`s, each followed by STEP_END, as `Query.count` reads them."""
-    return b"".join(text + STEP_END for text in lowered)
-
-
-def search_text_count(data: bytes, query: Query) -> tuple[int, dict] | None:
-    """(matching steps, facts) from a packed search text; None when it is not one whole (a
-    miss: the document is searched instead)."""
-    start = len(SEARCH_TEXT_MAGIC) + 4
-    if not data.startswith(SEARCH_TEXT_MAGIC):
-        return None
-    length = int.from_bytes(data[len(SEARCH_TEXT_MAGIC):start], "little")
-    try:
-        facts, size = marshal.loads(data[start:start + length])
-    except (EOFError, ValueError, TypeError):
-        return None
-    begin = start + length
-    if not (isinstance(facts, dict) and size == len(data) - begin and (not size or data.endswith(STEP_END))):
-        return None
-    return query.count(data, begin), facts
-
-
 def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
     facts (so that `list` and `stats` need not translate it again).
@@ -243,7 +199,7 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
 
     stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
     before = shown.value if shown is not None and keep is not None else None
-    known = stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
+    known = searchtext.stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
     if known is None:
         return searched_document(session, env, query, keep, redact, before is None or before < keep, stamp, kept_as)
     count, facts = known
@@ -262,37 +218,16 @@ def searched_document(session, env, query: Query, keep: int | None, redact: bool
     facts = documents.totals(doc, data, stamp)
     text = None
     if kept_as and "error" not in doc["extra"]:  # a failure may be passing: not kept, like the document
-        text = store_search_text(session, env, kept_as, steps, facts, query)
+        text = searchtext.store_search_text(session, env, kept_as, steps, facts, query)
     if query.pattern is None:
-        count = query.count(text if text is not None else steps_text([lowered_text(f) for _, _, f in steps]))
+        if text is None:
+            text = searchtext.steps_text([searchtext.lowered_text(fields) for _, _, fields in steps])
+        count = query.count(text)
         found = list(islice(matching(steps, query), keep if count and wanted else 0))
     else:
         everything = list(matching(steps, query))
         count, found = len(everything), everything[:keep if wanted else 0]
     return count, [as_hit(*where) for where in found] if wanted or not count else None, facts
-
-
-def stored_search_text(session, env, kept_as: list, query: Query) -> tuple[int, dict] | None:
-    import doccache
-    import documents
-
-    data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT)
-    return search_text_count(data, query) if data is not None else None
-
-
-def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query: Query) -> bytes | None:
-    """Keep a document's search text next to it, unless it is there already (a regex search
-    does not read it); its `steps_text` when it was made."""
-    import doccache
-    import documents
-
-    key = documents.cache_key(session)
-    if query.pattern is not None and doccache.has(env, key, session.short_id, kept_as, SEARCH_TEXT):
-        return None
-    text = steps_text([lowered_text(fields) for _, _, fields in steps])
-    own = {name: value for name, value in facts.items() if name != "stamp"}
-    doccache.put(env, key, session.short_id, kept_as, pack_search_text(text, own), SEARCH_TEXT)
-    return text
 
 
 # which sessions -----------------------------------------------------------------------------------

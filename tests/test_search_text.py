@@ -1,4 +1,4 @@
-"""The search text kept next to each cached document (search.py, `pack_search_text`): a word
+"""The search text kept next to each cached document (searchtext.py): a word
 search answered from it prints exactly what one answered from the documents prints, for every
 agent's documents, sub-agents and every query mode; a damaged search text is a miss; it leaves
 the cache with its document; and it counts steps exactly like `Query.locate` matches them,
@@ -19,6 +19,7 @@ import doccache
 import documents
 import parallel
 import search
+import searchtext
 from helpers import run_main
 from homes import agent_homes
 from stores import build_home
@@ -41,7 +42,7 @@ def store(tmp_path_factory):
 
 
 def search_texts(env) -> list[str]:
-    return sorted(glob.glob(os.path.join(doccache.folder(env), "*" + search.SEARCH_TEXT)))
+    return sorted(glob.glob(os.path.join(doccache.folder(env), "*" + searchtext.SEARCH_TEXT)))
 
 
 def content(env, *args, as_json: bool = False) -> tuple[int, bytes]:
@@ -120,7 +121,7 @@ def test_facts_from_search_texts_are_the_documents_facts(store):
 
 # a damaged search text -------------------------------------------------------------------------
 def damaged(data: bytes) -> list[bytes]:
-    return [data[:cut] for cut in (0, 3, len(search.SEARCH_TEXT_MAGIC) + 2, len(data) // 2, len(data) - 1)] + [
+    return [data[:cut] for cut in (0, 3, len(searchtext.SEARCH_TEXT_MAGIC) + 2, len(data) // 2, len(data) - 1)] + [
         b"x" + data[1:],                      # not our magic
         data + b"\0",                         # longer than its header says
         b"\xff" * len(data),
@@ -129,14 +130,14 @@ def damaged(data: bytes) -> list[bytes]:
 
 def test_a_damaged_search_text_is_a_miss():
     query = search.Query("note.txt")
-    steps = search.steps_text([search.lowered_text([("message", "Read note.txt")]), b""])
+    steps = searchtext.steps_text([searchtext.lowered_text([("message", "Read note.txt")]), b""])
     facts = {"size": 10, "steps": 2}
-    data = search.pack_search_text(steps, facts)
-    assert search.search_text_count(data, query) == (1, facts)
+    data = searchtext.pack_search_text(steps, facts)
+    assert searchtext.search_text_count(data, query) == (1, facts)
     for bad in damaged(data):
-        assert search.search_text_count(bad, query) is None, bad
-    unended = search.pack_search_text(steps.rstrip(search.STEP_END), facts)  # steps without their ends
-    assert search.search_text_count(unended, query) is None
+        assert searchtext.search_text_count(bad, query) is None, bad
+    unended = searchtext.pack_search_text(steps.rstrip(searchtext.STEP_END), facts)  # steps without their ends
+    assert searchtext.search_text_count(unended, query) is None
 
 
 @pytest.mark.parametrize("kind", range(len(damaged(b"0123456789abcdef"))))
@@ -152,7 +153,7 @@ def test_a_damaged_search_text_on_disk_is_searched_from_the_document_and_written
     query = search.Query("note.txt")
     for path in paths:
         with open(path, "rb") as handle:
-            assert search.search_text_count(handle.read(), query) is not None, "not written again"
+            assert searchtext.search_text_count(handle.read(), query) is not None, "not written again"
 
 
 # the same matching as Query.locate ---------------------------------------------------------------
@@ -172,8 +173,8 @@ def test_counting_in_search_texts_agrees_with_locate(steps, query):
         return
     fields = [[("message", text) for text in texts if text] for texts in steps]
     expected = sum(1 for f in fields if f and compiled.locate(f))
-    packed = search.pack_search_text(search.steps_text([search.lowered_text(f) for f in fields]), {})
-    assert search.search_text_count(packed, compiled) == (expected, {})
+    packed = searchtext.pack_search_text(searchtext.steps_text([searchtext.lowered_text(f) for f in fields]), {})
+    assert searchtext.search_text_count(packed, compiled) == (expected, {})
 
 
 # bounded with the documents ----------------------------------------------------------------------
@@ -182,7 +183,7 @@ def test_a_document_and_its_search_text_are_evicted_together(tmp_path, monkeypat
     entries = [(f"key{i}", f"s{i}", [i]) for i in range(6)]
     for key, short_id, stamp in entries[:5]:
         doccache.put(env, key, short_id, stamp, b"d" * 100)
-        doccache.put(env, key, short_id, stamp, b"t" * 100, search.SEARCH_TEXT)
+        doccache.put(env, key, short_id, stamp, b"t" * 100, searchtext.SEARCH_TEXT)
     def used(entry, *moments):
         for suffix, moment in zip(doccache.SUFFIXES, moments):
             os.utime(doccache.path_of(env, *entry, suffix), (moment, moment))
@@ -199,5 +200,5 @@ def test_a_document_and_its_search_text_are_evicted_together(tmp_path, monkeypat
     for entry in gone:
         for suffix in doccache.SUFFIXES:
             assert not os.path.exists(doccache.path_of(env, *entry, suffix))
-    assert doccache.get(env, *entries[2], search.SEARCH_TEXT) == b"t" * 100
+    assert doccache.get(env, *entries[2], searchtext.SEARCH_TEXT) == b"t" * 100
     assert doccache.get(env, *entries[2]) == b"d" * 100
