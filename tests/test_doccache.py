@@ -96,3 +96,26 @@ def test_a_hit_refreshes_an_old_files_mtime_only(tmp_path):
     os.utime(path, (1, 1))
     assert doccache.get(env, "key", "id", [1]) == b"document"
     assert os.stat(path).st_mtime > doccache.REFRESH_AFTER
+
+
+def test_an_entry_that_cannot_be_deleted_still_counts(tmp_path, monkeypatch):
+    """Eviction reports the bytes left in the folder: an entry it failed to delete is still
+    there, so it still counts."""
+    env = base_env(tmp_path)
+    for n in range(3):
+        doccache.put(env, f"key{n}", "id", [n], b"x" * 100)
+        path = doccache.path_of(env, f"key{n}", "id", [n])
+        os.utime(path, ns=(n * 10 ** 9, n * 10 ** 9))  # key0 oldest
+    stuck = doccache.path_of(env, "key0", "id", [0])
+    real_unlink = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        if path == stuck:
+            raise PermissionError(path)
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    left = doccache.evict(doccache.folder(env), 150, keep=doccache.path_of(env, "key2", "id", [2]))
+    assert os.path.exists(stuck)
+    assert left == sum(os.path.getsize(os.path.join(doccache.folder(env), name))
+                       for name in os.listdir(doccache.folder(env)))
