@@ -120,7 +120,7 @@ class MemoryFS:
     def __init__(self, project: str, env, on_ready=None, worker_command: list[str] | None = None,
                  workers: int = 1):
         """`worker_command` runs trajectoriz (memory.self_command): with it, `workers` processes
-        render the listed sessions ahead of time; without it, everything is rendered here."""
+        render ahead of a walk over the directory; without it, everything is rendered here."""
         self._project = project
         self._env = env
         self._scope = catalog.Scope(project, env)
