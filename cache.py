@@ -4,12 +4,18 @@ Every entry is keyed by the fingerprint (size and mtime) of the native files it 
 from, so a cache can be stale only in what it skips, never in what it serves. Files are written
 atomically (temporary file, then rename): concurrent commands may lose an update, never corrupt
 the cache. A cache that cannot be read or written is simply not used.
+
+Everything trajectoriz writes is private: folders are created 0700 (every missing level, the
+user's ~/.cache included when trajectoriz is the one creating it), files 0600. A cache folder
+found with wider modes (an older release, a umask of 022) is tightened the first time a process
+looks at it; one owned by another user (XDG_CACHE_HOME in a shared /tmp) is never used.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
+import stat
 import sys
 
 from agents.base import home
@@ -18,9 +24,87 @@ from agents.base import home
 INDEX_FILE = f"index-v2-py{sys.version_info[0]}{sys.version_info[1]}.bin"
 
 
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+_checked: dict = {}  # cache folder -> whether it may be used (checked once per process)
+
+
 def cache_dir(env) -> str:
     base = env.get("XDG_CACHE_HOME") or os.path.join(home(env), ".cache")
-    return os.path.join(base, "trajectoriz")
+    path = os.path.join(base, "trajectoriz")
+    if path not in _checked:
+        _checked[path] = tighten(path)
+    return path
+
+
+def usable(path: str) -> bool:
+    """Whether a cache folder may be read and written: not one another user owns."""
+    if path not in _checked:
+        _checked[path] = tighten(path)
+    return _checked[path]
+
+
+def tighten(path: str) -> bool:
+    """Make an existing folder of ours owner-only, with everything in it (group and other bits
+    removed, the owner's kept: the unpacked program in app/ stays executable). False when the
+    folder is not ours to use: owned by another user, or not a folder."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return True  # not there yet: make_private_dirs creates it private
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        return False
+    if st.st_mode & 0o077:
+        _strip_group_and_other(path)
+    return True
+
+
+def _strip_group_and_other(top: str) -> None:
+    for folder, dirs, files in os.walk(top):
+        for name in [folder, *(os.path.join(folder, n) for n in files + dirs)]:
+            try:
+                st = os.lstat(name)
+                if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                    os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o077)
+            except OSError:
+                pass
+
+
+def make_private_dirs(path: str) -> None:
+    """`os.makedirs`, every level it creates 0700 (makedirs gives the mode to the last one only).
+    Raises OSError like makedirs."""
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, PRIVATE_DIR)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Write `path` atomically (a temporary file beside it, then a rename), owner-only. Raises
+    OSError; the temporary file never stays behind."""
+    folder = os.path.dirname(path)
+    make_private_dirs(folder)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{id(data):x}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def fingerprint(paths) -> list:
@@ -70,8 +154,11 @@ def _encode(name: str, value) -> bytes:
 
 
 def load(env, name: str) -> dict:
+    directory = cache_dir(env)
+    if not usable(directory):
+        return {}
     try:
-        with open(os.path.join(cache_dir(env), name), "rb") as handle:
+        with open(os.path.join(directory, name), "rb") as handle:
             data = _decode(name, handle.read())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError, EOFError, TypeError):
@@ -99,16 +186,10 @@ def load_shared(env, name: str) -> dict:
 
 
 def save(env, name: str, data: dict) -> None:
-    import tempfile  # here only: a warm run saves nothing, and tempfile costs ~10 ms to import
-
     directory = cache_dir(env)
-    tmp = None
+    if not usable(directory):
+        return
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_encode(name, data))
-        os.replace(tmp, os.path.join(directory, name))
+        write_private(os.path.join(directory, name), _encode(name, data))
     except (OSError, TypeError, ValueError):
-        if tmp and os.path.exists(tmp):
-            os.remove(tmp)
+        pass

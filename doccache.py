@@ -47,6 +47,8 @@ def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json") ->
 def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bytes | None:
     """The file's bytes, read without Python's file objects (a repeated `search --content`
     reads thousands of them)."""
+    if not cache.usable(cache.cache_dir(env)):
+        return None
     path = path_of(env, key, short_id, stamp, suffix)
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -79,19 +81,13 @@ def has(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> boo
 
 
 def put(env, key: str, short_id: str, stamp: list, data: bytes, suffix: str = ".json") -> None:
+    if not cache.usable(cache.cache_dir(env)):
+        return
     path = path_of(env, key, short_id, stamp, suffix)
     directory = os.path.dirname(path)
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(directory, exist_ok=True)
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
+        cache.write_private(path, data)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return
     total = _known_total.get(directory)
     total = _scan_total(directory) if total is None else total + len(data)

@@ -41,7 +41,7 @@ digest() {
 
 # unpack ROOT: put the program at ROOT/$id (if a concurrent first run was quicker, keep theirs).
 unpack() {
-    mkdir -p "$1" 2>/dev/null && tmp=$(mktemp -d "$1/.unpack-$id.XXXXXX" 2>/dev/null) || return 1
+    (umask 077 && mkdir -p "$1") 2>/dev/null && tmp=$(mktemp -d "$1/.unpack-$id.XXXXXX" 2>/dev/null) || return 1
     if tail -c +"$skip" "$self" | gzip -dc 2>/dev/null | tar -xf - -C "$tmp" 2>/dev/null &&
         [ -x "$tmp/$id/trajectoriz" ]; then
         mv "$tmp/$id" "$1/" 2>/dev/null  # a rename: atomic, and refused if $1/$id exists
