@@ -21,7 +21,10 @@ import sys
 from agents.base import home
 
 # The catalog's index of discovered sessions (marshal: its format is the interpreter's).
-INDEX_FILE = f"index-v2-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+INDEX_FILE = f"index-v3-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+# What older releases left in the cache with text that was not redacted (first messages in
+# the index, documents redacted by older rules): removed the first time a process looks.
+OBSOLETE = ("index-v1", "index-v2-", "documents-v1", "facts-v1", "facts-v2")
 
 
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
@@ -55,7 +58,26 @@ def tighten(path: str) -> bool:
         return False
     if st.st_mode & 0o077:
         _strip_group_and_other(path)
+    _remove_obsolete(path)
     return True
+
+
+def _remove_obsolete(path: str) -> None:
+    try:
+        names = [name for name in os.listdir(path) if name.startswith(OBSOLETE)]
+    except OSError:
+        return
+    import shutil  # here only: there is rarely anything to remove
+
+    for name in names:
+        target = os.path.join(path, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            try:
+                os.unlink(target)
+            except OSError:
+                pass
 
 
 def _strip_group_and_other(top: str) -> None:

@@ -3,6 +3,11 @@
 Discovery asks every agent module for its sources, re-scans only the sources whose fingerprint
 changed since the last run (`index` cache), gives each session a short id that is unique in
 the whole catalog, and sorts newest first. Nothing here parses a session beyond its head.
+
+A native id found in two sources of one agent is one session (a copy, an older format beside
+the newer one): the first source wins. For agents that keep sessions in per-project folders
+(`SESSIONS_PER_PROJECT`), the same id in two projects is two sessions (a conversation resumed
+elsewhere): each is kept in its own project, under its own short id (`mark_twins`).
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from datetime import datetime
 import agents
 import cache
 import mounts
+import safepath
 from agents.base import Session
 from errors import UserError
+from output import printable
+from redact import redact_text
 
 SHORT_HEX = 8
 
@@ -60,7 +68,8 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
         cached = index.get(module.NAME) or {}
         entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
         kept: dict = {}
-        seen_ids: set = set()
+        seen: set = set()
+        per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
         sources_seen[module.NAME] = []
         try:
             source_list = list(_sources(module, env, sessions))
@@ -85,8 +94,9 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
                 found = _scan(module, source, env, problems)
                 kept[source] = [fp, [s.to_cache() for s in found]]
             for session in found:
-                if session.native_id not in seen_ids:  # the first source of an id wins
-                    seen_ids.add(session.native_id)
+                identity = (session.native_id, session.cwd if per_project else None)
+                if identity not in seen:  # one session in two sources: the first wins
+                    seen.add(identity)
                     sessions.append(session)
         fresh[module.NAME] = {"version": module_version(module), "sources": kept}
     if use_cache and _changed(index, fresh, names):
@@ -123,7 +133,7 @@ def _scan(module, source: str, env, problems: list) -> list[Session]:
     """The module's scan, or, when the source cannot be read at all, one placeholder session so
     that the failure stays visible in listings, the mount and the health report."""
     try:
-        return list(module.scan(source, env))
+        return [untrusted(session) for session in module.scan(source, env)]
     except Exception as exc:  # a broken source must not hide the others
         reason = f"{type(exc).__name__}: {exc}"
         problems.append(SourceProblem(module.NAME, source, reason))
@@ -135,14 +145,58 @@ def _scan(module, source: str, env, problems: list) -> list[Session]:
                         started=started, title="(unreadable session)", extra={"scan_error": reason})]
 
 
+def untrusted(session: Session) -> Session:
+    """A scanned session made safe to keep, compare and print: every field comes from the store.
+    A working directory no system call takes (a NUL in it, not a string) is dropped, so the
+    session belongs to no project, and the document says why (`extra.discovery_warnings`,
+    counted by `trajectoriz agents`); first message and model are plain valid text, secrets
+    redacted (the index cache stores them, listings print them, and a search never matches
+    inside a secret). Paths and ids stay as they are: they name files to open."""
+    warnings = []
+    if session.cwd is not None and not (isinstance(session.cwd, str) and "\0" not in session.cwd):
+        warnings.append(f"the recorded working directory is not a usable path "
+                        f"({printable(repr(session.cwd))[:200]}): the session belongs to no project")
+        session.cwd = None
+    if not isinstance(session.native_id, str):
+        session.native_id = str(session.native_id)
+    session.title = listing_text(session.title if isinstance(session.title, str) else "")
+    session.model = listing_text(session.model) if isinstance(session.model, str) else None
+    if warnings:
+        session.extra = {**session.extra, "discovery_warnings": warnings}
+    return session
+
+
+def listing_text(text: str) -> str:
+    return printable(redact_text(text)[0])
+
+
 # identity ------------------------------------------------------------------------------------------
 def full_hash(session: Session) -> str:
-    return hashlib.sha256(f"{session.agent}:{session.native_id}".encode()).hexdigest()
+    """The hash of a session's identity: its agent and native id; for the twin of a session
+    with the same id in another project (`twin_of`), its working directory too."""
+    identity = f"{session.agent}:{session.native_id}"
+    if session.extra.get("twin"):
+        identity += f"\0{session.cwd}"
+    return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def mark_twins(sessions: list[Session]) -> None:
+    """Sessions of one agent sharing a native id (one conversation resumed in two projects)
+    are all kept; the first one (by source path) keeps the plain identity, the others add
+    their working directory to it, so that every id stays unique and stable."""
+    first: dict = {}
+    for session in sorted(sessions, key=lambda s: (s.agent, s.native_id, s.source, s.cwd or "")):
+        key = (session.agent, session.native_id)
+        if key in first:
+            session.extra = {**session.extra, "twin": True}
+        else:
+            first[key] = session
 
 
 def assign_short_ids(sessions: list[Session]) -> None:
     """`<prefix>-<hex>` from a hash of the native id: stable across runs, and lengthened (8, 12,
     16, ... hex digits) for exactly the sessions whose shorter ids would collide."""
+    mark_twins(sessions)
     prefixes = {name: getattr(agents.load(name), "PREFIX", name[:2]) for name in
                 {s.agent for s in sessions}}
     digests = [full_hash(s) for s in sessions]
@@ -197,7 +251,7 @@ def project_root(directory: str) -> str:
     start = os.path.realpath(directory)
     current = start
     while True:
-        if os.path.exists(os.path.join(current, ".git")):
+        if is_work_tree(current):
             return current
         parent = os.path.dirname(current)
         if parent == current:
@@ -205,11 +259,19 @@ def project_root(directory: str) -> str:
         current = parent
 
 
-def _components(path: str, avoided: list[str]) -> tuple:
-    """The path's components, symlinks resolved, except inside a FUSE mount that discovery
-    avoids: resolving looks at every component, and a hung mount would never answer."""
-    resolved = os.path.abspath(path) if mounts.inside(path, avoided) else os.path.realpath(path)
-    return tuple(part for part in resolved.split(os.sep) if part)
+def is_work_tree(directory: str) -> bool:
+    """Whether `directory` is the top of a git work tree: its `.git` is a folder, or a file naming
+    the repository (`gitdir: ...`, a linked worktree or a submodule). An empty or stray `.git`
+    file does not make a project of its folder (it would widen the project to a parent of the
+    real one)."""
+    dot_git = os.path.join(directory, ".git")
+    if os.path.isdir(dot_git):
+        return True
+    try:
+        with open(dot_git, "rb") as handle:
+            return handle.read(8) == b"gitdir: "
+    except OSError:
+        return False
 
 
 class Scope:
@@ -220,17 +282,18 @@ class Scope:
 
     def __init__(self, project: str, env=None):
         self._avoided = mounts.avoided(env if env is not None else os.environ)
-        self._root = _components(project, self._avoided)
-        self.project = os.sep + os.sep.join(self._root)
+        self._root = safepath.components(os.path.abspath(project), self._avoided)
+        self.project = os.sep + os.sep.join(self._root or ())
         self._memo: dict = {}
 
     def contains(self, session: Session) -> bool:
         cwd = session.cwd
-        if not cwd or not os.path.isabs(cwd):
+        if self._root is None or not safepath.usable(cwd):
             return False
         inside = self._memo.get(cwd)
         if inside is None:
-            inside = _components(cwd, self._avoided)[: len(self._root)] == self._root
+            parts = safepath.components(cwd, self._avoided)
+            inside = parts is not None and parts[: len(self._root)] == self._root
             self._memo[cwd] = inside
         return inside
 

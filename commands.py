@@ -9,13 +9,14 @@ import sys
 
 
 import agents
+import cache
 import catalog
 import documents
 import guide
 from atif.serialize import dumps, loads
 from atif.validate import validate
 from errors import UserError
-from output import cell, table
+from output import cell, printable, table
 
 
 def chosen_project(args) -> str:
@@ -47,7 +48,7 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
 
 def write(text: str | bytes) -> None:
     out = sys.stdout.buffer
-    out.write(text.encode() if isinstance(text, str) else text)
+    out.write(printable(text).encode() if isinstance(text, str) else text)
     out.flush()
 
 
@@ -73,10 +74,14 @@ def run_list(args, env) -> int:
 
 
 def listing_record(session, facts: dict | None = None) -> dict:
+    """A session as `list --json` and `search --json` print it. First message and model were
+    made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
+    printable (a file name that is not UTF-8) and redacted too."""
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-              "started": session.started, "native_id": session.native_id, "cwd": session.cwd,
+              "started": session.started, "native_id": catalog.listing_text(session.native_id),
+              "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
-              "file": catalog.file_name(session), "source": session.source}
+              "file": catalog.file_name(session), "source": catalog.listing_text(session.source)}
     if facts:
         record["steps"], record["bytes"] = facts["steps"], facts["size"]
     return record
@@ -112,7 +117,10 @@ def run_show(args, env) -> int:
 def run_export(args, env) -> int:
     _, sessions, project = selected(args, env)
     out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
+    try:
+        cache.make_private_dirs(out)
+    except OSError as exc:
+        raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
     redact = not args.no_redact
     facts = documents.Facts(env, redact)
     wanted = set()
@@ -122,23 +130,16 @@ def run_export(args, env) -> int:
             stamp = documents.cache_stamp(session, env, redact)
             doc, data = documents.document(session, env, redact)
             facts.record(session, stamp, data, doc)
-            _write_file(os.path.join(out, name), data)
+            cache.write_private(os.path.join(out, name), data)
             wanted.add(name)
     finally:
         facts.save()
     for stale in glob.glob(os.path.join(glob.escape(out), "*_*_*.atif.json")):
         if os.path.basename(stale) not in wanted:
             os.remove(stale)
-    _write_file(os.path.join(out, "README.md"), guide.readme(project or "every project", len(wanted), mounted=False))
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project or "every project", len(wanted), mounted=False))
     print(f"Exported {len(wanted)} session(s) to {out}", file=sys.stderr)
     return 0
-
-
-def _write_file(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
 
 
 # validate -----------------------------------------------------------------------------------------

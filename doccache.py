@@ -28,7 +28,7 @@ import orjson
 
 import cache
 
-FOLDER = "documents-v1"
+FOLDER = "documents-v2"  # v1 held documents redacted by older rules (cache.OBSOLETE)
 LIMIT_BYTES = 2 * 1024 ** 3
 SUFFIXES = (".json", ".search")  # the document, its searchable text
 REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)
@@ -40,7 +40,8 @@ def folder(env) -> str:
 
 
 def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> str:
-    name = hashlib.sha256(orjson.dumps([key, short_id, stamp])).hexdigest()[:40]
+    material = orjson.dumps([short_id, stamp]) + b"\0" + key.encode("utf-8", "surrogatepass")  # a path need not be UTF-8
+    name = hashlib.sha256(material).hexdigest()[:40]
     return os.path.join(folder(env), name + suffix)
 
 

@@ -8,6 +8,8 @@ becomes a valid document that says what went wrong.
 
 from __future__ import annotations
 
+import sys
+
 import agents
 import cache
 import catalog
@@ -19,7 +21,7 @@ from atif.serialize import dumps, loads
 from redact import redact as redact_secrets
 from version import VERSION
 
-FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
+FACTS_FILE = f"facts-v3-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
@@ -93,6 +95,9 @@ def _translated(session: Session, env) -> dict:
             "cwd": session.cwd, "title": session.title or None}
     extra = {k: v for k, v in ours.items() if v is not None}
     extra.update(doc.get("extra") or {})
+    found_first = session.extra.get("discovery_warnings") or []
+    if found_first:
+        extra["warnings"] = [*found_first, *(extra.get("warnings") or [])]
     doc["extra"] = extra
     if "subagent_trajectories" in doc:  # keep the spec's key order: extra before subagents
         doc["subagent_trajectories"] = doc.pop("subagent_trajectories")

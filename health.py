@@ -31,7 +31,7 @@ MAX_KINDS = 8            # problem kinds shown per agent; the rest are counted i
 # one session ---------------------------------------------------------------------------------------
 def summarize(session, env) -> dict:
     """What the report needs from one session's document (small, to cross process bounds)."""
-    doc = documents.translate(session, env, redact=False)
+    doc = documents.translate(session, env)  # redacted: its warnings are printed
     extra = doc.get("extra") or {}
     return {"error": extra.get("error"), "warnings": list(extra.get("warnings") or []),
             "version": (doc.get("agent") or {}).get("version") or "unknown",
@@ -85,17 +85,17 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
     warned = [s for s in summaries if not s["error"] and s["warnings"]]
     return {
         "agent": name, "atif_name": getattr(module, "ATIF_NAME", name),
-        "store": os.path.commonpath(sources) if sources else None,
+        "store": catalog.listing_text(os.path.commonpath(sources)) if sources else None,
         "sources": len(sources), "sessions": len(summaries),
         "native_bytes": native_bytes(module, sources, env),
         "sessions_with_warnings": len(warned), "sessions_failed": len(failed),
         "warnings": group_problems([(s["id"], w) for s in warned for w in s["warnings"]])[:MAX_KINDS],
         "failures": group_problems([(s["id"], s["error"]) for s in failed])[:MAX_KINDS],
-        "store_problems": [f"{p.source or '(store)'}: {p.reason}" for p in found.problems
-                           if p.agent == name],
+        "store_problems": [catalog.listing_text(f"{p.source or '(store)'}: {p.reason}")
+                           for p in found.problems if p.agent == name],
         "formats": dict(Counter(s["format"] for s in summaries).most_common()),
         "versions": dict(Counter(s["version"] for s in summaries).most_common()),
-        "source_paths": sources,
+        "source_paths": [catalog.listing_text(source) for source in sources],
     }
 
 

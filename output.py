@@ -3,9 +3,23 @@ cut with an ellipsis."""
 
 from __future__ import annotations
 
+import re
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text that encodes as UTF-8: lone surrogates (from a file name that is not UTF-8) become
+    U+FFFD."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
 
 def cell(value, limit: int = 0) -> str:
-    text = " ".join(str(value if value is not None else "").split())
+    """A table cell: one line, valid text, no control characters (a first message holding a
+    terminal escape sequence must not drive the user's terminal), `|` escaped."""
+    text = " ".join(printable(str(value if value is not None else "")).split())
+    text = _CONTROL.sub("\ufffd", text) if not text.isprintable() else text
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text.replace("|", "\\|")

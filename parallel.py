@@ -32,19 +32,28 @@ def ordered(function, items: list, context: tuple = (), workers: int | None = No
     """`function(item, *context)` for every item, yielded in the items' order as soon as each
     result (and every one before it) is ready. `function` must be a module-level function."""
     workers = min(workers or cores(), len(items))
-    if workers <= 1:
+    pool = _pool(workers, function, items, context) if workers > 1 else None
+    if pool is None:
         for item in items:
             yield function(item, *context)
         return
-    methods = multiprocessing.get_all_start_methods()
-    start = multiprocessing.get_context("fork" if "fork" in methods else None)
-    pool = start.Pool(workers, _start_worker, (function, items, context))
     try:
         yield from pool.imap(_call, range(len(items)), chunksize=chunk_size(len(items), workers))
         pool.close()
     finally:
         pool.terminate()
         pool.join()
+
+
+def _pool(workers: int, function, items: list, context: tuple):
+    """A pool of `workers` processes; None where none can be made (the pool's locks live in
+    /dev/shm, which a sandbox may leave out or read-only): the work is then done here."""
+    methods = multiprocessing.get_all_start_methods()
+    start = multiprocessing.get_context("fork" if "fork" in methods else None)
+    try:
+        return start.Pool(workers, _start_worker, (function, items, context))
+    except (OSError, ImportError):
+        return None
 
 
 def chunk_size(count: int, workers: int) -> int:

@@ -96,3 +96,9 @@ def redact(data: bytes) -> tuple[bytes, dict]:
 
         data = pattern.sub(replace, data)
     return data, counts
+
+
+def redact_text(text: str) -> tuple[str, dict]:
+    """`redact` of a text (until the rewrite that works on text lands)."""
+    data, counts = redact(text.encode("utf-8", "surrogatepass"))
+    return (data.decode("utf-8", "surrogatepass"), counts) if counts else (text, counts)

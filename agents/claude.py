@@ -20,6 +20,7 @@ from atif.serialize import dumps_text, loads
 
 NAME = "claude"
 PREFIX = "cl"
+SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "claude-code"
 VERSION = 1
 

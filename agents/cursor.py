@@ -40,6 +40,7 @@ from atif.serialize import dumps_text, loads
 
 NAME = "cursor"
 PREFIX = "cu"
+SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "cursor-cli"
 VERSION = 1
 

@@ -46,6 +46,7 @@ from atif.serialize import loads
 
 NAME = "gemini"
 PREFIX = "gm"
+SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "gemini-cli"
 VERSION = 2
 

@@ -18,13 +18,14 @@ import os
 
 import cache
 import mounts
+import safepath
 from agents.base import Session
 
 
 def current_directory(env, avoided=()) -> str | None:
     """The directory the command runs in: `$PWD` when it names this directory, else getcwd()."""
     pwd = env.get("PWD")
-    if pwd and os.path.isabs(pwd) and not mounts.inside(pwd, avoided) and os.path.isdir(pwd):
+    if safepath.usable(pwd) and safepath.is_dir(pwd, avoided):
         return pwd
     try:
         return os.getcwd()
@@ -47,7 +48,8 @@ def ancestors(directory: str) -> list[str]:
 def known_session_dirs(env, avoided=(), session_dirs=()) -> list[str]:
     """Working directories of sessions of any agent: `session_dirs` (what the running discovery
     found) and those in trajectoriz's index cache (what the previous one found), existing ones
-    only, each once."""
+    only, symlinks resolved, each once. None is looked at inside an avoided FUSE mount, even
+    through a symlink (`safepath`): a recorded directory is untrusted."""
     index = cache.load_shared(env, cache.INDEX_FILE)
     memo = _index_cwds.get(id(index))
     if memo is None or memo[0] is not index:
@@ -55,8 +57,9 @@ def known_session_dirs(env, avoided=(), session_dirs=()) -> list[str]:
         _index_cwds.clear()  # one index at a time: bounded
         _index_cwds[id(index)] = memo
     known = dict.fromkeys(memo[1])
-    known.update(dict.fromkeys(d for d in session_dirs if isinstance(d, str) and os.path.isabs(d)))
-    return [cwd for cwd in known if not mounts.inside(cwd, avoided) and os.path.isdir(cwd)]
+    known.update(dict.fromkeys(d for d in session_dirs if safepath.usable(d)))
+    resolved = (safepath.resolve(cwd, avoided) for cwd in known)
+    return list(dict.fromkeys(cwd for cwd in resolved if cwd and safepath.is_dir(cwd, avoided)))
 
 
 _index_cwds: dict = {}
@@ -71,7 +74,7 @@ def _cwds_of(index: dict) -> list[str]:
         for entry in (sources or {}).values():
             for values in _cached_sessions(entry):
                 cwd = values[_CWD] if isinstance(values, list) and len(values) > _CWD else None
-                if isinstance(cwd, str) and cwd not in found and os.path.isabs(cwd):
+                if cwd not in found and safepath.usable(cwd):
                     found[cwd] = None
     return list(found)
 

@@ -27,6 +27,7 @@ from atif.serialize import dumps_text
 
 NAME = "qwen"
 PREFIX = "qw"
+SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "qwen-code"
 VERSION = 1
 

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import cache
 import catalog
 import documents
 import memory
@@ -244,7 +245,7 @@ def test_sizes_persist_and_are_saved_in_batches(store, monkeypatch):
     sizes = {n: fs.getattr("/" + n)["st_size"] for n in names}
     assert not os.path.exists(facts_file)  # no write per stat
     fs.destroy("/")
-    saved = json.load(open(facts_file))
+    saved = cache.load(env, documents.FACTS_FILE)
     assert len(saved) == len(names)
     monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("translated a cached size"))
     fresh = new_fs(env, proj)

@@ -1,0 +1,128 @@
+"""Everything trajectoriz writes is private: folders 0700, files 0600, whatever the umask; a
+cache left wider by an older release is tightened; one another user owns is never used; what
+older releases left in the cache with unredacted text is removed.
+
+Commands run under umask 022, the usual default, with which Python's own defaults would give
+0755 folders and 0644 files that every local user can read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from helpers import LIVE, base_env, cli
+from test_untrusted import SESSION, claude_session
+
+TOKEN = "ghp_" + "Q7xWm2Tz9Rp4Lk8Vc3Nb6Kd1Hs5Jf0Ga2UeRy"
+
+
+@pytest.fixture(autouse=True)
+def usual_umask():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def modes_under(top: str) -> dict:
+    """path -> permission bits of everything under `top` (top included)."""
+    found = {top: stat.S_IMODE(os.lstat(top).st_mode)}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            found[path] = stat.S_IMODE(os.lstat(path).st_mode)
+    return found
+
+
+def assert_private(top: str) -> None:
+    for path, mode in modes_under(top).items():
+        wanted = 0o700 if os.path.isdir(path) else 0o600
+        assert mode == wanted, f"{path}: {mode:o}, not {wanted:o}"
+
+
+def secret_store(tmp_path, cache_home: bool = False) -> tuple[dict, str]:
+    """A Claude store whose first message holds a GitHub token."""
+    env = base_env(tmp_path)
+    if cache_home:  # trajectoriz creates ~/.cache itself
+        del env["XDG_CACHE_HOME"]
+    project = str(tmp_path / "proj")
+    os.makedirs(project)
+    path = claude_session(env["HOME"], "-proj", SESSION + ".jsonl", project)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("SCENARIO claude-2", f"SCENARIO claude-2 with {TOKEN}"))
+    return env, project
+
+
+def run_everything(env, project, out) -> None:
+    for args in (["list"], ["list", "--json"], ["search", "SCENARIO"], ["search", "--content", "note.txt"],
+                 ["stats"], ["agents"], ["export", "--out", out]):
+        result = cli(*args, env=env, cwd=project)
+        assert result.returncode == 0, (args, result.stderr)
+    shown = json.loads(cli("list", "--json", env=env, cwd=project).stdout.splitlines()[0])
+    assert cli("show", shown["id"], env=env, cwd=project).returncode == 0
+
+
+def test_every_folder_and_file_trajectoriz_creates_is_owner_only(tmp_path):
+    env, project = secret_store(tmp_path, cache_home=True)
+    out = str(tmp_path / "exported" / "memory")
+    run_everything(env, project, out)
+    cache_home = os.path.join(env["HOME"], ".cache")
+    assert_private(cache_home)  # ~/.cache included: trajectoriz created it
+    assert_private(os.path.join(tmp_path, "exported"))
+    assert len(modes_under(os.path.join(cache_home, "trajectoriz"))) > 4  # index, facts, documents
+
+
+def test_a_cache_left_readable_by_others_is_tightened(tmp_path):
+    env, project = secret_store(tmp_path)
+    run_everything(env, project, str(tmp_path / "out"))
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    for path in modes_under(cache):
+        os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
+    assert cli("list", env=env, cwd=project).returncode == 0
+    assert_private(cache)
+
+
+def test_no_cache_file_holds_a_secret_of_the_store(tmp_path):
+    env, project = secret_store(tmp_path)
+    run_everything(env, project, str(tmp_path / "out"))
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    for path in modes_under(cache):
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                assert TOKEN.encode() not in handle.read(), path
+    listed = cli("list", "--json", env=env, cwd=project).stdout
+    assert TOKEN.encode() not in listed and b"REDACTED:github" in listed
+
+
+def test_what_older_releases_left_unredacted_is_removed(tmp_path):
+    env, project = secret_store(tmp_path)
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    os.makedirs(os.path.join(cache, "documents-v1"))
+    old = {"index-v2-py311.bin": TOKEN.encode(), "facts-v2.json": b"{}",
+           os.path.join("documents-v1", "0" * 40 + ".json"): TOKEN.encode()}
+    for name, data in old.items():
+        with open(os.path.join(cache, name), "wb") as handle:
+            handle.write(data)
+    assert cli("list", env=env, cwd=project).returncode == 0
+    assert not any(os.path.exists(os.path.join(cache, name)) for name in old)
+    assert not os.path.exists(os.path.join(cache, "documents-v1"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the cache folder to another user")
+def test_a_cache_folder_another_user_owns_is_never_used(tmp_path):
+    """XDG_CACHE_HOME in a shared folder, where another user made `trajectoriz` first: what
+    trajectoriz would write there (documents, first messages) would be theirs to read."""
+    env, project = secret_store(tmp_path)
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    os.makedirs(cache, mode=0o777)
+    os.chmod(cache, 0o777)
+    os.chown(cache, 65534, 65534)
+    os.chown(env["XDG_CACHE_HOME"], 65534, 65534)
+    run_everything(env, project, str(tmp_path / "out"))
+    assert os.listdir(cache) == []
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o777  # not ours to change
