@@ -164,7 +164,7 @@ def serve(fuse, project: str, point: str, env) -> int:
         cache.save(env, _state_name(point), {"pid": os.getpid(), "point": point, "project": project})
 
     fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
-                           workers=parallel.cores())
+                           workers=parallel.cores(), caller=lambda: fuse.fuse_get_context()[2])
     print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
           file=sys.stderr, flush=True)
     try:
