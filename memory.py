@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+import orjson
+
 import cache
 import catalog
 import commands
@@ -157,11 +159,12 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
 def serve(fuse, project: str, point: str, env) -> int:
     """Serve the mount in this process until it is unmounted (or SIGINT/SIGTERM/SIGHUP, which
     libfuse turns into an unmount)."""
-    mounted = []
+    mounted, written = [], []
 
     def ready() -> None:
         mounted.append(True)
-        cache.save(env, _state_name(point), {"pid": os.getpid(), "point": point, "project": project})
+        state = orjson.dumps({"pid": os.getpid(), "point": point, "project": project})
+        written.append(write_private_file(env, _state_name(point), state))
 
     fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
                            workers=parallel.cores(), caller=lambda: fuse.fuse_get_context()[2])
@@ -174,7 +177,8 @@ def serve(fuse, project: str, point: str, env) -> int:
             raise UserError(f"cannot mount {point}: libfuse refused (its reason is on the line "
                             f"above); {WITHOUT_FUSE}") from None
     finally:
-        _remove(os.path.join(cache.cache_dir(env), _state_name(point)))
+        if written and written[0]:
+            _remove(written[0])
     return 0
 
 
@@ -191,10 +195,9 @@ def start_background(project: str, point: str, env) -> None:
     discovered the sessions: a cold discovery reads whole SQLite stores (hundreds of MB for a
     big opencode database), and the short-lived launcher, not the server, should carry that
     peak of memory."""
-    log = log_path(env, point)
-    os.makedirs(os.path.dirname(log), exist_ok=True)
+    log = new_log(env, point)
     command = [*self_command(), "memory", point, "--foreground", "--dir", project]
-    with open(log, "wb") as output:
+    with open(log or os.devnull, "ab") as output:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                                  cwd="/", env={**env, "PYINSTALLER_RESET_ENVIRONMENT": "1"},
                                  start_new_session=True)
@@ -202,14 +205,30 @@ def start_background(project: str, point: str, env) -> None:
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if child.poll() is not None:
-            raise UserError(failure_reason(_tail(log), log))
+            raise UserError(failure_reason(_tail(log) if log else "", log or "none"))
         if mounts.find(point) is not None and probe(readme) == "ok":
             return
         time.sleep(0.05)
     os.killpg(child.pid, signal.SIGKILL)
     if mounts.find(point) is not None:
         recover(point, env)
-    raise UserError(f"the mount at {point} did not answer within {READY_SECONDS} s; its log: {log}")
+    raise UserError(f"the mount at {point} did not answer within {READY_SECONDS} s; its log: {log or 'none'}")
+
+
+def new_log(env, point: str) -> str | None:
+    """A fresh, private log file for the server of `point`, or None (said in one line) when no
+    private folder can take one."""
+    log = write_private_file(env, _log_name(point), b"")
+    if log is None:
+        print(f"trajectoriz: no private folder can be written ({', '.join(private_folders(env))}): "
+              "the mount runs without a log or a state file (--status cannot name its project)",
+              file=sys.stderr)
+    elif os.path.dirname(log) != cache.cache_dir(env):
+        folder = cache.cache_dir(env)
+        why = "cannot be written" if cache.usable(folder) else "is another user's"
+        print(f"trajectoriz: the cache folder {folder} {why}: the mount keeps its log and state in "
+              f"{os.path.dirname(log)}", file=sys.stderr)
+    return log
 
 
 def failure_reason(log_text: str, log: str) -> str:
@@ -293,9 +312,9 @@ def run_status(point: str, env) -> int:
         print(f"{point}: mounted ({current.fstype}), not trajectory memory")
         return 1
     state = state_of(env, point)
-    log = log_path(env, point)
+    log = find_private_file(env, _log_name(point))
     print(f"{point}: mounted, trajectory memory of {state.get('project', '?')}, server pid "
-          f"{server_pid(env, point) or '?'}" + (f", log {log}" if os.path.exists(log) else ""))
+          f"{server_pid(env, point) or '?'}" + (f", log {log}" if log else ""))
     return 0
 
 
@@ -322,13 +341,60 @@ def _state_name(point: str) -> str:
     return f"mount-{hashlib.sha256(os.fsencode(point)).hexdigest()[:16]}.json"
 
 
+def _log_name(point: str) -> str:
+    return _state_name(point)[: -len(".json")] + ".log"
+
+
 def state_of(env, point: str) -> dict:
-    """What the server of `point` wrote once mounted: its pid, the mountpoint and the project."""
-    return cache.load(env, _state_name(point))
+    """What the server of `point` wrote once mounted: its pid, the mountpoint and the project
+    (from the live server's file when an older one was left behind elsewhere)."""
+    states = []
+    for folder in private_folders(env):
+        try:
+            with open(os.path.join(folder, _state_name(point)), "rb") as handle:
+                found = orjson.loads(handle.read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(found, dict):
+            states.append(found)
+    live = (s for s in states if isinstance(s.get("pid"), int) and _serves(s["pid"], point))
+    return next(live, states[0] if states else {})
 
 
-def log_path(env, point: str) -> str:
-    return os.path.join(cache.cache_dir(env), _state_name(point)[: -len(".json")] + ".log")
+def private_folders(env) -> list[str]:
+    """Where the mount keeps its log and state: the cache folder, else (when it cannot be
+    written, or is another user's) a folder of the user's own in $XDG_RUNTIME_DIR or the
+    temporary directory. Those another user owns are left out."""
+    folders = [cache.cache_dir(env)]
+    if env.get("XDG_RUNTIME_DIR"):
+        folders.append(os.path.join(env["XDG_RUNTIME_DIR"], "trajectoriz"))
+    folders.append(os.path.join(env.get("TMPDIR") or "/tmp", f"trajectoriz-{os.getuid()}"))
+    return [folder for folder in folders if cache.usable(folder)]
+
+
+def write_private_file(env, name: str, data: bytes) -> str | None:
+    """Write `name` (owner-only) into the first of the private folders that takes it: its
+    path, or None when none does."""
+    for folder in private_folders(env):
+        try:
+            cache.write_private(os.path.join(folder, name), data)
+            return os.path.join(folder, name)
+        except OSError:
+            continue
+    return None
+
+
+def find_private_file(env, name: str) -> str | None:
+    """The newest file called `name` in the private folders (the one a live server writes)."""
+    found = [os.path.join(f, name) for f in private_folders(env) if os.path.isfile(os.path.join(f, name))]
+    return max(found, key=_mtime, default=None)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def server_pid(env, point: str) -> int | None:

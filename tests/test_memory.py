@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -715,6 +716,95 @@ def test_hung_server_neither_blocks_listing_nor_unmount(store):
         done = cli("memory", "--unmount", env=env, cwd=proj, timeout=30)
         assert done.returncode == 0 and b"was not answering" in done.stdout, done.stderr
         assert mounts.find(point) is None and not memory.alive(pid)
+    finally:
+        take_down(point)
+
+
+# a cache folder the mount cannot use ----------------------------------------------------------------
+NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search", "--"]
+needs_modes_that_bind = pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"),
+                                           reason="root ignores file modes unless setpriv drops CAP_DAC_OVERRIDE")
+
+
+def bound_by_modes(*args, env, cwd) -> subprocess.CompletedProcess:
+    """trajectoriz run by a user whom file modes bind: root without CAP_DAC_OVERRIDE (its
+    mount server inherits that), or the user running the tests."""
+    prefix = NO_DAC if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, sys.executable, os.path.join(ROOT, "trajectoriz.py"), *args],
+                          env=env, cwd=cwd, capture_output=True, timeout=90)
+
+
+def unusable_cache(env, how: str) -> str:
+    """Make the cache folder read-only, or its parent, or another user's; returns the folder."""
+    folder = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    if how == "its parent read-only":
+        os.makedirs(env["XDG_CACHE_HOME"], exist_ok=True)
+        os.chmod(env["XDG_CACHE_HOME"], 0o500)
+        return folder
+    os.makedirs(folder)
+    if how == "another user's":
+        os.chmod(folder, 0o777)
+        os.chown(folder, 65534, 65534)
+    else:
+        os.chmod(folder, 0o500)
+    return folder
+
+
+@needs_fuse
+@needs_modes_that_bind
+@pytest.mark.parametrize("how", ["read-only", "its parent read-only", "another user's"])
+def test_a_cache_it_cannot_use_moves_the_log_and_state_elsewhere(store, tmp_path, how):
+    env, proj, _ = store
+    if how == "another user's" and os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    env = {**env, "TMPDIR": str(tmp_path / "tmp")}
+    os.makedirs(env["TMPDIR"])
+    folder = unusable_cache(env, how)
+    elsewhere = os.path.join(env["TMPDIR"], f"trajectoriz-{os.getuid()}")
+    point = os.path.join(proj, "memory")
+    try:
+        done = bound_by_modes("memory", env=env, cwd=proj)
+        assert done.returncode == 0, done.stderr
+        why = "is another user's" if how == "another user's" else "cannot be written"
+        assert done.stderr.decode().splitlines() == [
+            f"trajectoriz: the cache folder {folder} {why}: the mount keeps its log and state in {elsewhere}"]
+        name = next(iter(listed(env, proj)))
+        assert client("cat", os.path.join(point, name)).stdout.encode() == cli("show", name, env=env).stdout
+        status = bound_by_modes("memory", "--status", env=env, cwd=proj)
+        assert status.returncode == 0 and f"trajectory memory of {proj}, server pid".encode() in status.stdout
+        assert f"log {elsewhere}/mount-".encode() in status.stdout, status.stdout
+        assert stat.S_IMODE(os.stat(elsewhere).st_mode) == 0o700
+        assert {stat.S_IMODE(os.stat(os.path.join(elsewhere, f)).st_mode) for f in os.listdir(elsewhere)} == {0o600}
+        assert len(glob.glob(os.path.join(elsewhere, "mount-*.json"))) == 1
+        assert glob.glob(os.path.join(folder, "mount-*")) == []  # (the test's own root commands write there)
+        done = bound_by_modes("memory", "--unmount", env=env, cwd=proj)
+        assert done.returncode == 0 and mounts.find(point) is None, done.stderr
+        assert glob.glob(os.path.join(elsewhere, "mount-*.json")) == []  # the server took its state away
+    finally:
+        take_down(point)
+        os.chmod(env["XDG_CACHE_HOME"], 0o700)
+
+
+@needs_fuse
+@needs_modes_that_bind
+def test_with_no_private_folder_to_write_it_mounts_without_log_or_state(store, tmp_path):
+    env, proj, _ = store
+    env = {**env, "TMPDIR": str(tmp_path / "tmp")}
+    os.makedirs(env["TMPDIR"], mode=0o500)
+    unusable_cache(env, "read-only")
+    point = os.path.join(proj, "memory")
+    try:
+        done = bound_by_modes("memory", env=env, cwd=proj)
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "no private folder can be written" in lines[0] and "without a log" in lines[0]
+        name = next(iter(listed(env, proj)))
+        assert client("cat", os.path.join(point, name)).stdout.encode() == cli("show", name, env=env).stdout
+        status = bound_by_modes("memory", "--status", env=env, cwd=proj)
+        assert status.returncode == 0 and re.search(rb"server pid \d+$", status.stdout.strip()), status.stdout
+        done = bound_by_modes("memory", "--unmount", env=env, cwd=proj)
+        assert done.returncode == 0 and mounts.find(point) is None, done.stderr
+        assert os.listdir(env["TMPDIR"]) == []
     finally:
         take_down(point)
 
