@@ -13,7 +13,8 @@ bundle of its own). The server starts renderer processes when the mount's files 
 
 Nothing here waits on the mount without a deadline: every look inside it (`probe`) runs in a
 thread that is abandoned after a few seconds, and the mount table is read from the kernel, not
-through the mount.
+through the mount (where there is none, without /proc, the mount point's stat has a deadline
+too: mounts.find).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import orjson
@@ -135,13 +135,14 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
     current = mounts.find(point)
     if current is not None:
         health = probe(point)
-        if health == "ok" and current.is_ours and state_of(env, point).get("project") == project:
+        ours = is_ours(current, env, point)
+        if health == "ok" and ours and state_of(env, point).get("project") == project:
             return False
-        if not (current.is_ours and health in ("stale", "hung")):  # only our own dead mounts heal
+        if not (ours and health in ("stale", "hung")):  # only our own dead mounts heal
             state = "" if health == "ok" else f", {health}"
             raise UserError(f"{point} is already a mount point ({current.fstype}{state}): unmount it "
                             f"first (trajectoriz memory --unmount {shown}) or choose another directory")
-        recover(point, env)
+        recover(point, env, health)
     if os.path.lexists(point) and not os.path.isdir(point):
         raise UserError(f"{point} exists and is not a directory")
     try:
@@ -211,7 +212,7 @@ def start_background(project: str, point: str, env) -> None:
         time.sleep(0.05)
     os.killpg(child.pid, signal.SIGKILL)
     if mounts.find(point) is not None:
-        recover(point, env)
+        recover(point, env, "hung")
     raise UserError(f"the mount at {point} did not answer within {READY_SECONDS} s; its log: {log or 'none'}")
 
 
@@ -260,7 +261,7 @@ def run_unmount(point: str, env) -> int:
         return 0
     health = probe(point)
     if health != "ok":
-        recover(point, env)
+        recover(point, env, health)
         reason = "had died" if health == "stale" else "was not answering"
         print(f"Unmounted {point} (its server {reason}).")
         return 0
@@ -279,11 +280,14 @@ def run_unmount(point: str, env) -> int:
     return 0
 
 
-def recover(point: str, env) -> None:
-    """Free a mount whose server died or does not answer: stop the server (when it is ours),
-    then unmount, lazily if need be, so that no process stays stuck on it."""
+def recover(point: str, env, health: str) -> None:
+    """Free a mount whose server died or does not answer (`health`, from `probe`): stop the
+    server (when it is ours), then unmount, lazily if need be, so that no process stays stuck
+    on it. Without /proc the server's pid is only its state file's word, trusted while the
+    server hangs (it is alive, so the pid is still its own) but not once it died (the pid may
+    have been reused)."""
     pid = server_pid(env, point)
-    if pid:  # it does not answer: nothing to wait for
+    if pid and (health == "hung" or _proc_readable()):  # it does not answer: nothing to wait for
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -308,7 +312,7 @@ def run_status(point: str, env) -> int:
         reason = "stale (its server is gone)" if health == "stale" else "not answering"
         print(f"{point}: {reason}; recover with: trajectoriz memory --unmount {point}")
         return 1
-    if not current.is_ours:
+    if not is_ours(current, env, point):
         print(f"{point}: mounted ({current.fstype}), not trajectory memory")
         return 1
     state = state_of(env, point)
@@ -321,19 +325,18 @@ def run_status(point: str, env) -> int:
 def probe(path: str, seconds: float = PROBE_SECONDS) -> str:
     """"ok", "stale" (the server is gone), "error" (another failure) or "hung" (no answer within
     `seconds`; the thread asking is left behind, and ends when the mount does)."""
-    found: dict = {}
+    found = mounts.stat_within(path, seconds)
+    if found is None:
+        return "hung"
+    if isinstance(found, OSError):
+        return "stale" if found.errno in mounts.STALE_ERRNOS else "error"
+    return "ok"
 
-    def look() -> None:
-        try:
-            os.stat(path)
-            found["health"] = "ok"
-        except OSError as exc:
-            found["health"] = "stale" if exc.errno in mounts.STALE_ERRNOS else "error"
 
-    asking = threading.Thread(target=look, name="probe", daemon=True)
-    asking.start()
-    asking.join(seconds)
-    return found.get("health", "hung")
+def is_ours(mount: mounts.Mount, env, point: str) -> bool:
+    """Whether the mount at `point` is trajectory memory: its kind says so, or, where no mount
+    table tells the kind, a server of ours left its state for `point`."""
+    return mount.is_ours or (mount.fstype == mounts.UNKNOWN and bool(state_of(env, point)))
 
 
 # the server process -------------------------------------------------------------------------------
@@ -404,13 +407,19 @@ def server_pid(env, point: str) -> int | None:
     pid = state_of(env, point).get("pid")
     if isinstance(pid, int) and _serves(pid, point):
         return pid
-    if not os.path.isdir("/proc"):
+    if not _proc_readable():
         return None
     return next((int(p) for p in os.listdir("/proc") if p.isdigit() and _serves(int(p), point)), None)
 
 
+def _proc_readable() -> bool:
+    """Whether /proc tells about processes (macOS has none; a Linux mount namespace may hide
+    it, leaving its empty mount point)."""
+    return os.path.isdir("/proc/self")
+
+
 def _serves(pid: int, point: str) -> bool:
-    if not os.path.isdir("/proc"):  # macOS: trust the state file
+    if not _proc_readable():  # trust the state file
         return alive(pid)
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
