@@ -6,7 +6,14 @@ two sessions, adds copies of a session under new ids and removes them again. Eve
 must be one complete, valid document (the old one or the new one, never torn), no command may
 time out (no deadlock), and the server must still be up and serving what `show` prints after.
 
-Bounded: READERS threads for LOAD_SECONDS, every client command at most CLIENT_SECONDS.
+Then sessions recorded fast (a prompt every few milliseconds, now and then rewritten shorter),
+one of them keeping old modification times so that it looks settled, read by `cat`, `dd bs=512`,
+`jq`, `rg` and a Python reader that reads small chunks with pauses (so that its reads span
+changes) and compares fstat's size with what it read: the kernel's page cache and file size are
+shared by every handle of a file, and no reader may see them mix two versions.
+
+Bounded: READERS threads for LOAD_SECONDS and LIVE_READERS for LIVE_SECONDS, every client command
+at most CLIENT_SECONDS.
 """
 
 from __future__ import annotations
