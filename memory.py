@@ -13,7 +13,8 @@ bundle of its own). The server starts renderer processes when the mount's files 
 
 Nothing here waits on the mount without a deadline: every look inside it (`probe`) runs in a
 thread that is abandoned after a few seconds, and the mount table is read from the kernel, not
-through the mount.
+through the mount (where there is none, without /proc, the mount point's stat has a deadline
+too: mounts.find).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
+
+import orjson
 
 import cache
 import catalog
@@ -133,13 +135,14 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
     current = mounts.find(point)
     if current is not None:
         health = probe(point)
-        if health == "ok" and current.is_ours and state_of(env, point).get("project") == project:
+        ours = is_ours(current, env, point)
+        if health == "ok" and ours and state_of(env, point).get("project") == project:
             return False
-        if not (current.is_ours and health in ("stale", "hung")):  # only our own dead mounts heal
+        if not (ours and health in ("stale", "hung")):  # only our own dead mounts heal
             state = "" if health == "ok" else f", {health}"
             raise UserError(f"{point} is already a mount point ({current.fstype}{state}): unmount it "
                             f"first (trajectoriz memory --unmount {shown}) or choose another directory")
-        recover(point, env)
+        recover(point, env, health)
     if os.path.lexists(point) and not os.path.isdir(point):
         raise UserError(f"{point} exists and is not a directory")
     try:
@@ -157,14 +160,15 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
 def serve(fuse, project: str, point: str, env) -> int:
     """Serve the mount in this process until it is unmounted (or SIGINT/SIGTERM/SIGHUP, which
     libfuse turns into an unmount)."""
-    mounted = []
+    mounted, written = [], []
 
     def ready() -> None:
         mounted.append(True)
-        cache.save(env, _state_name(point), {"pid": os.getpid(), "point": point, "project": project})
+        state = orjson.dumps({"pid": os.getpid(), "point": point, "project": project})
+        written.append(write_private_file(env, _state_name(point), state))
 
     fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
-                           workers=parallel.cores())
+                           workers=parallel.cores(), caller=lambda: fuse.fuse_get_context()[2])
     print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
           file=sys.stderr, flush=True)
     try:
@@ -174,7 +178,8 @@ def serve(fuse, project: str, point: str, env) -> int:
             raise UserError(f"cannot mount {point}: libfuse refused (its reason is on the line "
                             f"above); {WITHOUT_FUSE}") from None
     finally:
-        _remove(os.path.join(cache.cache_dir(env), _state_name(point)))
+        if written and written[0]:
+            _remove(written[0])
     return 0
 
 
@@ -191,10 +196,9 @@ def start_background(project: str, point: str, env) -> None:
     discovered the sessions: a cold discovery reads whole SQLite stores (hundreds of MB for a
     big opencode database), and the short-lived launcher, not the server, should carry that
     peak of memory."""
-    log = log_path(env, point)
-    os.makedirs(os.path.dirname(log), exist_ok=True)
+    log = new_log(env, point)
     command = [*self_command(), "memory", point, "--foreground", "--dir", project]
-    with open(log, "wb") as output:
+    with open(log or os.devnull, "ab") as output:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                                  cwd="/", env={**env, "PYINSTALLER_RESET_ENVIRONMENT": "1"},
                                  start_new_session=True)
@@ -202,14 +206,30 @@ def start_background(project: str, point: str, env) -> None:
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if child.poll() is not None:
-            raise UserError(failure_reason(_tail(log), log))
+            raise UserError(failure_reason(_tail(log) if log else "", log or "none"))
         if mounts.find(point) is not None and probe(readme) == "ok":
             return
         time.sleep(0.05)
     os.killpg(child.pid, signal.SIGKILL)
     if mounts.find(point) is not None:
-        recover(point, env)
-    raise UserError(f"the mount at {point} did not answer within {READY_SECONDS} s; its log: {log}")
+        recover(point, env, "hung")
+    raise UserError(f"the mount at {point} did not answer within {READY_SECONDS} s; its log: {log or 'none'}")
+
+
+def new_log(env, point: str) -> str | None:
+    """A fresh, private log file for the server of `point`, or None (said in one line) when no
+    private folder can take one."""
+    log = write_private_file(env, _log_name(point), b"")
+    if log is None:
+        print(f"trajectoriz: no private folder can be written ({', '.join(private_folders(env))}): "
+              "the mount runs without a log or a state file (--status cannot name its project)",
+              file=sys.stderr)
+    elif os.path.dirname(log) != cache.cache_dir(env):
+        folder = cache.cache_dir(env)
+        why = "cannot be written" if cache.usable(folder) else "is another user's"
+        print(f"trajectoriz: the cache folder {folder} {why}: the mount keeps its log and state in "
+              f"{os.path.dirname(log)}", file=sys.stderr)
+    return log
 
 
 def failure_reason(log_text: str, log: str) -> str:
@@ -241,7 +261,7 @@ def run_unmount(point: str, env) -> int:
         return 0
     health = probe(point)
     if health != "ok":
-        recover(point, env)
+        recover(point, env, health)
         reason = "had died" if health == "stale" else "was not answering"
         print(f"Unmounted {point} (its server {reason}).")
         return 0
@@ -260,11 +280,14 @@ def run_unmount(point: str, env) -> int:
     return 0
 
 
-def recover(point: str, env) -> None:
-    """Free a mount whose server died or does not answer: stop the server (when it is ours),
-    then unmount, lazily if need be, so that no process stays stuck on it."""
+def recover(point: str, env, health: str) -> None:
+    """Free a mount whose server died or does not answer (`health`, from `probe`): stop the
+    server (when it is ours), then unmount, lazily if need be, so that no process stays stuck
+    on it. Without /proc the server's pid is only its state file's word, trusted while the
+    server hangs (it is alive, so the pid is still its own) but not once it died (the pid may
+    have been reused)."""
     pid = server_pid(env, point)
-    if pid:  # it does not answer: nothing to wait for
+    if pid and (health == "hung" or _proc_readable()):  # it does not answer: nothing to wait for
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -289,32 +312,31 @@ def run_status(point: str, env) -> int:
         reason = "stale (its server is gone)" if health == "stale" else "not answering"
         print(f"{point}: {reason}; recover with: trajectoriz memory --unmount {point}")
         return 1
-    if not current.is_ours:
+    if not is_ours(current, env, point):
         print(f"{point}: mounted ({current.fstype}), not trajectory memory")
         return 1
     state = state_of(env, point)
-    log = log_path(env, point)
+    log = find_private_file(env, _log_name(point))
     print(f"{point}: mounted, trajectory memory of {state.get('project', '?')}, server pid "
-          f"{server_pid(env, point) or '?'}" + (f", log {log}" if os.path.exists(log) else ""))
+          f"{server_pid(env, point) or '?'}" + (f", log {log}" if log else ""))
     return 0
 
 
 def probe(path: str, seconds: float = PROBE_SECONDS) -> str:
     """"ok", "stale" (the server is gone), "error" (another failure) or "hung" (no answer within
     `seconds`; the thread asking is left behind, and ends when the mount does)."""
-    found: dict = {}
+    found = mounts.stat_within(path, seconds)
+    if found is None:
+        return "hung"
+    if isinstance(found, OSError):
+        return "stale" if found.errno in mounts.STALE_ERRNOS else "error"
+    return "ok"
 
-    def look() -> None:
-        try:
-            os.stat(path)
-            found["health"] = "ok"
-        except OSError as exc:
-            found["health"] = "stale" if exc.errno in mounts.STALE_ERRNOS else "error"
 
-    asking = threading.Thread(target=look, name="probe", daemon=True)
-    asking.start()
-    asking.join(seconds)
-    return found.get("health", "hung")
+def is_ours(mount: mounts.Mount, env, point: str) -> bool:
+    """Whether the mount at `point` is trajectory memory: its kind says so, or, where no mount
+    table tells the kind, a server of ours left its state for `point`."""
+    return mount.is_ours or (mount.fstype == mounts.UNKNOWN and bool(state_of(env, point)))
 
 
 # the server process -------------------------------------------------------------------------------
@@ -322,13 +344,60 @@ def _state_name(point: str) -> str:
     return f"mount-{hashlib.sha256(os.fsencode(point)).hexdigest()[:16]}.json"
 
 
+def _log_name(point: str) -> str:
+    return _state_name(point)[: -len(".json")] + ".log"
+
+
 def state_of(env, point: str) -> dict:
-    """What the server of `point` wrote once mounted: its pid, the mountpoint and the project."""
-    return cache.load(env, _state_name(point))
+    """What the server of `point` wrote once mounted: its pid, the mountpoint and the project
+    (from the live server's file when an older one was left behind elsewhere)."""
+    states = []
+    for folder in private_folders(env):
+        try:
+            with open(os.path.join(folder, _state_name(point)), "rb") as handle:
+                found = orjson.loads(handle.read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(found, dict):
+            states.append(found)
+    live = (s for s in states if isinstance(s.get("pid"), int) and _serves(s["pid"], point))
+    return next(live, states[0] if states else {})
 
 
-def log_path(env, point: str) -> str:
-    return os.path.join(cache.cache_dir(env), _state_name(point)[: -len(".json")] + ".log")
+def private_folders(env) -> list[str]:
+    """Where the mount keeps its log and state: the cache folder, else (when it cannot be
+    written, or is another user's) a folder of the user's own in $XDG_RUNTIME_DIR or the
+    temporary directory. Those another user owns are left out."""
+    folders = [cache.cache_dir(env)]
+    if env.get("XDG_RUNTIME_DIR"):
+        folders.append(os.path.join(env["XDG_RUNTIME_DIR"], "trajectoriz"))
+    folders.append(os.path.join(env.get("TMPDIR") or "/tmp", f"trajectoriz-{os.getuid()}"))
+    return [folder for folder in folders if cache.usable(folder)]
+
+
+def write_private_file(env, name: str, data: bytes) -> str | None:
+    """Write `name` (owner-only) into the first of the private folders that takes it: its
+    path, or None when none does."""
+    for folder in private_folders(env):
+        try:
+            cache.write_private(os.path.join(folder, name), data)
+            return os.path.join(folder, name)
+        except OSError:
+            continue
+    return None
+
+
+def find_private_file(env, name: str) -> str | None:
+    """The newest file called `name` in the private folders (the one a live server writes)."""
+    found = [os.path.join(f, name) for f in private_folders(env) if os.path.isfile(os.path.join(f, name))]
+    return max(found, key=_mtime, default=None)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def server_pid(env, point: str) -> int | None:
@@ -338,13 +407,19 @@ def server_pid(env, point: str) -> int | None:
     pid = state_of(env, point).get("pid")
     if isinstance(pid, int) and _serves(pid, point):
         return pid
-    if not os.path.isdir("/proc"):
+    if not _proc_readable():
         return None
     return next((int(p) for p in os.listdir("/proc") if p.isdigit() and _serves(int(p), point)), None)
 
 
+def _proc_readable() -> bool:
+    """Whether /proc tells about processes (macOS has none; a Linux mount namespace may hide
+    it, leaving its empty mount point)."""
+    return os.path.isdir("/proc/self")
+
+
 def _serves(pid: int, point: str) -> bool:
-    if not os.path.isdir("/proc"):  # macOS: trust the state file
+    if not _proc_readable():  # trust the state file
         return alive(pid)
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:

@@ -8,18 +8,37 @@ The mfusepy operations (the public methods) are called by libfuse from one threa
 (`nothreads`); a second thread, started in `init()`, re-discovers the sessions every few
 seconds and swaps in a new `Listing`, which the operations read without locking.
 
-Sizes and contents agree, even for a session that grows while mounted:
+Each open handle serves one rendering, from open to close, whole: the bytes the session had at
+`open` (or the README of that moment), never a mix with a later version, whatever other readers
+do meanwhile. The kernel keeps one page cache and one size (i_size) per file name, shared by
+every handle on it: pages that one handle's reads filled are served to the next reader that
+finds them, and any attribute answer (a `stat`, the size a read asks for) resets the size every
+handle's cached reads stop at. So a handle reads through the page cache only while every open
+handle of its file serves the same bytes; otherwise its reads come here (direct_io), with its
+own bytes, and the kernel's size plays no part in them:
 - `open` renders the session (or takes it from the byte cache when its native files did not
-  change) and keeps those bytes for the handle: every read and every `getattr` with that handle
-  answers from them.
-- a `getattr` without a handle answers from the newest open handle of the file when there is
-  one (the kernel keeps one size per file), else from the size cache, rendering on a miss
-  (after waiting for the warm-up's workers when they have the session in hand or in line:
-  whatever they record is checked against the session's current stamp like any entry).
+  change). A session whose native files changed in the last SETTLED_SECONDS (one being
+  recorded), or one that other open handles serve other bytes of, is opened direct_io.
+- an `open` that finds a handle reading through the page cache with older bytes (the session
+  changed while it read) gets those same older bytes, direct_io: the page-cache readers keep
+  a size and pages that are theirs, and the new bytes are served once they have closed.
+  Readers opened meanwhile do not prolong this: only page-cache handles hold it.
+- the page cache is kept across opens (keep_cache) only when the bytes are those the previous
+  page-cache open served and no direct handle (whose private memory maps fill the same pages)
+  came in between; otherwise the kernel drops it.
+- a `getattr` with a handle answers that handle's size. Without one (`stat`, `fstat`: the
+  kernel does not say which handle), it answers from the handle the asking thread opened, else
+  from the newest open handle of the file, else from the size cache, rendering on a miss (after
+  waiting for the warm-up's workers when they have the session in hand or in line: whatever
+  they record is checked against the session's current stamp like any entry).
 - attributes are never cached by the kernel (attr_timeout=0, see memory.mount_options): a read
   that reaches the cached end of file asks again, with its handle.
-- the kernel keeps its page cache across opens (keep_cache) only when the bytes are the ones
-  the previous open served; otherwise it drops it.
+The cost of direct_io: every read is a request (no read-ahead, no cache), and a shared memory
+map of such a file fails with ENODEV (libfuse 3.14 cannot ask the kernel for
+FUSE_DIRECT_IO_ALLOW_MMAP); rg then reads instead. The kernel does allow a private map
+(MAP_PRIVATE) of it, through the shared page cache: two private maps of different versions at
+once could mix them (tools map shared, or read). Settled sessions, nearly all of a project's,
+keep the page cache.
 
 Attribute names matter: mfusepy registers any attribute named like a FUSE operation (`lock`,
 `read`, `flush`, ...) as one. Everything that is not an operation starts with `_`.
@@ -46,6 +65,7 @@ README = "README.md"
 RESCAN_SECONDS = 2.0
 RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
 CACHE_BYTES = 64 * 1024 * 1024
+SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 DIR_MODE = stat.S_IFDIR | 0o555
 FILE_MODE = stat.S_IFREG | 0o444
 
@@ -98,12 +118,18 @@ class ByteCache:
 
 
 class Handle:
-    """An open file and the exact bytes served to it."""
+    """An open file, the exact bytes served to it, whether its reads bypass the page cache
+    (`direct`), and the thread that opened it (`opener`, as FUSE names it)."""
 
-    __slots__ = ("name", "data", "mtime_ns")
+    __slots__ = ("name", "data", "mtime_ns", "direct", "opener")
 
-    def __init__(self, name: str, data: bytes, mtime_ns: int):
+    def __init__(self, name: str, data: bytes, mtime_ns: int, direct: bool, opener: int | None):
         self.name, self.data, self.mtime_ns = name, data, mtime_ns
+        self.direct, self.opener = direct, opener
+
+
+def _recent(mtime_ns: int) -> bool:
+    return time.time_ns() - mtime_ns < SETTLED_SECONDS * 1_000_000_000
 
 
 def stamp_mtime_ns(stamp: list) -> int | None:
@@ -118,17 +144,20 @@ class MemoryFS:
     use_ns = True  # times in nanoseconds (mfusepy reads this attribute)
 
     def __init__(self, project: str, env, on_ready=None, worker_command: list[str] | None = None,
-                 workers: int = 1):
+                 workers: int = 1, caller=None):
         """`worker_command` runs trajectoriz (memory.self_command): with it, `workers` processes
-        render ahead of a walk over the directory; without it, everything is rendered here."""
+        render ahead of a walk over the directory; without it, everything is rendered here.
+        `caller()` names the thread whose request is being answered (libfuse's context)."""
         self._project = project
         self._env = env
         self._scope = catalog.Scope(project, env)
         self._facts = documents.Facts(env)
         self._cache = ByteCache()
         self._handles: dict[int, Handle] = {}
+        self._open: dict[str, list[Handle]] = {}  # file name -> its open handles, oldest first
         self._next_fh = 1
-        self._served: dict = {}      # file name -> version of the bytes its last open got
+        self._in_page_cache: dict = {}  # file name -> version its pages may hold
+        self._caller = caller or (lambda: None)
         self._uid, self._gid = os.getuid(), os.getgid()
         self._on_ready = on_ready
         self._stop = threading.Event()
@@ -187,8 +216,7 @@ class MemoryFS:
         listing = self._listing
         if path == "/":
             return self._attrs(DIR_MODE, 0, listing.changed_ns)
-        handle = self._handles.get(fh.fh) if fh is not None else None
-        handle = handle or self._newest_handle(path[1:])
+        handle = self._handles.get(fh.fh) if fh is not None else self._asker_handle(path[1:])
         if handle is not None:
             return self._attrs(FILE_MODE, len(handle.data), handle.mtime_ns)
         if path[1:] == README:
@@ -233,11 +261,16 @@ class MemoryFS:
             self._warmer.warm([s for s in ahead if self._facts.get(s, documents.cache_stamp(s, self._env)) is None])
         self._warmer.wait(session)
 
-    def _newest_handle(self, name: str) -> Handle | None:
-        for handle in reversed(self._handles.values()):
-            if handle.name == name:
-                return handle
-        return None
+    def _asker_handle(self, name: str) -> Handle | None:
+        """The open handle a `stat` without one is most likely about: the one the asking thread
+        opened (`fstat`), else the newest."""
+        handles = self._open.get(name)
+        if not handles:
+            return None
+        if len(handles) > 1:
+            asker = self._caller()
+            return next((h for h in reversed(handles) if h.opener == asker), handles[-1])
+        return handles[0]
 
     def _session(self, listing: Listing, path: str):
         session = listing.files.get(path[1:])
@@ -280,13 +313,24 @@ class MemoryFS:
             session = self._session(listing, path)
             stamp, data = self._render(listing, session, self._walk(listing, name))
             version, mtime_ns = stamp, stamp_mtime_ns(stamp) or listing.changed_ns
-        fi.keep_cache = int(self._served.get(name) == version)
-        fi.direct_io = 0
-        self._served[name] = version
+        handle = self._handle_for(name, version, data, mtime_ns)
+        fi.direct_io = int(handle.direct)
+        fi.keep_cache = int(not handle.direct and self._in_page_cache.get(name) == version)
+        self._in_page_cache[name] = None if handle.direct else version
         fi.fh = self._next_fh
         self._next_fh += 1
-        self._handles[fi.fh] = Handle(name, data, mtime_ns)
+        self._handles[fi.fh] = handle
+        self._open.setdefault(name, []).append(handle)
         return 0
+
+    def _handle_for(self, name: str, version, data: bytes, mtime_ns: int) -> Handle:
+        """The bytes and the mode of a new handle (the rules are in the module's docstring)."""
+        others = self._open.get(name, ())
+        cached = next((h for h in others if not h.direct), None)
+        if cached is not None and cached.data != data:  # changed while read through the cache
+            return Handle(name, cached.data, cached.mtime_ns, True, self._caller())
+        direct = _recent(mtime_ns) or any(h.data != data for h in others)
+        return Handle(name, data, mtime_ns, direct, self._caller())
 
     def read(self, path, size, offset, fi):
         handle = self._handles.get(fi.fh)
@@ -295,7 +339,12 @@ class MemoryFS:
         return handle.data[offset:offset + size]
 
     def release(self, path, fi):
-        self._handles.pop(fi.fh, None)
+        handle = self._handles.pop(fi.fh, None)
+        if handle is not None:
+            siblings = self._open[handle.name]
+            siblings.remove(handle)
+            if not siblings:
+                del self._open[handle.name]
         return 0
 
     # everything that would write --------------------------------------------------------------

@@ -5,6 +5,12 @@ Linux reads /proc/self/mountinfo and unmounts with fusermount3, fusermount, then
 macOS (macFUSE, FUSE-T) reads `mount` and unmounts with umount, then diskutil. A stale mount,
 whose server is gone, answers ENOTCONN on Linux and ENXIO on macOS (ECONNABORTED once aborted);
 `os.path.ismount()` says False for it, so the table is the only reliable witness.
+
+Where there is no table (Linux without /proc: a container or a mount namespace that has none),
+`find` asks the mount point itself: something is mounted there when its device differs from
+its parent's, or when its stat fails as a dead mount's does or gets no answer. That stat goes
+to the mount's server, so it is asked in a thread abandoned after STAT_SECONDS; the kind of
+such a mount is not known (UNKNOWN), and `avoided` finds none.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import errno
 import os
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -20,7 +27,9 @@ from agents.base import home
 
 STALE_ERRNOS = {errno.ENOTCONN, errno.ENXIO, errno.ECONNABORTED}
 OURS = "trajectoriz"          # fsname (and Linux subtype) of trajectoriz's own mounts
+UNKNOWN = "unknown"           # the kind of a mount seen without a mount table
 COMMAND_SECONDS = 10
+STAT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -98,9 +107,40 @@ def inside(path: str, points) -> bool:
 
 def find(point: str, mounts: list[Mount] | None = None) -> Mount | None:
     """The last (uppermost) mount at `point`."""
+    listed = table() if mounts is None else mounts
+    if not listed and mounts is None:  # no table: even / would be in one
+        return seen_mounted(point)
     wanted = _parts(point)
-    matches = [m for m in (table() if mounts is None else mounts) if _parts(m.point) == wanted]
+    matches = [m for m in listed if _parts(m.point) == wanted]
     return matches[-1] if matches else None
+
+
+def seen_mounted(point: str, seconds: float = STAT_SECONDS) -> Mount | None:
+    """A mount at `point` as its own stat shows it, without a table (see the module's docstring)."""
+    here = stat_within(point, seconds)
+    if isinstance(here, OSError):
+        return Mount(point, UNKNOWN, "") if here.errno in STALE_ERRNOS else None
+    parent = stat_within(os.path.dirname(os.path.abspath(point)), seconds)
+    if here is None or (isinstance(parent, os.stat_result) and parent.st_dev != here.st_dev):
+        return Mount(point, UNKNOWN, "")
+    return None
+
+
+def stat_within(path: str, seconds: float):
+    """`os.stat(path)`, its OSError, or None when no answer came within `seconds` (the thread
+    asking is left behind, and ends when the mount it waits on does)."""
+    found = []
+
+    def look() -> None:
+        try:
+            found.append(os.stat(path))
+        except OSError as exc:
+            found.append(exc)
+
+    asking = threading.Thread(target=look, name="stat", daemon=True)
+    asking.start()
+    asking.join(seconds)
+    return found[0] if found else None
 
 
 def avoided(env, mounts: list[Mount] | None = None) -> list[str]:

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -72,6 +73,16 @@ def rehome(path: str, pattern, proj: str, proj2: str) -> None:
     if "\0" not in text:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(pattern.sub(lambda m: proj2 if m.group(1) else proj, text))
+
+
+LONG_AGO_NS = time.time_ns() - 30 * 86400 * 10**9
+
+
+def settle(env) -> None:
+    """Date every file of the stores a month back: sessions nobody is recording any more."""
+    for folder, _, files in os.walk(env["HOME"]):
+        for name in files:
+            os.utime(os.path.join(folder, name), ns=(LONG_AGO_NS, LONG_AGO_NS))
 
 
 def claude_sessions(env) -> list[str]:
@@ -213,15 +224,22 @@ def test_deleted_and_new_sessions(store):
     assert caught.value.errno == errno.ENOENT
 
 
+def opened(fs, name) -> SimpleNamespace:
+    fi = SimpleNamespace(flags=os.O_RDONLY, fh=0, keep_cache=0, direct_io=0)
+    fs.open("/" + name, fi)
+    return fi
+
+
 def test_sizes_and_bytes_agree_while_a_session_grows(store):
     env, proj, _ = store
+    settle(env)
     fs = new_fs(env, proj)
     source = claude_sessions(env)[0]
     name, session = next((n, s) for n, s in expected_sessions(env, proj).items() if s.source == source)
     path = "/" + name
     before = documents.render(session, env)
-    fi = SimpleNamespace(flags=os.O_RDONLY, fh=0, keep_cache=0, direct_io=0)
-    fs.open(path, fi)
+    fi = opened(fs, name)
+    assert fi.direct_io == 0  # settled: read through the page cache
     append_user_message(source, "GROWN-MARKER and then?")
     after = documents.render(session, env)
     assert len(after) > len(before) and b"GROWN-MARKER" in after
@@ -232,9 +250,44 @@ def test_sizes_and_bytes_agree_while_a_session_grows(store):
     fs.release(path, fi)
     assert fs.getattr(path)["st_size"] == len(after)
     data, reopened = read_all(fs, name)
-    assert data == after and reopened.keep_cache == 0  # changed: the page cache must go
+    assert data == after and reopened.direct_io == 1  # being recorded: past the page cache
+    settle(env)
+    data, settled = read_all(fs, name)
+    assert data == after and settled.direct_io == 0 and settled.keep_cache == 0  # pages may be older
     _, again = read_all(fs, name)
-    assert again.keep_cache == 1  # unchanged: the kernel may keep it
+    assert again.direct_io == 0 and again.keep_cache == 1  # unchanged: the kernel may keep them
+
+
+def test_a_change_is_served_once_the_page_cache_readers_are_gone(store):
+    """The kernel shares one page cache and one size per file among all its handles: while a
+    handle reads through it, later opens get the same bytes (past the cache); then the new ones.
+    A stat without a handle answers for the handle its thread opened."""
+    env, proj, _ = store
+    settle(env)
+    asking = [0]
+    fs = memoryfs.MemoryFS(proj, env, caller=lambda: asking[-1])
+    source = claude_sessions(env)[0]
+    name, session = next((n, s) for n, s in expected_sessions(env, proj).items() if s.source == source)
+    path = "/" + name
+    before = documents.render(session, env)
+    asking.append(101)
+    reading = opened(fs, name)
+    append_user_message(source, "GROWN-MARKER and then?")
+    after = documents.render(session, env)
+    asking.append(102)
+    held = opened(fs, name)
+    assert held.direct_io == 1 and fs.read(path, len(after), 0, held) == before
+    assert fs.getattr(path)["st_size"] == len(before)
+    fs.release(path, reading)
+    asking.append(103)
+    fresh = opened(fs, name)
+    assert fresh.direct_io == 1 and fs.read(path, len(after), 0, fresh) == after
+    for asker, size in ((102, len(before)), (103, len(after)), (104, len(after))):
+        asking.append(asker)
+        assert fs.getattr(path)["st_size"] == size, asker
+    fs.release(path, held)
+    fs.release(path, fresh)
+    assert fs.getattr(path)["st_size"] == len(after)
 
 
 def test_sizes_persist_and_are_saved_in_batches(store, monkeypatch):
@@ -390,6 +443,7 @@ def mounted(tmp_path_factory):
     if FUSE_PROBLEM:
         pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
     env, proj, proj2 = make_store(tmp_path_factory.mktemp("mounted"))
+    settle(env)  # as most sessions of a project are: read through the page cache
     point = os.path.join(proj, "memory")
     try:
         result = cli("memory", env=env, cwd=proj, timeout=60)
@@ -493,7 +547,8 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
     assert sizes_seen_by_ls(point)[name] == len(shown)
     assert client("jq", "-r", '.steps[] | select(.source == "user") | .message', path).stdout.splitlines()[-1] == "LIVE-MARKER what next?"
 
-    # an edit that keeps the size: only the page-cache rule (keep_cache) can serve it fresh
+    # an edit that keeps the size and leaves an old mtime (as `cp -p` does): only the page-cache
+    # rule (keep_cache) can serve it fresh
     other = next(n for n, s in expected_sessions(env, proj).items() if s.source == second)
     other_path = os.path.join(point, other)
     assert "SCENARIO-DONE" in client("cat", other_path).stdout
@@ -501,6 +556,7 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
         text = handle.read()
     with open(second, "w", encoding="utf-8") as handle:
         handle.write(text.replace("SCENARIO-DONE", "SCENARIO-DUNE"))
+    os.utime(second, ns=(LONG_AGO_NS, LONG_AGO_NS + 1))
     edited = client("cat", other_path).stdout
     assert "SCENARIO-DUNE" in edited and "SCENARIO-DONE" not in edited
     assert edited.encode() == cli("show", other, env=env).stdout
@@ -513,6 +569,85 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
     assert client("stat", os.path.join(point, added)).returncode != 0  # at once
     assert wait_for(lambda: added not in client("ls", point).stdout.split(), 10)
     assert sizes_seen_by_ls(point) == {**listed(env, proj), "README.md": os.path.getsize(os.path.join(point, "README.md"))}
+
+
+HOLDER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+first = os.read(fd, 100)
+print(os.fstat(fd).st_size, flush=True)
+sys.stdin.readline()
+data = first + b"".join(iter(lambda: os.read(fd, 4096), b""))
+open(sys.argv[2], "wb").write(data)
+print(os.fstat(fd).st_size, flush=True)
+"""
+TOOLS = [["cat"], ["wc", "-c"], ["tail", "-c", "64"], ["jq", "-c", "[.session_id, (.steps | length)]"],
+         ["rg", "--no-config", "-c", "step_id"], ["grep", "-c", "step_id"],
+         [sys.executable, "-c", "import json, sys; print(len(json.load(open(sys.argv[1]))['steps']))"]]
+
+
+class Holder:
+    """A process that opens a file of the mount, reads its start, and holds it open: its fstat
+    size then, and on `finish()` the rest of what it reads and its fstat size at the end."""
+
+    def __init__(self, path: str, out: str):
+        self.out = out
+        self.process = subprocess.Popen(["timeout", "-s", "KILL", str(CLIENT_SECONDS), sys.executable,
+                                         "-c", HOLDER, path, out], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.size_at_open = int(self.process.stdout.readline())
+
+    def finish(self) -> tuple[bytes, int]:
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        closing = int(self.process.stdout.readline())
+        self.process.wait()
+        with open(self.out, "rb") as handle:
+            return handle.read(), closing
+
+
+def tool_outputs(path: str, copy: str) -> list[str]:
+    """What each tool says of `path`, its name taken out; and `cp`'s copy, read back."""
+    said = [client(*tool, path).stdout.replace(path, "FILE") for tool in TOOLS]
+    client("cp", path, copy)
+    with open(copy, "rb") as handle:
+        return said + [handle.read().decode()]
+
+
+@needs_fuse
+@pytest.mark.parametrize("recorded_now", [False, True], ids=["settled", "being-recorded"])
+def test_each_reader_gets_one_whole_version_while_a_session_grows(store, tmp_path, recorded_now):
+    """A handle opened before a change reads the old version whole, with its own size from
+    fstat, while handles opened after it read and measure theirs; every tool sees one version."""
+    env, proj, _ = store
+    point = os.path.join(proj, "memory")
+    source = claude_sessions(env)[0]
+    for n in range(50):  # a document of several pages
+        append_user_message(source, f"EARLIER-{n} and then?")
+    if not recorded_now:
+        settle(env)
+    try:
+        mount(env, proj)
+        name = next(n for n, s in expected_sessions(env, proj).items() if s.source == source)
+        path = os.path.join(point, name)
+        before = cli("show", name, env=env).stdout
+        (tmp_path / "before").write_bytes(before)
+        first = Holder(path, str(tmp_path / "first"))
+        append_user_message(source, "HELD-MARKER and then?")
+        after = cli("show", name, env=env).stdout
+        (tmp_path / "after").write_bytes(after)
+        second = Holder(path, str(tmp_path / "second"))
+        seen = tool_outputs(path, str(tmp_path / "copy"))
+        assert seen in [tool_outputs(str(tmp_path / v), str(tmp_path / "copy")) for v in ("before", "after")], seen
+        assert first.size_at_open == len(before)
+        assert first.finish() == (before, len(before))
+        data, closing = second.finish()
+        assert data in (before, after) and second.size_at_open == closing == len(data)
+        if recorded_now:
+            assert data == after  # a session being recorded is served fresh at every open
+        assert client("cat", path).stdout.encode() == after and sizes_seen_by_ls(point)[name] == len(after)
+    finally:
+        take_down(point)
 
 
 @needs_fuse
@@ -582,6 +717,95 @@ def test_hung_server_neither_blocks_listing_nor_unmount(store):
         done = cli("memory", "--unmount", env=env, cwd=proj, timeout=30)
         assert done.returncode == 0 and b"was not answering" in done.stdout, done.stderr
         assert mounts.find(point) is None and not memory.alive(pid)
+    finally:
+        take_down(point)
+
+
+# a cache folder the mount cannot use ----------------------------------------------------------------
+NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search", "--"]
+needs_modes_that_bind = pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"),
+                                           reason="root ignores file modes unless setpriv drops CAP_DAC_OVERRIDE")
+
+
+def bound_by_modes(*args, env, cwd) -> subprocess.CompletedProcess:
+    """trajectoriz run by a user whom file modes bind: root without CAP_DAC_OVERRIDE (its
+    mount server inherits that), or the user running the tests."""
+    prefix = NO_DAC if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, sys.executable, os.path.join(ROOT, "trajectoriz.py"), *args],
+                          env=env, cwd=cwd, capture_output=True, timeout=90)
+
+
+def unusable_cache(env, how: str) -> str:
+    """Make the cache folder read-only, or its parent, or another user's; returns the folder."""
+    folder = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    if how == "its parent read-only":
+        os.makedirs(env["XDG_CACHE_HOME"], exist_ok=True)
+        os.chmod(env["XDG_CACHE_HOME"], 0o500)
+        return folder
+    os.makedirs(folder)
+    if how == "another user's":
+        os.chmod(folder, 0o777)
+        os.chown(folder, 65534, 65534)
+    else:
+        os.chmod(folder, 0o500)
+    return folder
+
+
+@needs_fuse
+@needs_modes_that_bind
+@pytest.mark.parametrize("how", ["read-only", "its parent read-only", "another user's"])
+def test_a_cache_it_cannot_use_moves_the_log_and_state_elsewhere(store, tmp_path, how):
+    env, proj, _ = store
+    if how == "another user's" and os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    env = {**env, "TMPDIR": str(tmp_path / "tmp")}
+    os.makedirs(env["TMPDIR"])
+    folder = unusable_cache(env, how)
+    elsewhere = os.path.join(env["TMPDIR"], f"trajectoriz-{os.getuid()}")
+    point = os.path.join(proj, "memory")
+    try:
+        done = bound_by_modes("memory", env=env, cwd=proj)
+        assert done.returncode == 0, done.stderr
+        why = "is another user's" if how == "another user's" else "cannot be written"
+        assert done.stderr.decode().splitlines() == [
+            f"trajectoriz: the cache folder {folder} {why}: the mount keeps its log and state in {elsewhere}"]
+        name = next(iter(listed(env, proj)))
+        assert client("cat", os.path.join(point, name)).stdout.encode() == cli("show", name, env=env).stdout
+        status = bound_by_modes("memory", "--status", env=env, cwd=proj)
+        assert status.returncode == 0 and f"trajectory memory of {proj}, server pid".encode() in status.stdout
+        assert f"log {elsewhere}/mount-".encode() in status.stdout, status.stdout
+        assert stat.S_IMODE(os.stat(elsewhere).st_mode) == 0o700
+        assert {stat.S_IMODE(os.stat(os.path.join(elsewhere, f)).st_mode) for f in os.listdir(elsewhere)} == {0o600}
+        assert len(glob.glob(os.path.join(elsewhere, "mount-*.json"))) == 1
+        assert glob.glob(os.path.join(folder, "mount-*")) == []  # (the test's own root commands write there)
+        done = bound_by_modes("memory", "--unmount", env=env, cwd=proj)
+        assert done.returncode == 0 and mounts.find(point) is None, done.stderr
+        assert glob.glob(os.path.join(elsewhere, "mount-*.json")) == []  # the server took its state away
+    finally:
+        take_down(point)
+        os.chmod(env["XDG_CACHE_HOME"], 0o700)
+
+
+@needs_fuse
+@needs_modes_that_bind
+def test_with_no_private_folder_to_write_it_mounts_without_log_or_state(store, tmp_path):
+    env, proj, _ = store
+    env = {**env, "TMPDIR": str(tmp_path / "tmp")}
+    os.makedirs(env["TMPDIR"], mode=0o500)
+    unusable_cache(env, "read-only")
+    point = os.path.join(proj, "memory")
+    try:
+        done = bound_by_modes("memory", env=env, cwd=proj)
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "no private folder can be written" in lines[0] and "without a log" in lines[0]
+        name = next(iter(listed(env, proj)))
+        assert client("cat", os.path.join(point, name)).stdout.encode() == cli("show", name, env=env).stdout
+        status = bound_by_modes("memory", "--status", env=env, cwd=proj)
+        assert status.returncode == 0 and re.search(rb"server pid \d+$", status.stdout.strip()), status.stdout
+        done = bound_by_modes("memory", "--unmount", env=env, cwd=proj)
+        assert done.returncode == 0 and mounts.find(point) is None, done.stderr
+        assert os.listdir(env["TMPDIR"]) == []
     finally:
         take_down(point)
 
