@@ -117,9 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         "export", help="write the memory files to a directory (no FUSE needed)",
         description="Write exactly the files the memory mount would show, with its README.md, "
                     "into a plain directory: the way to use trajectoriz where FUSE is missing "
-                    "(CI containers). Files of sessions that no longer exist are removed.")
+                    "(CI containers). Files are added and updated; nothing is removed unless "
+                    "--delete says so, and files export did not write are never touched.")
     _scope_options(export)
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
+    export.add_argument("--delete", action="store_true",
+                        help="also remove the files an earlier export wrote into DIR whose sessions "
+                             "this export does not have (as rsync --delete)")
     _redaction_option(export)
 
     health = commands.add_parser(
