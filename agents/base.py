@@ -635,6 +635,17 @@ def text_of(content, sep: str = "\n", depth: int = NESTING_LIMIT) -> str:
     return str(content)
 
 
+def between(text, opening, closing):
+    """What lies between the first `opening` and the first `closing` after it, or None: the
+    match of a lazy `opening(.*?)closing` regex, found in linear time (the regex retries from
+    every later `opening` when `closing` is missing: quadratic on a hostile text)."""
+    start = text.find(opening)
+    if start < 0:
+        return None
+    end = text.find(closing, start + len(opening))
+    return None if end < 0 else text[start + len(opening):end]
+
+
 def one_line(text: str, limit: int = 200) -> str:
     """A first message fit for a listing: whitespace collapsed, cut at `limit` characters. Only
     the first 8 x `limit` characters after leading blanks are looked at: splitting a text of

@@ -13,8 +13,9 @@ import glob
 import os
 import re
 
-from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch, head_records,
-                         home, iso, listdir_cached, one_line, read_json_object, read_whole, text_of)
+from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
+                         head_records, home, iso, listdir_cached, one_line, read_json_object, read_whole,
+                         text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps_text
 
@@ -101,8 +102,6 @@ def dependencies(source: str, env) -> list[str]:
 
 
 # classification of user text ---------------------------------------------------------------------
-_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _INJECTED_PREFIXES = (
     ("<local-command-stdout>", "command_output"), ("<local-command-stderr>", "command_output"),
     ("<local-command-caveat>", "meta"), ("Caveat: The messages below", "meta"),
@@ -120,10 +119,10 @@ def classify_user_text(text: str, record: dict) -> tuple[str | None, str]:
     if record.get("isCompactSummary"):
         return "compaction_summary", text
     stripped = text.lstrip()
-    command = _COMMAND.search(stripped) if stripped.startswith("<command-") else None
-    if command:
-        args = _COMMAND_ARGS.search(stripped)
-        return "command", (command.group(1).strip() + " " + (args.group(1).strip() if args else "")).strip()
+    command = between(stripped, "<command-name>", "</command-name>") if stripped.startswith("<command-") else None
+    if command is not None:
+        args = between(stripped, "<command-args>", "</command-args>")
+        return "command", (command.strip() + " " + (args.strip() if args else "")).strip()
     for prefix, kind in _INJECTED_PREFIXES:
         if stripped.startswith(prefix):
             return kind, text

@@ -37,7 +37,8 @@ import re
 
 from agents import session_totals
 from agents.base import (HEAD_BYTES, HEAD_MAX, Session, TooLarge, as_dict, as_int, as_list, as_str,
-                         complete_items, epoch, home, iso, loads_native, one_line, open_binary, read_whole)
+                         between, complete_items, epoch, home, iso, loads_native, one_line, open_binary,
+                         read_whole)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import dumps_text, loads
 
@@ -128,21 +129,20 @@ def task_item(task_dir: str) -> dict:
 
 
 _CWD = re.compile(rb"# Current Working Directory \(((?:[^)\\\n]|\\.)*)\)")
-_TASK = re.compile(rb"<task>((?:[^<\\]|\\.|<(?!/task>))*)</task>")
 
 
-def head_search(path: str, pattern: re.Pattern) -> re.Match | None:
-    """The first match of `pattern` in the head of a task file: its first HEAD_BYTES, else,
-    when the file goes on, its first HEAD_MAX bytes (a first message that holds images or
-    pasted files before its environment details)."""
+def head_search(path: str, find):
+    """What `find(head)` finds in the head of a task file: in its first HEAD_BYTES, else, when
+    the file goes on, in its first HEAD_MAX bytes (a first message that holds images or pasted
+    files before its environment details)."""
     for limit in (HEAD_BYTES, HEAD_MAX):
         try:
             with open_binary(path) as handle:
                 data = handle.read(limit)
         except OSError:
             return None
-        found = pattern.search(data)
-        if found or len(data) < limit:
+        found = find(data)
+        if found is not None or len(data) < limit:
             return found
     return None
 
@@ -156,7 +156,7 @@ def json_string(raw: bytes) -> str:
 
 
 def head_cwd(task_dir: str) -> str | None:
-    found = head_search(os.path.join(task_dir, API_HISTORY), _CWD)
+    found = head_search(os.path.join(task_dir, API_HISTORY), _CWD.search)
     if not found:
         return None
     return json_string(found.group(1)).strip() or None
@@ -167,10 +167,11 @@ _UI_TASK = re.compile(rb'"say"\s*:\s*"task"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*
 
 def head_title(task_dir: str) -> str:
     """The task's first prompt, from the head of the API history, else of the UI messages."""
-    found = head_search(os.path.join(task_dir, API_HISTORY), _TASK)
-    if not found:
-        found = head_search(os.path.join(task_dir, UI_MESSAGES), _UI_TASK)
-    return json_string(found.group(1)).strip() if found else ""
+    found = head_search(os.path.join(task_dir, API_HISTORY), lambda head: between(head, b"<task>", b"</task>"))
+    if found is None:
+        task = head_search(os.path.join(task_dir, UI_MESSAGES), _UI_TASK.search)
+        found = task.group(1) if task else None
+    return json_string(found).strip() if found is not None else ""
 
 
 def item_cwd(item: dict) -> str | None:
@@ -196,7 +197,7 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
 
 # user text: who wrote it ----------------------------------------------------------------------------
 _RESULT = re.compile(r"^\[([A-Za-z0-9_\-:.]+)(?: for (?:'[^\n]*?'|\"[^\n]*?\"))?\] Result:")
-_HUMAN = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]*)?>\n?(.*?)\n?</\1>", re.S)
+_HUMAN_OPENING = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]{0,1024})?>")
 _SYSTEM_PREFIXES = (
     ("<environment_details>", "environment_details"),
     ("[TASK RESUMPTION]", "task_resumption"),
@@ -212,8 +213,19 @@ _SYSTEM_PREFIXES = (
 
 
 def human_parts(text: str) -> list[tuple[str, str]]:
-    """(tag, words) for each span of the human's own words in a text block."""
-    return [(m.group(1), m.group(2).strip()) for m in _HUMAN.finditer(text)]
+    """(tag, words) for each span of the human's own words in a text block (`<task>…</task>`,
+    ...), found in linear time: a tag whose closing is missing is not looked for again."""
+    found, position, unclosed = [], 0, set()
+    while opening := _HUMAN_OPENING.search(text, position):
+        tag = opening.group(1)
+        end = -1 if tag in unclosed else text.find(f"</{tag}>", opening.end())
+        if end < 0:
+            unclosed.add(tag)
+            position = opening.start() + 1
+            continue
+        found.append((tag, text[opening.end():end].strip()))
+        position = end + len(tag) + 3
+    return found
 
 
 def system_kind(text: str) -> str | None:

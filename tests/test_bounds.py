@@ -493,3 +493,50 @@ def test_a_side_file_that_is_a_fifo_is_never_opened(tmp_path):
     result = run_measured(env, "search", "--json", "SCENARIO", timeout=60)
     assert result.returncode == 0, result.stderr
     assert log in [json.loads(line)["source"] for line in result.stdout.splitlines()]
+
+
+# text that makes a lazy regex quadratic --------------------------------------------------------------
+def _claude_hostile(root) -> tuple[dict, str]:
+    env = by_agent("claude").build(root)
+    path = sorted(glob.glob(os.path.join(env["HOME"], ".claude", "projects", "*", "*.jsonl")))[0]
+    with open(path, encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    first = next(r for r in records if r.get("type") == "user")
+    first["message"]["content"] = "<command-name>" * 100_000
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in records)
+    return env, path
+
+
+def _cline_cli_hostile(root) -> tuple[dict, str]:
+    env = by_agent("cline").build(root)
+    path = sorted(p for p in glob.glob(os.path.join(env["HOME"], ".cline", "data", "sessions", "*", "*.json"))
+                  if not p.endswith(".messages.json"))[0]
+    with open(path, encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    manifest["prompt"] = "<task>" * 100_000
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle)
+    return env, path
+
+
+def _cline_task_hostile(root) -> tuple[dict, str]:
+    env, path = _cline_task(root)
+    with open(path, encoding="utf-8") as handle:
+        history = json.load(handle)
+    history[0]["content"][0]["text"] = "<task>" * 40_000
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(history, handle)
+    return env, os.path.dirname(path)
+
+
+@pytest.mark.parametrize("plant", [_claude_hostile, _cline_cli_hostile, _cline_task_hostile],
+                         ids=["claude-command", "cline-manifest", "cline-task"])
+def test_an_opening_tag_repeated_without_its_closing_does_not_hang(plant, tmp_path):
+    """A first prompt of 100,000 `<command-name>` (or `<task>`) with no closing tag: finding a
+    command or the human's words in it is linear, so `list` (discovery and translation) is not
+    held for hours."""
+    env, source = plant(tmp_path)
+    result = run_measured(env, "list", "--all", "--json", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert source in [row["source"] for row in listed(result).values()]
