@@ -13,10 +13,11 @@ import glob
 import os
 import re
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
-                         iso, listdir_cached, one_line, open_binary, text_of)
+from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
+                         head_records, home, iso, listdir_cached, one_line, read_json_object, read_whole,
+                         text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
-from atif.serialize import dumps_text, loads
+from atif.serialize import dumps_text
 
 NAME = "claude"
 PREFIX = "cl"
@@ -102,8 +103,6 @@ def dependencies(source: str, env) -> list[str]:
 
 
 # classification of user text ---------------------------------------------------------------------
-_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _INJECTED_PREFIXES = (
     ("<local-command-stdout>", "command_output"), ("<local-command-stderr>", "command_output"),
     ("<local-command-caveat>", "meta"), ("Caveat: The messages below", "meta"),
@@ -121,10 +120,10 @@ def classify_user_text(text: str, record: dict) -> tuple[str | None, str]:
     if record.get("isCompactSummary"):
         return "compaction_summary", text
     stripped = text.lstrip()
-    command = _COMMAND.search(stripped) if stripped.startswith("<command-") else None
-    if command:
-        args = _COMMAND_ARGS.search(stripped)
-        return "command", (command.group(1).strip() + " " + (args.group(1).strip() if args else "")).strip()
+    command = between(stripped, "<command-name>", "</command-name>") if stripped.startswith("<command-") else None
+    if command is not None:
+        args = between(stripped, "<command-args>", "</command-args>")
+        return "command", (command.strip() + " " + (args.strip() if args else "")).strip()
     for prefix, kind in _INJECTED_PREFIXES:
         if stripped.startswith(prefix):
             return kind, text
@@ -372,10 +371,8 @@ class _Translation:
         local = os.path.join(self.ctx.session_dir, "tool-results", os.path.basename(path))
         for candidate in (path, local):
             try:
-                if os.path.getsize(candidate) <= SPILL_LIMIT:
-                    with open_binary(candidate) as handle:
-                        return handle.read().decode("utf-8", "replace"), path
-            except OSError:
+                return read_whole(candidate, SPILL_LIMIT).decode("utf-8", "replace"), path
+            except (OSError, TooLarge):
                 continue
         self.b.warn(f"a spilled tool output could not be read back: {path}")
         return None
@@ -543,7 +540,7 @@ def subagent_files(session: Session) -> list[tuple[str, str, dict]]:
     for path in dependencies(session.source, None)[1:]:
         agent_id = os.path.basename(path)[len("agent-"):-len(".jsonl")] if \
             os.path.basename(path).startswith("agent-") else os.path.basename(path)[:-len(".jsonl")]
-        found.append((agent_id, path, read_meta(path[: -len(".jsonl")] + ".meta.json")))
+        found.append((agent_id, path, read_json_object(path[: -len(".jsonl")] + ".meta.json")))
     folder = os.path.dirname(session.source)
     for name in listdir_cached(folder):  # one listing per change of a folder of many sessions
         if name.startswith("agent-") and name.endswith(".jsonl"):
@@ -551,15 +548,6 @@ def subagent_files(session: Session) -> list[tuple[str, str, dict]]:
             if next(head_records(path, 64 * 1024), {}).get("sessionId") == session.native_id:
                 found.append((name[len("agent-"):-len(".jsonl")], path, {}))
     return found
-
-
-def read_meta(path: str) -> dict:
-    try:
-        with open_binary(path) as handle:
-            meta = loads(handle.read())
-        return meta if isinstance(meta, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def embed_subagents(session: Session, main: _Translation, context: _Context) -> None:

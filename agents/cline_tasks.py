@@ -32,13 +32,13 @@ step's `prompt_tokens` is `tokensIn + cacheWrites + cacheReads`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
 from agents import session_totals
-from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
-                         open_binary)
+from agents.base import (HEAD_BYTES, HEAD_MAX, Session, TooLarge, as_dict, as_int, as_list, as_str,
+                         between, complete_items, epoch, home, iso, loads_native, one_line, open_binary,
+                         read_whole)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import dumps_text, loads
 
@@ -47,7 +47,6 @@ UI_MESSAGES = "ui_messages.json"
 TASK_METADATA = "task_metadata.json"
 HISTORY_ITEM = "history_item.json"
 TASK_FILES = (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)
-HEAD_BYTES = 256 * 1024
 
 # where VS Code and its forks keep user data (Linux, remote servers, macOS)
 _CONFIG_APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -86,16 +85,17 @@ def task_dependencies(task_dir: str) -> list[str]:
 
 # reading ------------------------------------------------------------------------------------------
 def read_json(path: str):
-    """(parsed value or None, problem or None)."""
+    """(parsed value or None, problem or None). A file over FILE_LIMIT is not read."""
     try:
-        with open_binary(path) as handle:
-            data = handle.read()
+        data = read_whole(path)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         return None, f"{os.path.basename(path)}: cannot read: {exc.strerror or exc}"
+    except TooLarge as exc:
+        return None, str(exc)
     try:
-        return loads(data), None
+        return loads_native(data), None
     except ValueError as exc:
         return None, f"{os.path.basename(path)} is not valid JSON ({str(exc)[:80]}); it may be truncated"
 
@@ -129,15 +129,22 @@ def task_item(task_dir: str) -> dict:
 
 
 _CWD = re.compile(rb"# Current Working Directory \(((?:[^)\\\n]|\\.)*)\)")
-_TASK = re.compile(rb"<task>((?:[^<\\]|\\.|<(?!/task>))*)</task>")
 
 
-def head(path: str) -> bytes:
-    try:
-        with open_binary(path) as handle:
-            return handle.read(HEAD_BYTES)
-    except OSError:
-        return b""
+def head_search(path: str, find):
+    """What `find(head)` finds in the head of a task file: in its first HEAD_BYTES, else, when
+    the file goes on, in its first HEAD_MAX bytes (a first message that holds images or pasted
+    files before its environment details)."""
+    for limit in (HEAD_BYTES, HEAD_MAX):
+        try:
+            with open_binary(path) as handle:
+                data = handle.read(limit)
+        except OSError:
+            return None
+        found = find(data)
+        if found is not None or len(data) < limit:
+            return found
+    return None
 
 
 def json_string(raw: bytes) -> str:
@@ -149,7 +156,7 @@ def json_string(raw: bytes) -> str:
 
 
 def head_cwd(task_dir: str) -> str | None:
-    found = _CWD.search(head(os.path.join(task_dir, API_HISTORY)))
+    found = head_search(os.path.join(task_dir, API_HISTORY), _CWD.search)
     if not found:
         return None
     return json_string(found.group(1)).strip() or None
@@ -160,10 +167,11 @@ _UI_TASK = re.compile(rb'"say"\s*:\s*"task"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*
 
 def head_title(task_dir: str) -> str:
     """The task's first prompt, from the head of the API history, else of the UI messages."""
-    found = _TASK.search(head(os.path.join(task_dir, API_HISTORY)))
-    if not found:
-        found = _UI_TASK.search(head(os.path.join(task_dir, UI_MESSAGES)))
-    return json_string(found.group(1)).strip() if found else ""
+    found = head_search(os.path.join(task_dir, API_HISTORY), lambda head: between(head, b"<task>", b"</task>"))
+    if found is None:
+        task = head_search(os.path.join(task_dir, UI_MESSAGES), _UI_TASK.search)
+        found = task.group(1) if task else None
+    return json_string(found).strip() if found is not None else ""
 
 
 def item_cwd(item: dict) -> str | None:
@@ -189,7 +197,7 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
 
 # user text: who wrote it ----------------------------------------------------------------------------
 _RESULT = re.compile(r"^\[([A-Za-z0-9_\-:.]+)(?: for (?:'[^\n]*?'|\"[^\n]*?\"))?\] Result:")
-_HUMAN = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]*)?>\n?(.*?)\n?</\1>", re.S)
+_HUMAN_OPENING = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]{0,1024})?>")
 _SYSTEM_PREFIXES = (
     ("<environment_details>", "environment_details"),
     ("[TASK RESUMPTION]", "task_resumption"),
@@ -205,8 +213,19 @@ _SYSTEM_PREFIXES = (
 
 
 def human_parts(text: str) -> list[tuple[str, str]]:
-    """(tag, words) for each span of the human's own words in a text block."""
-    return [(m.group(1), m.group(2).strip()) for m in _HUMAN.finditer(text)]
+    """(tag, words) for each span of the human's own words in a text block (`<task>…</task>`,
+    ...), found in linear time: a tag whose closing is missing is not looked for again."""
+    found, position, unclosed = [], 0, set()
+    while opening := _HUMAN_OPENING.search(text, position):
+        tag = opening.group(1)
+        end = -1 if tag in unclosed else text.find(f"</{tag}>", opening.end())
+        if end < 0:
+            unclosed.add(tag)
+            position = opening.start() + 1
+            continue
+        found.append((tag, text[opening.end():end].strip()))
+        position = end + len(tag) + 3
+    return found
 
 
 def system_kind(text: str) -> str | None:
@@ -406,7 +425,7 @@ def failed_items(content) -> bool:
 def api_request(message: dict) -> dict:
     """The JSON of an `api_req_started` message."""
     try:
-        return as_dict(loads(message.get("text") or "{}"))
+        return as_dict(loads_native(message.get("text") or "{}"))
     except ValueError:
         return {}
 
@@ -536,7 +555,7 @@ class UiTranslator:
             self.output = None
             return
         try:
-            arguments = loads(text) if text else {}
+            arguments = loads_native(text) if text else {}
         except ValueError:
             arguments = {"input": text}
         name = as_str(as_dict(arguments).get("tool")) or kind
@@ -565,18 +584,9 @@ def read_array(path: str) -> tuple[list | None, str | None]:
     value, problem = read_json(path)
     if problem is None or not problem.endswith("truncated"):
         return (value if isinstance(value, list) else None), problem
-    with open_binary(path) as handle:
-        text = handle.read().decode("utf-8", "replace")
-    decoder, items = json.JSONDecoder(), []
-    position = text.find("[") + 1
-    while position:
-        while position < len(text) and text[position] in " \t\r\n,":
-            position += 1
-        try:
-            item, position = decoder.raw_decode(text, position)
-        except ValueError:
-            break
-        items.append(item)
+    text = read_whole(path).decode("utf-8", "replace")
+    start = text.find("[")
+    items = complete_items(text, start + 1) if start >= 0 else []
     return items, f"{problem}: the first {len(items)} complete entries were read"
 
 

@@ -40,9 +40,8 @@ from dataclasses import dataclass
 import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
-                         env_dir, epoch, head_records, iso, one_line, open_binary)
+                         env_dir, epoch, head_records, iso, loads_native, one_line, read_whole)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
-from atif.serialize import loads
 
 NAME = "codex"
 PREFIX = "cx"
@@ -240,8 +239,7 @@ class Rollout:
     def _document_lines(self):
         """The TypeScript CLI's `{session, items}` document."""
         try:
-            with open_binary(self.path) as handle:
-                doc = loads(handle.read())
+            doc = loads_native(read_whole(self.path))
         except (OSError, ValueError) as exc:
             self.problems.append(f"not a readable JSON document: {str(exc)[:120]}")
             return
@@ -493,7 +491,7 @@ def reasoning_text(payload: dict) -> str:
 def parse_arguments(raw):
     if isinstance(raw, str):
         try:
-            return loads(raw)
+            return loads_native(raw)
         except ValueError:
             return {"input": raw}
     return raw
@@ -510,7 +508,7 @@ def tool_output(raw) -> tuple[str | list, dict]:
     if isinstance(raw, str):
         if raw.startswith("{") and '"metadata"' in raw:
             try:
-                parsed = as_dict(loads(raw))
+                parsed = as_dict(loads_native(raw))
             except ValueError:
                 parsed = {}
             if isinstance(parsed.get("output"), str):

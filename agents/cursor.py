@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from agents import sqlite_ro
-from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
-                         iso, listdir, mtime, one_line, open_binary)
+from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch,
+                         home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
 from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import dumps_text, loads
 
@@ -150,9 +150,8 @@ def _workspace_hints(texts) -> list[str]:
 
 def _read_json(path: str) -> dict:
     try:
-        with open_binary(path) as handle:
-            return as_dict(loads(handle.read()))
-    except (OSError, ValueError, UnicodeDecodeError):
+        return as_dict(loads_native(read_whole(path)))
+    except (OSError, ValueError):
         return {}
 
 
@@ -234,9 +233,8 @@ def _block(block) -> dict | None:
 
 def _read_txt(path: str, builder, limit) -> list[_Message]:
     try:
-        with open_binary(path) as handle:
-            lines = handle.read(HEAD_BYTES if limit else -1).decode("utf-8", "replace").split("\n")
-    except OSError as exc:
+        lines = _txt_bytes(path, limit).decode("utf-8", "replace").split("\n")
+    except (OSError, TooLarge) as exc:
         if builder is not None:
             builder.warn(f"cannot read {path}: {exc}")
         return []
@@ -254,6 +252,15 @@ def _read_txt(path: str, builder, limit) -> list[_Message]:
     for message in messages:
         message.blocks = _txt_blocks(message.role, message.blocks)
     return messages
+
+
+def _txt_bytes(path: str, limit) -> bytes:
+    """The head of a text transcript when only its first messages are wanted, else all of it
+    (within FILE_LIMIT)."""
+    if not limit:
+        return read_whole(path)
+    with open_binary(path) as handle:
+        return handle.read(HEAD_BYTES)
 
 
 def _txt_blocks(role: str, lines: list[str]) -> list[dict]:
