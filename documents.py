@@ -16,7 +16,7 @@ from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
 from atif.serialize import dumps, loads
-from redact import redact as redact_secrets
+from redact import clean_tree
 from version import VERSION
 
 FACTS_FILE = "facts-v2.json"  # v2: the totals stats needs
@@ -65,15 +65,12 @@ def stamps(session: Session, env) -> tuple[list, list]:
 
 
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
-    doc = _translated(session, env)
-    data = dumps(doc)
-    if redact:
-        cleaned, counts = redact_secrets(data)
-        if counts:
-            doc = loads(cleaned)
-            doc["extra"]["redactions"] = counts
-            data = dumps(doc)
-    return doc, data
+    """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
+    serialized once."""
+    doc, counts = clean_tree(_translated(session, env), redact)
+    if counts:
+        doc["extra"] = {**doc["extra"], "redactions": counts}
+    return doc, dumps(doc)
 
 
 def translate(session: Session, env, redact: bool = True) -> dict:
