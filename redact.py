@@ -2,9 +2,10 @@
 
 Every document passes through `clean_tree()` before it is serialized: each string of it, dict
 keys included, is read as the agent's reader saw it (a tool output's second line starts after a
-real newline, not after the two characters `\\n` of its JSON escape), and every secret found is
-replaced by `«REDACTED:<kind>:<first 8 hex of sha256(secret)>»` (the hash lets two mentions of one
-secret be matched without revealing it). `redact_text()` does the same to one string.
+real newline, not after the two characters `\\n` of its JSON escape), and each secret found is
+replaced by `«REDACTED:<kind>:<first 8 hex of sha256(secret as UTF-8)>»` (the hash lets two
+mentions of one secret be matched without revealing it). `redact_text()` does the same to one
+string. Both return their input itself when nothing is found.
 
 | kind | what it matches |
 |---|---|
@@ -12,46 +13,73 @@ secret be matched without revealing it). `redact_text()` does the same to one st
 | openai | `sk-…`, `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…` whose body looks random |
 | openrouter | `sk-or-…` |
 | stripe | `sk_live_`, `sk_test_`, `rk_live_`, `rk_test_` keys, `whsec_` webhook secrets |
-| google | API keys `AIza…` (35 characters after the prefix) |
-| google_oauth | access tokens `ya29.…`, client secrets `GOCSPX-…`, refresh tokens `1//0…` |
-| aws | access key ids `AKIA`, `ASIA`, `ABIA`, `ACCA` + 16 (also after `_`: `MY_KEY_AKIA…`) |
-| aws_secret | the value of `aws_secret_access_key`, `SecretAccessKey` (any case, any form) |
+| google | API keys `AIza` + 35 |
+| google_oauth | access tokens `ya29.…`, client secrets `GOCSPX-` + 28 |
+| aws | access key ids `AKIA`, `ASIA`, `ABIA`, `ACCA` + 16 capitals and digits (also after `_`: `MY_KEY_AKIA…`) |
+| aws_secret | the value of `aws_secret_access_key`, `AWS_SECRET_ACCESS_KEY`, `SecretAccessKey` |
+| azure | `AccountKey=…`, `SharedAccessKey=…`, Entra client secrets (`abc8Q~…`) |
 | github | `ghp_`, `gho_`, `ghu_`, `ghs_` (app), `ghr_` (refresh) tokens, `github_pat_…` |
-| gitlab | `glpat-`, `gldt-`, `glrt-`, `glptt-`, `glcbt-`, `glft-`, `glimt-`, `glagent-`, `gloas-`, `glsoat-`, `GR1348941…` |
-| slack | `xoxb-`/`xoxp-`/… tokens, `xapp-` app tokens, `hooks.slack.com` webhook paths |
-| private_key | a PEM, OpenSSH or PGP private key block; with no END line, its key lines only |
+| gitlab | `glpat-`, `gldt-`, `glrt-`, `glptt-`, `glcbt-`, `glft-`, `glimt-`, `glagent-`, `gloas-`, `glsoat-`, runner `GR1348941…` |
+| slack | `xoxb-`, `xoxp-`, `xoxa-`, … tokens, `xapp-` app tokens, `hooks.slack.com/…` webhook paths |
+| discord | webhook `…/api/webhooks/<id>/<token>` (id and token); a bot token within 512 characters of `discord` |
+| telegram | a bot token's secret half (`123456789:` then `AA` + 33) |
+| npm | `npm_` + 36 |
+| huggingface | `hf_…` |
+| pypi | `pypi-AgE…` |
+| docker | `dckr_pat_…`, `dckr_oat_…` |
+| digitalocean | `dop_v1_` + 64 hex |
+| shopify | `shpat_`, `shpca_`, `shppa_`, `shpss_` + 32 hex |
+| sendgrid | `SG.<22>.<43>` |
+| twilio | API keys `SK` + 32 hex |
+| mailgun | `key-` + 32 hex |
+| vault | HashiCorp Vault `hvs.`, `hvb.`, `hvr.` tokens |
+| grafana | `glsa_…`, `glc_…`, `eyJrIjoi…` |
+| sentry | `sntrys_…`, `sntryu_` + 64 hex |
+| databricks | `dapi` + 32 hex |
+| linear | `lin_api_` + 40, `lin_oauth_` + 64 hex |
+| postman | `PMAK-…` |
+| age | `AGE-SECRET-KEY-1` + 58 |
+| groq, xai, perplexity, replicate, tavily | `gsk_…`, `xai-…`, `pplx-…`, `r8_` + 37, `tvly-…` |
+| doppler, atlassian, heroku, newrelic, pulumi | `dp.pt.…`, `ATATT3…`, `HRKU-…`, `NRAK-…`, `pul-` + 40 hex |
+| planetscale, square, supabase, notion | `pscale_tkn_…`, `sq0atp-…`/`sq0csp-…`, `sbp_` + 40 hex, `ntn_…`/`secret_` + 43 |
+| private_key | a PEM, OpenSSH or PGP private key block; with no END line, its BEGIN line and key lines only |
 | jwt | `eyJ….eyJ….…` (three base64url parts) |
 | url_password | the password of `scheme://user:password@host`, also URL-encoded (`%3A%2F%2Fuser%3Apw%40`) |
 | authorization | the credentials of an `Authorization:` header or field (`Bearer`, `Basic`, `token`, …) |
-| password | the value of a password-like name (`password`, `passwd`, `pwd`, `passphrase`, `DB_PASS`), of `mysql -p…`, `sshpass -p`, `docker login -p`, `curl -u user:…`, a `.netrc` entry |
-| assignment | the value of a token-, secret- or key-like name (`API_KEY`, `apiKey`, `client_secret`, `access_token`, `auth`, `credentials`, `--token …`) |
-| npm, huggingface, pypi, docker, digitalocean, shopify, sendgrid, twilio, mailgun | `npm_…`, `hf_…`, `pypi-AgE…`, `dckr_pat_…`, `dop_v1_…`, `shpat_…`, `SG.x.y`, `SK` + 32 hex, `key-` + 32 hex |
-| telegram, discord | bot tokens (`123456789:AA…`; Discord's three-part token where `discord` is mentioned), Discord webhooks |
-| azure | `AccountKey=…`, `SharedAccessKey=…`, Entra client secrets (`…8Q~…`) |
-| vault, grafana, sentry, databricks, linear, postman, age, doppler, atlassian, heroku | `hvs.`/`hvb.`/`hvr.`, `glsa_`/`glc_`/`eyJrIjoi…`, `sntrys_`/`sntryu_`, `dapi…`, `lin_api_`, `PMAK-`, `AGE-SECRET-KEY-1…`, `dp.pt.…`, `ATATT3…`, `HRKU-…` |
-| groq, xai, perplexity, replicate, tavily, notion, newrelic, pulumi, planetscale, square, supabase | `gsk_`, `xai-`, `pplx-`, `r8_`, `tvly-`, `ntn_`, `NRAK-`, `pul-`, `pscale_…_`, `sq0atp-`/`sq0csp-`, `sbp_` |
+| password | the value of a password-like name (`password`, `passwd`, `pwd`, `passphrase`, `DB_PASS`, `Password=…;`), of `mysql`/`mysqldump`/`mariadb -p…`, `sshpass -p`, `docker login -p`, `curl -u user:…`, a `.netrc` entry |
+| assignment | the value of another secret's name (`API_KEY`, `apiKey`, `client_secret`, `access_token`, `auth`, `credentials`, `--token …`) |
 
-A token with a prefix counts when it starts a word (what precedes it is no letter or digit, or is
-an escape such as `\\n`) and has its vendor's length and alphabet. An assignment is a name, an
-optional closing quote, `=`, `:`, `:=` or `=>` (a space for a `--flag`), and a value, quoted or
-not; the name counts by its last word (`MAX_TOKENS`, `token_count`, `sort_key`, `PUBLIC_KEY`,
-`CACHE_KEY` and `page_token` do not). How the value is judged:
-- token-, secret- and key-like names: the value must look random: letters and digits mixed in
-  one part (not a word with a version number such as `v2` or `utf8`, not a date), a UUID, or at
-  least 20 letters of mixed case that are not camelCase words. `created_at`, `user_profile_cache`,
-  `api_key`, `process.env.KEY` and `ssh-ed25519 …` are identifiers or public, not secrets.
-- password-like names: a quoted literal is a secret; an unquoted one too unless it is code: a
-  call or subscript (`getpass()`, `os.environ[…]`), a dotted name, a snake_case or camelCase
-  variable, a type or keyword (`str`, `None`), or a lone word after ` = ` (Python, JavaScript).
-- never secrets: placeholders (`$VAR`, `${VAR}`, `<your key>`, `***`, `{{ x }}`, values with
-  `your`, `example`, `xxxx`, `changeme`, `redacted`), paths, values of fewer than four distinct
-  characters, and words such as `password` or `secret` standing for themselves.
+A token with a prefix counts where it starts a word (no letter or digit before it, or an escape
+such as `\\n`) and has its vendor's length and alphabet; a placeholder (`sk_live_xxxx…`,
+`AKIAIOSFODNN7EXAMPLE`) does not. An assignment is a name, an optional closing quote, `=`, `:`,
+`:=` or `=>` (a space after a `--flag`), and a value, quoted or not. The name's last word decides:
+`token`, `secret`, `password`, `passwd`, `pwd`, `auth`, `credentials`, and `key` after `api`,
+`access`, `secret`, `private`, … or in an upper-case NAME; not `MAX_TOKENS`, `token_count`,
+`sort_key`, `PUBLIC_KEY`, `CACHE_KEY`, `page_token`, `ClientRequestToken` (idempotency), nor a
+part of an ARN (`…:secret:…`). How the value is judged:
+- token-, secret- and key-like names: a literal of a token's characters (no spaces or brackets)
+  that looks random: letters and digits mixed, where the parts between punctuation are not all
+  words (`user_profile_v2`, `python3.11`, `Socks5Auth`, `2024-01-15` are), or a UUID, or 20
+  letters whose mixed case camelCase does not explain. Calls and subscripts (`getpass()`,
+  `os.environ[…]`) are code.
+- password-like names: a quoted literal is a secret (but not a constant's label such as
+  `FORCE_CHANGE_PASSWORD`, nor a sentence); an unquoted value too unless it is code: a call, a
+  subscript, a dotted name, a snake_case or camelCase variable, a type or keyword (`str`,
+  `None`); a lone word only where it ends its line after `: ` or a bare `=` (YAML, INI, .env),
+  not after ` = ` (code) nor in prose (`pwd: expected bytes`).
+- never secrets: placeholders (`$VAR`, `${VAR}`, `<your key>`, `***`, `{{ x }}`, `…`, values
+  with `your`, `example`, `xxxx`, `changeme`, `redacted`), paths, URLs, ARNs, values of fewer than
+  four distinct characters, and words that stand for themselves (`password`, `secret`, `test`).
+A bare value's final dots end its sentence and stay; a marker never takes more than the secret.
 
-Speed: the strings of a document are joined with NUL (which no pattern matches) and lowered once
-(as bytes, so that offsets stay put); each pass is one regular expression whose alternatives share
-a literal first character or prefix, so the engine skips clean text at memchr-like speed, and the
-original case is checked only where a pass matched. Replacements are mapped back to the strings
-that hold them only when something was found; a clean document is returned as is, not copied.
+Speed: the distinct strings of a document are joined with NUL (which no pattern matches) and
+lowered once, as bytes, so that offsets stay put. Each pass is one regular expression whose
+alternatives start at an anchor, a character rare in ordinary text (k, g, x, j, q, y, …) taken
+from the rules' prefixes, each alternative led by a literal, so that the engine scans at memchr
+speed and tries little where the anchor occurs; the original case and the value's judgment are
+checked only where a pass matched. Open repeats read at most 1024 characters, and a pass goes on
+past a token it read, so a run of fake prefixes costs linear time. Replacements are mapped back
+to the strings that hold them only when something was found.
 """
 
 from __future__ import annotations
@@ -66,7 +94,7 @@ from atif.serialize import MAX_DEPTH, limit_depth
 
 SEPARATOR = "\x00"
 LONGEST = 1024  # a pattern's open repeat reads at most this much: a rejected candidate is cheap
-ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")  # of the lower-cased text
+ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 WORD = ALNUM | frozenset(b"_")
 TOKEN = WORD | frozenset(b"-")
 EOL = rb"(?:\r?\n|\\r\\n|\\n)"
@@ -89,7 +117,8 @@ def marker(kind: str, secret: bytes | str) -> str:
 # How a value is judged.
 
 _PUNCTUATION = rb"-_./:+@#~=,"
-_WORDY = re.compile(rb"(?:(?>(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,2}|[0-9]+[A-Za-z]{0,2})(?=[" + _PUNCTUATION
+_CAMEL_WORDS = rb"(?:(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))[0-9]{0,3}){2,}"  # Socks5Auth, XMLHttpRequest
+_WORDY = re.compile(rb"(?:(?>" + _CAMEL_WORDS + rb"|(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,3}|[0-9]+[A-Za-z]{0,2})(?=[" + _PUNCTUATION
                     + rb"]|\Z)|[" + _PUNCTUATION + rb"])*")
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _DIGIT = re.compile(rb"[0-9]")
@@ -97,11 +126,12 @@ _LETTER = re.compile(rb"[A-Za-z]")
 _LONG_LETTERS = re.compile(rb"[A-Za-z]{20,}")
 _LOWER_RUN = re.compile(rb"[a-z]+")
 _CAPITALS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_PLACEHOLDER = re.compile(rb"your|xxxx|example|placeholder|change_?me|redacted|replace|\*\*\*|\.\.\.|\{\{|\$\{|\xc2\xab")
+_PLACEHOLDER = re.compile(rb"your|xxxx|example|placeholder|change_?me|redacted|replace|\*\*\*|\.\.\.|\{\{|\$\{|\xc2\xab|\xe2\x80\xa6")
 _PUBLIC_KEY_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
 NOT_SECRETS = frozenset(b"""none null nil true false undefined str string bytes int bool any optional
     secretstr password passwd pwd pass passphrase secret token key value val text input data field
-    required default empty hidden self this new old env getpass prompt stdin masked""".split())
+    required default empty hidden self this new old env getpass prompt stdin masked test dummy sample
+    fake mock demo foo bar""".split())
 
 
 def is_placeholder(value: bytes) -> bool:
@@ -112,9 +142,10 @@ def is_placeholder(value: bytes) -> bool:
 
 
 def looks_random(value: bytes) -> bool:
-    """Machine-made rather than words: not only words (each part between punctuation a word,
-    maybe with a short number: `user_profile_v2`, `python3.11`, `2024-01-15`) and letters and
-    digits mixed, or a UUID, or a run of 20 letters whose case camelCase does not explain."""
+    """Machine-made rather than words: not only words (each part between punctuation a word or
+    camelCase words, maybe with short numbers: `user_profile_v2`, `python3.11`, `2024-01-15`,
+    `Socks5Auth`) and letters and digits mixed, or a UUID, or a run of 20 letters whose case
+    camelCase does not explain."""
     if len(value) < 8 or value.startswith(_PUBLIC_KEY_TYPES):
         return False
     if _DIGIT.search(value) is None or _LETTER.search(value) is None:
@@ -134,29 +165,72 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _CAMEL = re.compile(rb"[a-z][A-Z]")
 
 
-def is_code(value: bytes, after: bytes) -> bool:
-    """A call, a subscript, a dotted name or a variable, not a literal."""
-    if after[:1] in (b"(", b"[") or value.lower() in NOT_SECRETS:
+_DOTTED = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_LABEL = re.compile(rb"[A-Za-z]+(?:[-_][A-Za-z]+)+")
+_SECRET_WORD = re.compile(rb"pass|secret|token|key", re.I)
+_TOKEN_CHARACTERS = re.compile(rb"[A-Za-z0-9+/=_.~:@%!#$*-]+")
+_LINE_END = re.compile(rb"[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\x00|\Z)")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """An assigned value and what surrounds it: `between` the name and it (quotes, separator,
+    spaces), the character `after` it, and whether only its line's end follows."""
+    value: bytes
+    quoted: bool
+    between: bytes
+    after: bytes
+    ends_line: bool
+
+
+def is_expression(value: bytes, after: bytes) -> bool:
+    """A call, a subscript or an attribute (`getpass()`, `os.environ[…]`, `process.env.KEY`)."""
+    return after in (b"(", b"[") or _DOTTED.fullmatch(value) is not None
+
+
+def is_variable(value: bytes) -> bool:
+    """An identifier in snake_case or camelCase, or a word such as `None` or `str`."""
+    if value.lower() in NOT_SECRETS:
         return True
-    if not _IDENTIFIER.fullmatch(value):
-        return False
-    return b"." in value or b"_" in value.strip(b"_") or _CAMEL.search(value) is not None
+    return _IDENTIFIER.fullmatch(value) is not None and (
+        b"_" in value.strip(b"_") or _CAMEL.search(value) is not None)
 
 
 def is_path(value: bytes) -> bool:
     return value[:1] in (b"/", b"~") or value.startswith((b"./", b"../"))
 
 
-def is_password(value: bytes, quoted: bool, after: bytes, spaced: bool) -> bool:
-    """A password-like name's value: a quoted literal, or an unquoted one that is not code (a lone
-    word after ` = ` is a variable in code; after `:` or a bare `=` it is YAML, INI or .env)."""
-    if len(value) < 3 or is_placeholder(value) or is_path(value) or value.lower() in NOT_SECRETS:
+def is_literal(assigned: Assignment) -> bool:
+    """Not a placeholder, a path, an ARN or URL, a sentence (a field's description), or a quote
+    that closes a string rather than opens a value (`prompt='Password: ', …`)."""
+    value = assigned.value
+    return not (is_placeholder(value) or is_path(value) or value.lower() in NOT_SECRETS
+                or value.startswith(b"arn:") or b"://" in value or value.count(b" ") > 3
+                or (assigned.quoted and value[:1] in (b" ", b",", b";", b")", b"]", b"}", b"+")))
+
+
+def is_random_value(assigned: Assignment) -> bool:
+    """A token-, secret- or key-like name's value: a literal of a token's characters (no spaces,
+    brackets or pipes: `Jobs[-1].JobId` is a path into data) that looks random."""
+    return (is_literal(assigned) and _TOKEN_CHARACTERS.fullmatch(assigned.value) is not None
+            and looks_random(assigned.value) and assigned.after not in (b"(", b"["))
+
+
+def is_password(assigned: Assignment) -> bool:
+    """A password-like name's value: a quoted literal (not a constant's label such as
+    `NO_PASSWORD`), or an unquoted one that is not code. A lone word is a password where it
+    ends its line after `: ` or a bare `=` (YAML, INI, .env), not after ` = ` (code) nor in
+    prose (`pwd: expected bytes`)."""
+    value, between = assigned.value, assigned.between
+    if len(value) < 3 or not is_literal(assigned):
         return False
-    if quoted:
-        return True
-    if is_code(value, after):
+    if assigned.quoted:
+        return not (_LABEL.fullmatch(value) and _SECRET_WORD.search(value))
+    if is_expression(value, assigned.after) or is_variable(value) or (b":" in between and not between[-1:].isspace()):
         return False
-    return not (spaced and value.isalpha())
+    if value.isalpha():
+        return assigned.ends_line and b" =" not in between and b"= " not in between
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +271,6 @@ class Value:
     kind: str
     rest: bytes
     exact: bytes | None = None
-    random: bool = False
     before: frozenset | None = None
     check: object = None
     specific: int = 1
@@ -211,7 +284,7 @@ class Value:
             return []
         if is_placeholder(secret) or secret.lower() in NOT_SECRETS:
             return []
-        if (self.random and not looks_random(secret)) or (self.check and not self.check(data, match)):
+        if self.check and not self.check(data, match):
             return []
         return [(start, value_end(data, start, end, False), self.kind, self.specific)]
 
@@ -226,20 +299,17 @@ class Assigned:
     back = 0
 
     def spans(self, data, match, group):
-        name = name_before(data, match.start(f"{group}_e"))
+        name_end = match.start(f"{group}_e")
+        name = name_before(data, name_end)
         kind = kind_of_name(name)
-        if kind is None or (self.flag and not name.startswith(b"-")):
-            return []
+        if kind is None or (self.flag and not name.startswith(b"-")) or data[:name_end - len(name)].endswith(b":"):
+            return []  # no secret's name, or a part of an ARN or URN (`…:secret:aws/…`)
         quoted = match.start(f"{group}_q") >= 0
         start, end = match.span(f"{group}_value")
         end = end if quoted else without_full_stop(data, start, end)
-        value = data[start:end]
-        if kind == "password":
-            between = data[match.start(f"{group}_e"):start]
-            spaced = b" =" in between or b"= " in between
-            if not is_password(value, quoted, data[end:end + 1], spaced):
-                return []
-        elif is_placeholder(value) or is_path(value) or not looks_random(value):
+        assigned = Assignment(data[start:end], quoted, data[name_end:start], data[end:end + 1],
+                              _LINE_END.match(data, end) is not None)
+        if not (is_password(assigned) if kind == "password" else is_random_value(assigned)):
             return []
         return [(start, value_end(data, start, end, quoted), kind, 0)]
 
@@ -268,6 +338,7 @@ _NOT_SECRET_NAMES = frozenset(b"""public publishable sort primary foreign cache 
     next continuation sync cursor pagination resume idempotency dedup routing lookup row shard max
     min num count eos bos pad unk sep cls mask special start stop end first last hash hashed
     file path url uri type name""".split())
+_NOT_SECRET_TOKENS = frozenset((b"client", b"request", b"change", b"cancellation"))  # AWS's, .NET's
 
 
 def name_before(data: bytes, end: int) -> bytes:
@@ -288,7 +359,9 @@ def kind_of_name(name: bytes) -> str | None:
     last = words[-1]
     if last in _PASSWORD_WORDS or last.endswith((b"password", b"passwd")) or (last == b"pass" and len(words) > 1):
         return "password"
-    if last.endswith((b"token", b"secret")) or last in (b"auth", b"credential", b"credentials"):
+    if last.endswith(b"token"):
+        return None if any(w in _NOT_SECRET_TOKENS for w in words) else "assignment"
+    if last.endswith(b"secret") or last in (b"auth", b"credential", b"credentials"):
         return "assignment"
     if last in _GLUED_KEYS or (last == b"key" and len(words) > 1 and (
             words[-2] in _KEY_QUALIFIERS or (name.isupper() and b"_" in name))):
@@ -307,16 +380,21 @@ def _key_kind(words: list) -> str:
 
 def _private_key(data, match, group):
     """A key block: BEGIN to END; with no END line, BEGIN and the key's lines only."""
-    start = match.start()
+    start, begin = match.start(), match.end(f"{group}_begin")
     if match.start(f"{group}_end") >= 0:
-        return [(start, match.end(f"{group}_end"), "private_key", 1)] if key_lines_end(
-            data, match.end(f"{group}_begin"), match.start(f"{group}_end")) else []
-    end = key_lines_end(data, match.end(f"{group}_begin"), match.end())
-    return [(start, end, "private_key", 1)] if end else []
+        lines_end, end = key_lines_end(data, begin, match.start(f"{group}_end")), match.end(f"{group}_end")
+    else:
+        lines_end = end = key_lines_end(data, begin, match.end())
+    if not lines_end or is_placeholder(data[begin:lines_end].strip(b" \t\r\n\\")):
+        return []  # no key lines, or `XXXX`
+    return [(start, end, "private_key", 1)]
 
 
 _KEY_LINE = re.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
                        rb"|(?P<line>[A-Za-z0-9+/=]*))")
+
+
+_LINE_BREAK = re.compile(rb"[ \t]*(?:\r|\n|\\[rn]|-----|\Z)")
 
 
 def key_lines_end(data: bytes, pos: int, limit: int) -> int:
@@ -333,8 +411,8 @@ def key_lines_end(data: bytes, pos: int, limit: int) -> int:
                 break
             pos = line.end()
             continue
-        if line.group("sep").isspace() and b"\n" not in line.group("sep") and len(body) < 40:
-            break  # on the BEGIN line's own line only a whole key line counts
+        if _LINE_BREAK.match(data, line.end(), limit) is None and len(body) < 40:
+            break  # a word in a sentence (`key omitted`), not a line of the key
         seen_line, pos, end = True, line.end(), line.end()
         if len(body) < 40:
             break
@@ -348,7 +426,7 @@ def _telegram(data, match, group):
     while digits > 0 and 48 <= data[digits - 1] <= 57:
         digits -= 1
     start, end = colon + 1, match.end()
-    if not 8 <= colon - digits <= 10 or not starts_word(data.lower(), digits):
+    if not 8 <= colon - digits <= 10 or not starts_word(data, digits):
         return []
     if not re.fullmatch(rb"AA[A-Za-z0-9_-]{33}", data[start:end]):
         return []
@@ -373,9 +451,9 @@ def without_full_stop(data: bytes, start: int, end: int) -> int:
     return end
 
 
-def starts_word(low: bytes, pos: int, before: frozenset = ALNUM) -> bool:
+def starts_word(text: bytes, pos: int, before: frozenset = ALNUM) -> bool:
     """Nothing of `before` precedes `pos`, or an escape does (`\\nsk-…` in JSON a tool printed)."""
-    return pos == 0 or low[pos - 1] not in before or low[pos - 2:pos] in (b"\\n", b"\\t", b"\\r")
+    return pos == 0 or text[pos - 1] not in before or text[pos - 2:pos] in (b"\\n", b"\\t", b"\\r")
 
 
 _MYSQL_PASSWORD = re.compile(rb"(?<=[ \t])-p(?:\\?'(?P<a>[^'\\\r\n\x00]+)\\?'|\\?\"(?P<b>[^\"\\\r\n\x00]+)\\?\""
@@ -410,10 +488,6 @@ def _authorization(data, match, group):
     if scheme != b"basic" and not looks_random(value):
         return []
     return [(start, value_end(data, start, end, False), "authorization", 0)]
-
-
-def _discord_gate(low: bytes) -> bool:
-    return b"discord" in low
 
 
 # One pass per anchor: a character that is rare in ordinary text (k, g, x, j, q, …) and occurs
@@ -488,13 +562,13 @@ PASSES: dict[bytes, list] = {
         Token("notion", rb"ret_(?<=secret_)[a-z0-9]{43}(?![a-z0-9])", random=True, back=2, prefix_len=7),
         Assigned(rb"redentials?" + NAME_END + SEP + VALUE),
         Value("password", rb"url\b[^\r\n\x00;|&]{0,300}?[ \t](?:-u|--user)[ \t]*[\"']?[^\s:\"'\x00]{1,100}:"
-              rb"(?P<value>[^\s\"'\x00]{1,256})", before=WORD, specific=0),
+              rb"(?P<value>" + BARE_VALUE + rb"{1,256})", before=WORD, specific=0),
     ],
     b"h": [
         Custom(rb"orization(?<=authorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
-               rb"(?P<scheme>(?:bearer|basic|token|bot|digest|apikey|sso-key)[ \t]+)?"
-               rb"(?P<value>[a-z0-9._~+/=-]{1,256})", _authorization),
-        Assigned(rb"(?<=auth)" + NAME_END + SEP + VALUE),
+               rb"(?P<scheme>(?:bearer|basic|token|bot|digest|apikey|sso-key|aws4-hmac-sha256)[ \t]+)?"
+               rb"(?P<value>[a-z0-9._~+/=-]{1,256})", _authorization, ALNUM, 3),
+        Assigned(rb"(?=[\\\"' \t:=])(?<=auth)" + NAME_END + SEP + VALUE),  # a class first: cheap at each h
         Token("huggingface", rb"f_[a-z0-9]{30,}", rb"hf_[A-Za-z0-9]{30,}"),
         Token("vault", rb"v[sbr]\.[a-z0-9_-]{24,}", rb"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
         Token("heroku", rb"rku-[a-z0-9_-]{50,}", rb"HRKU-[A-Za-z0-9_-]{50,}"),
@@ -515,12 +589,13 @@ PASSES: dict[bytes, list] = {
         Token("npm", rb"m_(?<=npm_)[a-z0-9]{36}(?![a-z0-9])", rb"npm_[A-Za-z0-9]{36}", random=True, back=1,
               prefix_len=4),
         Token("digitalocean", rb"_v1_(?<=dop_v1_)[a-f0-9]{64}(?![a-z0-9])", back=2),
-        Token("shopify", rb"(?<=shp)(?:at|ca|pa|ss)_[a-f0-9]{32}(?![a-z0-9])", back=2),
+        *[Token("shopify", kind + rb"_(?<=shp" + kind + rb"_)[a-f0-9]{32}(?![a-z0-9])", back=2)
+          for kind in (b"at", b"ca", b"pa", b"ss")],
         Token("linear", rb"i_(?<=lin_api_)[a-z0-9]{40}(?![a-z0-9])", rb"lin_api_[A-Za-z0-9]{40}", back=5),
         Token("doppler", rb"\.(?<=dp\.)(?:pt|st|sa|ct|scim|audit)\.[a-z0-9]{40,44}(?![a-z0-9])", back=1),
     ],
     b"m": [
-        Custom(rb"(?:ysql|ariadb)[a-z-]*[ \t][^\r\n\x00;|&]{0,300}", _command_password, WORD),
+        *[Custom(name + rb"[a-z-]*[ \t][^\r\n\x00;|&]{0,300}", _command_password, WORD) for name in (b"ysql", b"ariadb")],
         Value("password", rb"achine" + SPACE + rb"[^\s\x00]{1,200}" + SPACE + rb"login" + SPACE
               + rb"[^\s\x00]{1,200}" + SPACE + rb"password[ \t]+(?P<value>" + BARE_VALUE + rb"{1,256})"),
     ],
@@ -555,10 +630,11 @@ CASED_PASSES: dict[bytes, list] = {
         Token("atlassian", rb"TATT3[A-Za-z0-9_=-]{100,}"),
     ],
 }
-# Rules too costly to run on every text (their first character is a class), run only where a
-# word that goes with them occurs: (gate, kind, pattern on the original text).
-GATED = [
-    (_discord_gate, "discord", re.compile(
+# Rules too costly to run over every text (their first character is a class), run only within
+# NEAR characters of a word that goes with them: (word, kind, pattern on the original text).
+NEAR = 512
+NEAR_WORDS = [
+    (b"discord", "discord", re.compile(
         rb"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])")),
 ]
 
@@ -586,8 +662,8 @@ def _compiled(anchor: bytes, rules: list) -> tuple[re.Pattern, dict]:
     return re.compile(re.escape(anchor) + b"(?:" + b"|".join(parts) + b")"), by_group
 
 
-COMPILED = [_compiled(anchor, rules) for anchor, rules in PASSES.items()]
-COMPILED_CASED = [_compiled(anchor, rules) for anchor, rules in CASED_PASSES.items()]
+ALL_PASSES = [(cased, anchor, *_compiled(anchor, rules))
+              for cased, passes in ((False, PASSES), (True, CASED_PASSES)) for anchor, rules in passes.items()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -597,20 +673,39 @@ def found_spans(data: bytes) -> list:
     """Every accepted span in `data` (UTF-8, NUL between strings), overlaps resolved."""
     low = data.lower()
     spans = []
-    for text, (pattern, by_group) in [(low, c) for c in COMPILED] + [(data, c) for c in COMPILED_CASED]:
-        pos = 0
-        while (match := pattern.search(text, pos)) is not None:
-            rule = by_group[match.lastgroup]
-            if rule.before is not None and not starts_word(low, match.start() - rule.back, rule.before):
-                pos = match.start() + 1
-                continue
-            accepted = rule.spans(data, match, match.lastgroup)
-            spans.extend(accepted)
-            pos = next_search(rule, match, accepted)
-    for gate, kind, pattern in GATED:
-        if gate(low):
-            spans.extend((m.start(), m.end(), kind, 1) for m in pattern.finditer(data) if looks_random(m.group()))
+    for cased, anchor, pattern, by_group in ALL_PASSES:
+        text = data if cased else low
+        if anchor in text:  # a memchr for most anchors: a small text lacks many of them
+            spans += pass_spans(text, data, low, pattern, by_group)
+    for word, kind, pattern in NEAR_WORDS:
+        spans += near_spans(data, low, word, kind, pattern)
     return resolved(spans, data)
+
+
+def near_spans(data: bytes, low: bytes, word: bytes, kind: str, pattern: re.Pattern) -> list:
+    """Matches of `pattern` within NEAR characters of each mention of `word` (each character
+    read once, however many mentions)."""
+    spans, done = [], 0
+    at = low.find(word)
+    while at >= 0:
+        start, end = max(done, at - NEAR), at + len(word) + NEAR
+        spans += [(m.start(), m.end(), kind, 1) for m in pattern.finditer(data, start, end) if looks_random(m.group())]
+        done = end
+        at = low.find(word, end)
+    return spans
+
+
+def pass_spans(text: bytes, data: bytes, low: bytes, pattern: re.Pattern, by_group: dict) -> list:
+    spans, pos = [], 0
+    while (match := pattern.search(text, pos)) is not None:
+        rule = by_group[match.lastgroup]
+        if rule.before is not None and not starts_word(low, match.start() - rule.back, rule.before):
+            pos = match.start() + 1
+            continue
+        accepted = rule.spans(data, match, match.lastgroup)
+        spans += accepted
+        pos = next_search(rule, match, accepted)
+    return spans
 
 
 def next_search(rule, match, accepted: list) -> int:
@@ -734,17 +829,24 @@ def _strings(value) -> dict:
     return out
 
 
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
 def _collect(value, out: dict) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str):
+    """The strings under a container into `out`; exact types first (most of a document), any
+    subclass or tuple after."""
+    if type(value) is dict or (type(value) is not list and isinstance(value, dict)):
+        for key in value:
+            if type(key) is str or isinstance(key, str):
                 out[key] = None
-            if isinstance(item, str):
-                out[item] = None
-            elif isinstance(item, (dict, list, tuple)):
-                _collect(item, out)
-    else:
-        for item in value:
+        value = value.values()
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            out[item] = None
+        elif kind is dict or kind is list:
+            _collect(item, out)
+        elif kind not in _SCALARS:
             if isinstance(item, str):
                 out[item] = None
             elif isinstance(item, (dict, list, tuple)):

@@ -224,6 +224,19 @@ BENIGN = [
     "ghp_ and glpat- are prefixes", "Bearer tokens expire", "dapi is a prefix",
     "12:30:45 and 10.0.0.1:8080 and C:\\new\\tmp", "phone +1 555 0100",
     "the aws_secret_access_key setting", "export AWS_SECRET_ACCESS_KEY",
+    # found by running the redaction over the Python library and node's packages
+    "exports.Socks5Auth = Socks5Auth", "private_key = Ed25519PrivateKey.generate()",
+    "token = base64.urlsafe_b64encode(digest)", '"Resource":"arn:aws:secretsmanager:*:*:secret:aws/ssm/3p/*"',
+    'raise TypeError("pwd: expected bytes, got %s" % type(pwd).__name__)', '"passwd:gecos",',
+    "def unix_getpass(prompt='Password: ', stream=None):", 'FORCE_CHANGE_PASSWORD = "FORCE_CHANGE_PASSWORD"',
+    '"AWS::Config::AggregationAuthorization": "af318b77aaceeeaa"',
+    '"ClientRequestToken": "a8ca07e4-61ec-4399-99f4-19853801bcd5"', "CancellationToken token = default;",
+    '"IAMUserChangePassword": "arn:aws:iam::aws:policy/IAMUserChangePassword"',
+    '"KeyStorePassword": "The password for the kmsuser crypto user in the CloudHSM cluster."',
+    '"PrivateKey": "-----BEGIN RSA PRIVATE KEY-----\\nkey omitted for security reasons\\n-----END RSA PRIVATE KEY-----"',
+    'key="-----BEGIN PRIVATE KEY-----\\nXXXX\\nXXXX\\n-----END PRIVATE KEY-----"',
+    '"output_token": "NextMarker || Contents[-1].Key"', '"output_token": "Jobs[-1].JobId"',
+    "'opaquelocktoken': 'RFC 2518'",
 ]
 
 
@@ -418,6 +431,15 @@ def test_runs_of_fake_prefixes_are_left_as_they_are(text):
     each is looked at and left alone. Quadratic work here would hang the test."""
     out, counts = redact_text(text)
     assert out is text and counts == {}
+
+
+def test_a_discord_bot_token_is_caught_near_the_word_discord():
+    """Its three parts have no prefix of their own: only near `discord` are they a token."""
+    token = "MT" + rand(24, URLSAFE, 96) + "." + rand(6, URLSAFE, 97) + "." + rand(38, URLSAFE, 98)
+    assert redact_text(f"Discord bot ready with {token}") == (
+        f"Discord bot ready with {marker('discord', token)}", {"discord": 1})
+    far = f"discord\n{'x ' * 600}{token}"
+    assert redact_text(far) == (far, {})
 
 
 def test_a_long_value_is_redacted_to_its_end():
