@@ -784,10 +784,13 @@ def clean_tree(value, redact: bool = True) -> tuple[object, dict]:
     Each distinct string is looked at once: documents repeat many (keys, reminders, re-read
     files)."""
     try:
-        strings = list(_strings(value))
+        return _cleaned(value, redact)
     except RecursionError:
-        value = limit_depth(value, MAX_DEPTH)
-        strings = list(_strings(value))
+        return _cleaned(limit_depth(value, MAX_DEPTH), redact)
+
+
+def _cleaned(value, redact: bool) -> tuple[object, dict]:
+    strings = list(_strings(value))
     joined = SEPARATOR.join(strings)
     try:
         data = joined.encode("utf-8")
@@ -803,7 +806,9 @@ def clean_tree(value, redact: bool = True) -> tuple[object, dict]:
         for old, new in changed.items():  # a repaired string that also held a secret
             changed[old] = redacted.pop(new, new)
         changed.update(redacted)
-    return (_Rebuild(changed).value(value) if changed else value), counts
+    if not changed:
+        return value, counts
+    return (changed.get(value, value) if isinstance(value, str) else _rebuilt(value, changed)), counts
 
 
 def valid_unicode(text: str) -> str:
@@ -853,30 +858,28 @@ def _collect(value, out: dict) -> None:
                 _collect(item, out)
 
 
-class _Rebuild:
-    """The tree again with the changed strings put in; containers that hold no change are the
-    input's own."""
-
-    def __init__(self, changed: dict):
-        self.changed = changed
-
-    def value(self, value):
-        if isinstance(value, str):
-            return self.changed.get(value, value)
-        if isinstance(value, dict):
-            return self.mapping(value)
-        if isinstance(value, (list, tuple)):
-            items = [self.value(item) for item in value]
-            if all(new is old for new, old in zip(items, value)):
-                return value
-            return items if isinstance(value, list) else tuple(items)
-        return value
-
-    def mapping(self, value: dict) -> dict:
-        out, same = {}, True
-        for key, item in value.items():
-            new_key = self.changed.get(key, key) if isinstance(key, str) else key
-            new_item = self.value(item)
-            same = same and new_key is key and new_item is item
+def _rebuilt(value, changed: dict):
+    """The container again with the changed strings put in, or itself when it holds none; one
+    frame per level, as `_collect`, so that whatever could be walked can be rebuilt."""
+    is_dict = isinstance(value, dict)
+    pairs = value.items() if is_dict else enumerate(value)
+    out, same = ({} if is_dict else []), True
+    for key, item in pairs:
+        if is_dict and isinstance(key, str):
+            new_key = changed.get(key, key)
+        else:
+            new_key = key
+        if isinstance(item, str):
+            new_item = changed.get(item, item)
+        elif isinstance(item, (dict, list, tuple)):
+            new_item = _rebuilt(item, changed)
+        else:
+            new_item = item
+        same = same and new_key is key and new_item is item
+        if is_dict:
             out[new_key] = new_item
-        return value if same else out
+        else:
+            out.append(new_item)
+    if same:
+        return value
+    return out if is_dict or isinstance(value, list) else tuple(out)

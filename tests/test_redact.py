@@ -410,14 +410,20 @@ def test_lone_surrogates_become_replacement_characters_with_and_without_redactio
     assert tree == before and clean_tree(tree, redact=False)[0] is not tree
 
 
-def test_a_tree_nested_too_deeply_to_walk_still_comes_out():
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_a_deep_tree_comes_out_and_keeps_no_secret(depth):
+    """300 levels of a dict in a list can be walked, rebuilt and serialized whole; 5000 cannot
+    be walked: the tree is cut as serializing would cut it."""
     deep = node = {}
-    for _ in range(5000):
-        node["a"] = {}
-        node = node["a"]
-    node["key"] = TOKENS[2][1]
+    for _ in range(depth):
+        node["a"] = [{}]
+        node = node["a"][0]
+    node["key"] = f"x {TOKENS[2][1]}"
     out, counts = clean_tree({"steps": [deep]})
-    assert b"nested too deeply" in dumps(out) and TOKENS[2][1].encode() not in dumps(out)
+    data = dumps(out)
+    assert TOKENS[2][1].encode() not in data
+    assert (b"nested too deeply" in data) == (depth == 5000)
+    assert counts == ({} if depth == 5000 else {"openai": 1})
 
 
 @pytest.mark.parametrize("text", [
