@@ -99,12 +99,12 @@ WORD = ALNUM | frozenset(b"_")
 TOKEN = WORD | frozenset(b"-")
 EOL = rb"(?:\r?\n|\\r\\n|\\n)"
 SPACE = rb"(?:[ \t\r\n]|\\[nrt])+"
-NAME_END = rb"(?P<e>)(?:\\?[\"'])?"
+NAME_END = rb"(?P<e>)(?:\\{0,8}[\"'])?"
 SEP = rb"[ \t]*(?::=|=>|=(?![=~>])|:(?![:/]))[ \t]*"
 QUOTED_VALUE = rb"[^\"'`\\\r\n\x00]"
 BARE_VALUE = rb"[^\s\"'`\\,;&|()\[\]{}<>\x00]"
-VALUE = rb"(?P<q>\\?[\"'`])?(?P<value>(?(q)" + QUOTED_VALUE + rb"{1,256}|" + BARE_VALUE + rb"{1,256}))"
-QUOTED_OR_WORD = rb"(?P<q>\\?[\"'])?(?P<value>(?(q)[^\"'\\\r\n\x00]{1,256}|[^\s\"'`\\;&|\x00]{1,256}))"
+VALUE = rb"(?P<q>\\{0,8}[\"'`])?(?P<value>(?(q)" + QUOTED_VALUE + rb"{1,256}|" + BARE_VALUE + rb"{1,256}))"
+QUOTED_OR_WORD = rb"(?P<q>\\{0,8}[\"'])?(?P<value>(?(q)[^\"'\\\r\n\x00]{1,256}|[^\s\"'`\\;&|\x00]{1,256}))"
 
 
 def marker(kind: str, secret: bytes | str) -> str:
@@ -456,7 +456,7 @@ def starts_word(text: bytes, pos: int, before: frozenset = ALNUM) -> bool:
     return pos == 0 or text[pos - 1] not in before or text[pos - 2:pos] in (b"\\n", b"\\t", b"\\r")
 
 
-_MYSQL_PASSWORD = re.compile(rb"(?<=[ \t])-p(?:\\?'(?P<a>[^'\\\r\n\x00]+)\\?'|\\?\"(?P<b>[^\"\\\r\n\x00]+)\\?\""
+_MYSQL_PASSWORD = re.compile(rb"(?<=[ \t])-p(?:\\{0,8}'(?P<a>[^'\\\r\n\x00]+)\\{0,8}'|\\{0,8}\"(?P<b>[^\"\\\r\n\x00]+)\\{0,8}\""
                              rb"|(?P<c>[^\s'\"`;&|\\\x00]+))")
 
 
@@ -565,7 +565,7 @@ PASSES: dict[bytes, list] = {
               rb"(?P<value>" + BARE_VALUE + rb"{1,256})", before=WORD, specific=0),
     ],
     b"h": [
-        Custom(rb"orization(?<=authorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+        Custom(rb"orization(?<=authorization)(?:\\{0,8}[\"'])?[ \t]*[:=][ \t]*(?:\\{0,8}[\"'])?"
                rb"(?P<scheme>(?:bearer|basic|token|bot|digest|apikey|sso-key|aws4-hmac-sha256)[ \t]+)?"
                rb"(?P<value>[a-z0-9._~+/=-]{1,256})", _authorization, ALNUM, 3),
         Assigned(rb"(?=[\\\"' \t:=])(?<=auth)" + NAME_END + SEP + VALUE),  # a class first: cheap at each h

@@ -109,6 +109,8 @@ CONTEXTS = {
     "single quotes": lambda t: f"x = '{t}'",
     "double quotes": lambda t: f'x = "{t}"',
     "JSON a tool printed": lambda t: json.dumps({"output": f"A=1\n{t}\nB=2"}, ensure_ascii=False),
+    "JSON in JSON a tool printed": lambda t: json.dumps({"result": json.dumps({"output": f"A=1\n{t}"}, ensure_ascii=False)},
+                                                        ensure_ascii=False),
     "escaped line": lambda t: f"{{\"a\": 1}}\\n{t}\\n",
     "YAML": lambda t: f"config:\n  value: {t}\n",
     "INI": lambda t: f'[section]\nvalue = "{t}"\n',
@@ -149,7 +151,8 @@ SHAPES = [
     ("discord", "https://discord.com/api/webhooks/123456789012345678/" + rand(68, URLSAFE, 84),
      "123456789012345678/" + rand(68, URLSAFE, 84)),
 ]
-SHAPE_CONTEXTS = ["plain", "later line", "after a tab", "JSON a tool printed", "escaped line"]
+SHAPE_CONTEXTS = ["plain", "later line", "after a tab", "JSON a tool printed", "JSON in JSON a tool printed",
+                  "escaped line"]
 # Assignments: each name with each syntax, in context.
 TOKEN_NAMES = ["API_KEY", "MY_API_TOKEN", "DEPLOY_TOKEN", "GITHUB_TOKEN", "OPENAI_KEY", "api_key", "apiKey",
                "ApiKey", "x-api-key", "token", "secret", "client_secret", "clientSecret", "access_token",
@@ -178,6 +181,7 @@ ASSIGNMENT_CONTEXTS = {
     "indented": lambda a: f"database:\n  {a}\n  port: 5432",
     "after a tab": lambda a: f"env:\n\t{a}",
     "JSON a tool printed": lambda a: json.dumps({"output": f"A=1\n{a}\nB=2"}, ensure_ascii=False),
+    "JSON in JSON a tool printed": CONTEXTS["JSON in JSON a tool printed"],
 }
 VALUES = {"assignment": "Zq8Wx2Lm5Rt9Qa3Vb7Nc", "password": PASSWORD, "aws_secret": AWS_SECRET}
 
