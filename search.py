@@ -295,9 +295,9 @@ def shown_titles(sessions: list, redact: bool) -> list[str]:
     recorded text, which never leaves this process)."""
     if not (redact and sessions):
         return [s.title for s in sessions]
-    from redact import redact as redact_secrets
+    from redact import redact_text
 
-    return [redact_secrets(s.title.encode())[0].decode() for s in sessions]
+    return [redact_text(s.title)[0] for s in sessions]
 
 
 def page(items: list, offset: int, limit: int) -> list:
