@@ -215,8 +215,9 @@ def _scope_options(command: argparse.ArgumentParser) -> None:
 def _redaction_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--no-redact", action="store_true",
-        help="keep secrets as recorded (by default API keys, tokens, private keys, passwords in "
-             "URLs and NAME_TOKEN=... assignments become «REDACTED:<kind>:<hash>»)")
+        help="keep secrets as recorded in the documents (by default API keys, tokens, private "
+             "keys, passwords and secret assignments become «REDACTED:<kind>:<hash>»); first "
+             "messages in listings and search results are always redacted")
 
 
 # command -> (module, function): each command's module is imported only when it runs
