@@ -27,9 +27,9 @@ NAME = "claude"
 PREFIX = "cl"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "claude-code"
-VERSION = 2
+VERSION = 3
 
-SKIPPED_TYPES = {"file-history-snapshot", "queue-operation", "progress", "permission-mode", "mode",
+SKIPPED_TYPES = {"file-history-snapshot", "progress", "permission-mode", "mode",
                  "custom-title", "ai-title", "agent-name", "agent-setting", "last-prompt", "pr-link",
                  "frame-link", "worktree-state", "relocated", "bridge-session", "atis-latch",
                  "started", "result", "api-request", "api-request-shape", "api-request-blob",
@@ -75,6 +75,7 @@ def scan(source: str, env) -> list[Session]:
         return []
     native_id = os.path.basename(source)[: -len(".jsonl")]
     session = Session(agent=NAME, native_id=native_id, source=source, extra={"format": "jsonl"})
+    queued = ""  # the first prompt enqueued, for a session that recorded no user record of it
     for record in head_records(source):
         if session.started is None:
             session.started = epoch(record.get("timestamp"))
@@ -89,10 +90,13 @@ def scan(source: str, env) -> list[Session]:
                 session.model = model
         if record.get("type") == "user" and not session.title and not record.get("isSidechain"):
             session.title = one_line(prompt_text(text_of(message.get("content"), "\n"), record))
+        if record.get("type") == "queue-operation" and record.get("operation") == "enqueue":
+            queued = queued or prompt_text(text_of(record.get("content"), "\n"), record)
         if session.started and session.cwd and session.title and session.model:
             break
     if session.started is None:
         session.started = os.stat(source).st_mtime
+    session.title = session.title or one_line(queued)
     return [session]
 
 
@@ -197,6 +201,7 @@ class _Translation:
         self.model = None
         self.version = None
         self.shared = 0                   # records of a sub-agent that are its parent's
+        self.queued: list = []            # enqueued prompts no user record has held since
 
     def feed(self, record: dict) -> None:
         uuid = record.get("uuid")
@@ -244,6 +249,9 @@ class _Translation:
             output = record.get("output", record.get("content"))
             self.tool_result(record, {"tool_use_id": record.get("tool_use_id"), "content": output,
                                       "is_error": record.get("is_error")}, None)
+        elif kind == "queue-operation":
+            if record.get("operation") == "enqueue":
+                self.queued.append(record)
         elif kind == "cost-state" and isinstance(record.get("totalCostUSD"), (int, float)):
             self.cost = record["totalCostUSD"]
         elif kind == "summary" and isinstance(record.get("summary"), str):
@@ -356,6 +364,7 @@ class _Translation:
         if kind == "compaction_summary":
             self.compaction_summary(text, timestamp)
         elif kind in (None, "command"):
+            self.queued.clear()  # the prompts typed meanwhile: this is the record that holds them
             has_images = any(p["type"] == "image" for p in parts)
             message = [p for p in parts if p["type"] == "image"] + [text_part(text)] if has_images else text
             self.b.user(message, timestamp, extra={"kind": "command"} if kind == "command" else None)
@@ -442,6 +451,7 @@ class _Translation:
     def attachment(self, record: dict) -> None:
         attachment = as_dict(record.get("attachment"))
         if attachment.get("type") == "queued_command":  # typed by the user while the agent worked
+            self.queued.clear()
             prompt = attachment.get("prompt")
             text = text_of(prompt, "\n") if not isinstance(prompt, str) else prompt
             if text.strip():
@@ -475,8 +485,18 @@ class _Translation:
             if id(step) not in on_path and step.source in ("user", "agent"):
                 step.extra = {**(step.extra or {}), "abandoned_branch": True}
 
+    def take_queued(self) -> None:
+        """Prompts typed while the agent worked are enqueued (`queue-operation`), then recorded
+        as a user record or a `queued_command` attachment when they are taken. One enqueued
+        after the last of those never was (the session ended first; a session may hold nothing
+        else): it is the human's all the same, kept at the end."""
+        queued, self.queued = self.queued, []
+        for record in queued:
+            self.user({"timestamp": record.get("timestamp"), "message": {"content": record.get("content")}})
+
     def finish(self) -> None:
         """Metrics once per (message id, request id), from the last usage streamed for it."""
+        self.take_queued()
         self.mark_abandoned_branches()
         for key, usage in self.usage.items():
             if key in self.ctx.counted_usage:

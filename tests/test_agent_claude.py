@@ -14,6 +14,7 @@ import pytest
 import catalog
 import documents
 from agents import claude
+from agents.base import one_line
 from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, run_main, write_jsonl
 
 CLAUDE_SAMPLES = sorted(
@@ -179,6 +180,29 @@ def test_an_aside_question_does_not_repeat_its_parents_records(tmp_path):
     shutil.copytree(os.path.dirname(VOLCANO), os.path.join(env["HOME"], ".claude", "projects", "-volcano"))
     stats = json.loads(run_main(env, ["stats", "--all", "--json"]).stdout)
     assert stats["agents"]["claude"]["tool_calls"] == 86
+
+
+@pytest.mark.parametrize("kept", [1, 2])
+def test_a_session_holding_only_its_enqueued_prompt_opens_with_it(tmp_path, kept):
+    """Claude Code enqueues the prompt (`queue-operation`), dequeues it, then writes it as a user
+    record. A session cut before that record (here the first line, or two, of a live session of
+    2.1.332) holds the prompt only in the enqueue: it is the first message and a user step. In
+    the whole session, the prompt is one user step."""
+    live = os.path.join(LIVE, "claude-2.1.332", ".claude", "projects", "-tmp-agents-proj-claude",
+                        "348a3463-5332-480a-8329-09f4fe2cc499.jsonl")
+    lines = open(live, "rb").read().splitlines(keepends=True)
+    enqueue = json.loads(lines[0])
+    assert (enqueue["type"], enqueue["operation"]) == ("queue-operation", "enqueue")
+    cut = tmp_path / "projects" / "-p" / os.path.basename(live)
+    cut.parent.mkdir(parents=True)
+    cut.write_bytes(b"".join(lines[:kept]))
+    session = claude.scan(str(cut), ENV)[0]
+    assert session.title == one_line(enqueue["content"])
+    doc = translate_file(str(cut))
+    assert [(s["source"], s["message"]) for s in doc["steps"]] == [("user", enqueue["content"])]
+    assert doc["steps"][0]["timestamp"] == enqueue["timestamp"]
+    whole = translate_file(live)
+    assert [s["message"] for s in whole["steps"] if s["source"] == "user"] == [enqueue["content"]]
 
 
 def test_compaction_follows_the_context_management_convention():
