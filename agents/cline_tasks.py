@@ -13,8 +13,10 @@ A task is a directory `<storage>/tasks/<taskId>/` in the extension's VS Code glo
   directory (`{id, ts, task, workspace, parentTaskId, childIds, ...}`).
 
 Translation follows the API history (what the model saw) when there is one; the UI messages
-then only date the requests and give their token counts. A task with UI messages only is
-translated from them.
+then only date the requests and give their token counts. A task with UI messages only (as
+many real tasks are found) is translated from them: its first message is the first prompt
+(`say: task`, or `say: text` in current releases), the first `api_req_started` request's
+text names the working directory, `modelInfo.modelId` the model.
 
 What a user message holds, block by block: the human's words arrive wrapped (`<task>`,
 `<feedback>`, `<answer>`, `<user_message>`, `<user_input>`); the extension adds
@@ -131,20 +133,21 @@ def task_item(task_dir: str) -> dict:
 _CWD = re.compile(rb"# Current Working Directory \(((?:[^)\\\n]|\\.)*)\)")
 
 
-def head_search(path: str, find):
+def head_search(path: str, find, found=lambda value: value is not None):
     """What `find(head)` finds in the head of a task file: in its first HEAD_BYTES, else, when
-    the file goes on, in its first HEAD_MAX bytes (a first message that holds images or pasted
-    files before its environment details)."""
+    `found` says it was not found and the file goes on, in its first HEAD_MAX bytes (a first
+    message that holds images or pasted files before its environment details)."""
+    value = None
     for limit in (HEAD_BYTES, HEAD_MAX):
         try:
             with open_binary(path) as handle:
                 data = handle.read(limit)
         except OSError:
-            return None
-        found = find(data)
-        if found is not None or len(data) < limit:
-            return found
-    return None
+            return value
+        value = find(data)
+        if found(value) or len(data) < limit:
+            return value
+    return value
 
 
 def json_string(raw: bytes) -> str:
@@ -162,16 +165,29 @@ def head_cwd(task_dir: str) -> str | None:
     return json_string(found.group(1)).strip() or None
 
 
-_UI_TASK = re.compile(rb'"say"\s*:\s*"task"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"')
-
-
 def head_title(task_dir: str) -> str:
-    """The task's first prompt, from the head of the API history, else of the UI messages."""
+    """The task's first prompt, from the head of the API history."""
     found = head_search(os.path.join(task_dir, API_HISTORY), lambda head: between(head, b"<task>", b"</task>"))
-    if found is None:
-        task = head_search(os.path.join(task_dir, UI_MESSAGES), _UI_TASK.search)
-        found = task.group(1) if task else None
     return json_string(found).strip() if found is not None else ""
+
+
+def ui_head(task_dir: str) -> list[dict]:
+    """The complete UI messages at the head of `ui_messages.json`, as far as its first model
+    request (whose text names the working directory), looked for as `head_search` does."""
+    def messages(head: bytes) -> list[dict]:
+        text = head.decode("utf-8", "replace")
+        start = text.find("[")
+        return [m for m in complete_items(text, start + 1) if isinstance(m, dict)] if start >= 0 else []
+
+    return head_search(os.path.join(task_dir, UI_MESSAGES), messages,
+                       lambda found: any(ui_kind(m) == "api_req_started" for m in found)) or []
+
+
+def ui_opening(task_dir: str) -> tuple[str, str | None, str | None]:
+    """(first prompt, working directory, model) of a task, from the head of its UI messages."""
+    messages = ui_head(task_dir)
+    prompt = as_dict(opening_prompt(messages))
+    return as_str(prompt.get("text")) or "", ui_cwd(messages), ui_model(messages)
 
 
 def item_cwd(item: dict) -> str | None:
@@ -188,11 +204,14 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
     extra = {"format": format_name}
     if as_str(item.get("parentTaskId")):
         extra["parent_task"] = item["parentTaskId"]
-    return Session(
-        agent=agent, native_id=task_id, source=task_dir, started=started,
-        cwd=item_cwd(item) or head_cwd(task_dir),
-        title=one_line(as_str(item.get("task")) or head_title(task_dir)),
-        model=as_str(item.get("modelId")), locator=task_id, extra=extra)
+    cwd = item_cwd(item) or head_cwd(task_dir)
+    title = as_str(item.get("task")) or head_title(task_dir)
+    model = as_str(item.get("modelId"))
+    if not (cwd and title and model):  # a task without history entry, or with UI messages only
+        ui_title, ui_dir, ui_model_id = ui_opening(task_dir)
+        cwd, title, model = cwd or ui_dir, title or ui_title, model or ui_model_id
+    return Session(agent=agent, native_id=task_id, source=task_dir, started=started, cwd=cwd,
+                   title=one_line(title), model=model, locator=task_id, extra=extra)
 
 
 # user text: who wrote it ----------------------------------------------------------------------------
@@ -455,6 +474,33 @@ def ui_kind(message: dict) -> str:
     return as_str(message.get("say") if message.get("type") == "say" else message.get("ask")) or ""
 
 
+def opening_prompt(ui_messages: list) -> dict | None:
+    """The message holding the task's first prompt: the first one, as the panel takes it, when
+    it is a `say: task` or, as current Cline releases write it, a `say: text` (which is otherwise
+    the model's)."""
+    first = next((m for m in ui_messages if isinstance(m, dict)), None)
+    return first if first and first.get("type") == "say" and ui_kind(first) in ("task", "text") else None
+
+
+_CWD_TEXT = re.compile(r"# Current Working Directory \(([^)\n]*)\)")
+
+
+def ui_cwd(ui_messages: list) -> str | None:
+    """The working directory the first model request names (`# Current Working Directory (...)`
+    in its environment details)."""
+    request = next((m for m in ui_messages if isinstance(m, dict) and ui_kind(m) == "api_req_started"), None)
+    found = _CWD_TEXT.search(as_str(api_request(request).get("request")) or "") if request else None
+    if found is None:
+        return None
+    return found.group(1).strip() or None
+
+
+def ui_model(ui_messages: list) -> str | None:
+    """The model of the first UI message that names one (`modelInfo.modelId`)."""
+    return next((as_str(as_dict(m.get("modelInfo")).get("modelId")) for m in ui_messages
+                 if isinstance(m, dict) and as_str(as_dict(m.get("modelInfo")).get("modelId"))), None)
+
+
 class UiIndex:
     """The UI's record of each model request, keyed by the API history index of the assistant
     message that answered it. A request is made after the user message at
@@ -467,8 +513,7 @@ class UiIndex:
                 index = as_int(message.get("conversationHistoryIndex"))
                 if index is not None:
                     self.requests[index + 2] = message
-        self.model = next((as_str(as_dict(m.get("modelInfo")).get("modelId")) for m in ui_messages
-                           if isinstance(m, dict) and as_dict(m.get("modelInfo")).get("modelId")), None)
+        self.model = ui_model(ui_messages)
 
     def lookup(self, index: int, message: dict):
         """(metrics, timestamp, model) of the assistant message at `index`."""
@@ -503,11 +548,12 @@ class UiTranslator:
         self.skipped = 0
 
     def run(self, ui_messages: list) -> None:
+        opening = opening_prompt(ui_messages)
         for message in ui_messages:
             if not isinstance(message, dict):
                 continue
             kind, text, when = ui_kind(message), as_str(message.get("text")) or "", iso(message.get("ts"))
-            if kind in ("task", "user_feedback", "user_feedback_diff"):
+            if message is opening or kind in ("task", "user_feedback", "user_feedback_diff"):
                 self.user(text, message, when)
             elif kind == "api_req_started":
                 self.request(message, when)
@@ -617,6 +663,7 @@ def translate_task(agent_name: str, task_dir: str, depth: int = 0) -> dict:
                                                "their results are observations without a call id")
     elif ui is not None:
         UiTranslator(builder).run(ui)
+        builder.model_name = builder.model_name or ui_model(ui)
         HistoryTranslator(builder, None, subtasks).finish()
         builder.extra["translated_from"] = "ui_messages.json (no API history)"
     builder.extra.update(task_extra(item))
