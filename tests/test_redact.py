@@ -484,13 +484,17 @@ def test_random_ordinary_text_is_never_changed(words, glue):
     assert redact_text(text) == (text, {})
 
 
-def test_search_prints_titles_redacted():
-    import search
+def test_discovery_redacts_first_messages_and_models():
+    """Titles are redacted once, at discovery: the index cache, listings, search output and
+    title matching only ever see the redacted text."""
+    import catalog
+    from agents.base import Session
 
     secret = dict(TOKENS)["npm"]
-    sessions = [SimpleNamespace(title=f"publish with\t{secret}"), SimpleNamespace(title="risk-assessment-for-production")]
-    assert search.shown_titles(sessions, True) == [f"publish with\t{marker('npm', secret)}", sessions[1].title]
-    assert search.shown_titles(sessions, False) == [s.title for s in sessions]
+    found = catalog.untrusted(Session("claude", "x", "/s", title=f"publish with\t{secret}", model=f"m {secret}"))
+    assert found.title == f"publish with\t{marker('npm', secret)}" and secret not in found.model
+    plain = catalog.untrusted(Session("claude", "y", "/s", title="risk-assessment-for-production"))
+    assert plain.title == "risk-assessment-for-production"
 
 
 # Planted in every agent's store (below): one of each kind the old tests knew.
