@@ -39,6 +39,10 @@ SNAPSHOT_PATIENCE = 5.0             # seconds spent on them, at most
 QUIET_NS = 50_000_000               # see `_quiet_for`
 QUIET_COARSE_NS = 2_100_000_000
 
+MAX_VALUE_BYTES = 64 << 20          # one TEXT or BLOB value read into Python
+MAX_SESSION_ROWS = 200_000          # rows read for one document, its sub-agent sessions included
+MAX_SESSION_BYTES = 256 << 20       # bytes of values read for one document
+
 
 class StoreError(Exception):
     """A database that cannot be read (corrupt, not SQLite, unreadable, too big, never still)."""
@@ -228,8 +232,9 @@ def _size(path: str) -> int:
 
 
 def _too_big(path: str, size: int) -> StoreError:
-    return StoreError(f"{path} is too big to read: {size / (1 << 20):.0f} MB with its WAL, over "
-                      f"the limit of {MAX_STORE_BYTES >> 20} MB that trajectoriz reads into memory")
+    return StoreError(f"{path} is too big to read: {size:,} bytes with its WAL, over the "
+                      f"{MAX_STORE_BYTES >> 20} MB ({MAX_STORE_BYTES:,} bytes) that trajectoriz "
+                      "reads into memory")
 
 
 def _read_file(path: str, limit: int) -> bytearray:
@@ -375,8 +380,83 @@ def size_of(path: str) -> int:
 
 def select_list(fields, present: set[str], alias: str = "s") -> str:
     """The SELECT list of `fields` of table `alias`, NULL for those this database's schema does
-    not have (`columns`): one query serves every release."""
-    return ", ".join(f"{alias}.{name}" if name in present else "NULL" for name in fields)
+    not have (`columns`): one query serves every release. Each value is `capped`."""
+    return ", ".join(capped(field) for field in fields_of(fields, present, alias))
+
+
+def fields_of(fields, present: set[str], alias: str = "s") -> list[str]:
+    """The SQL expressions of `fields` of table `alias`, NULL for those the schema lacks."""
+    return [f"{alias}.{name}" if name in present else "NULL" for name in fields]
+
+
+def quoted(name: str) -> str:
+    """A column name as SQL (names come from the store's own schema)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# bounds on what is read ------------------------------------------------------------------------
+def byte_length(expression: str) -> str:
+    """SQL for the size in bytes of a value (of its text for a number): measured by SQLite, in
+    its own memory."""
+    return f"length(CAST({expression} AS BLOB))"
+
+
+def capped(expression: str) -> str:
+    """SQL for a value, NULL when it holds more than MAX_VALUE_BYTES: such a value is never
+    copied into Python."""
+    return f"CASE WHEN {byte_length(expression)} > {MAX_VALUE_BYTES} THEN NULL ELSE {expression} END"
+
+
+class RowBudget:
+    """What the translation of one document may read from a snapshot: MAX_SESSION_ROWS rows and
+    MAX_SESSION_BYTES bytes of values in all, its sub-agent sessions included, and no value
+    over MAX_VALUE_BYTES. What was left out is said in `warnings`, for the document."""
+
+    def __init__(self):
+        self.rows = 0
+        self.bytes = 0
+        self.exhausted = False
+        self.warnings: list[str] = []
+
+    def select(self, connection, fields, rest: str, args=(), what: str = "rows") -> list[tuple]:
+        """The rows of `SELECT <fields> <rest>` (`rest`: FROM .. WHERE .. ORDER BY, no LIMIT),
+        as far as the budget goes. A value over the limit comes back None; the rows after the
+        budget is spent are not read (SQLite is told the LIMIT), nor those after SQLite fails
+        on a damaged page. Each cut is a warning naming `what`."""
+        if self.exhausted:
+            self.warnings.append(self._spent(what, 0))
+            return []
+        select = ", ".join(f"{capped(f)}, {byte_length(f)}" for f in fields)
+        room = MAX_SESSION_ROWS - self.rows
+        found: list[tuple] = []
+        oversized = 0
+        try:
+            for row in connection.execute(f"SELECT {select} {rest} LIMIT ?", (*args, room + 1)):
+                values, sizes = row[0::2], row[1::2]
+                size = sum(n for v, n in zip(values, sizes) if v is not None and n)
+                if len(found) == room or self.bytes + size > MAX_SESSION_BYTES:
+                    self.exhausted = True
+                    self.warnings.append(self._spent(what, len(found)))
+                    break
+                oversized += sum(1 for v, n in zip(values, sizes) if v is None and n)
+                self.rows += 1
+                self.bytes += size
+                found.append(values)
+        except sqlite3.DatabaseError as exc:
+            self.warnings.append(f"reading the {what} stopped after {len(found)} rows: {exc}")
+        if oversized:
+            self.warnings.append(f"{oversized} value(s) of the {what} held more than "
+                                 f"{MAX_VALUE_BYTES >> 20} MB each and were left out")
+        return found
+
+    def _spent(self, what: str, read: int) -> str:
+        return (f"the session holds more than trajectoriz reads of one ({MAX_SESSION_ROWS} rows, "
+                f"{MAX_SESSION_BYTES >> 20} MB): the {what} after the first {read} were not read")
+
+    def take_warnings(self) -> list[str]:
+        """The warnings so far, for the document being built; forgotten here."""
+        found, self.warnings = self.warnings, []
+        return found
 
 
 @contextlib.contextmanager

@@ -6,16 +6,19 @@ deterministic ones make the agent's checkpoint happen at a chosen point of the r
 database file's reads go through a hook) with a real SQLite writer on the same file."""
 
 import itertools
+import json
 import multiprocessing
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 
 import pytest
 
 from agents import opencode, sqlite_ro
-from helpers import LIVE, copy_database
+from helpers import LIVE, ROOT, base_env, copy_database, copy_into
 
 LIVE_DB = os.path.join(LIVE, "opencode-1.18.33", ".local", "share", "opencode", "opencode.db")
 TEMPLATE_SESSION = "ses_dd6f4592cffeEi2zVz5av3tUd1"  # 4 messages
@@ -452,3 +455,122 @@ def file_ledger(db: str) -> tuple:
     copy = db + ".copy"
     shutil.copy(db, copy)
     return sqlite3.connect(copy).execute("SELECT min(v), max(v) FROM ledger").fetchone()
+
+
+# what a snapshot costs --------------------------------------------------------------------------
+PEAK_RSS = r"""
+import json, os, sys
+sys.path.insert(0, os.getcwd())
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def high_water_mark():  # this process's peak since it started (ru_maxrss keeps the parent's)
+    line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+before = rss()
+{body}
+print(json.dumps({{"growth": high_water_mark() - before, "result": result}}))
+"""
+
+
+def peak_rss(body: str, env: dict | None = None) -> dict:
+    """Run `body` (which sets `result`) in a fresh interpreter; its result and how far the peak
+    resident memory grew over what the interpreter held before it."""
+    code = PEAK_RSS.format(body=body)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_snapshot_costs_twice_the_database_at_most(tmp_path):
+    """A 62 MB database with 7 MB of committed frames in its WAL: reading it grows the process
+    by at most twice the database (our image, then SQLite's copy of it) plus the WAL and a
+    little. Measured: 126 MB (before: 204 MB, the image copied twice more while the WAL was
+    applied)."""
+    db = str(tmp_path / "big.db")
+    connection = writer(db)
+    connection.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, pad BLOB)")
+    connection.execute("BEGIN")
+    connection.executemany("INSERT INTO t VALUES (?, randomblob(4000))", [(i,) for i in range(16000)])
+    connection.execute("COMMIT")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.execute("UPDATE t SET pad = randomblob(4000) WHERE id % 8 = 0")
+    size, wal = os.path.getsize(db), os.path.getsize(db + "-wal")
+    found = peak_rss("from agents import sqlite_ro\n"
+                     f"result = sqlite_ro.connect({db!r}).execute('SELECT count(*) FROM t').fetchone()[0]")
+    assert found["result"] == 16000
+    assert found["growth"] <= 2 * size + wal + (16 << 20), (found["growth"] >> 20, size >> 20, wal >> 20)
+
+
+def test_a_store_over_the_limit_is_reported_and_never_read(tmp_path):
+    """An opencode.db of more than MAX_STORE_BYTES (1 GiB; a sparse file): `trajectoriz agents`
+    names it with the limit, and its process never grows by more than a few MB (before: the
+    whole file was read, twice over: 2.1 GB)."""
+    env = base_env(tmp_path)
+    db = copy_into(env["HOME"], LIVE_DB, ".local/share/opencode/opencode.db")
+    os.truncate(db, sqlite_ro.MAX_STORE_BYTES + 4096)
+    body = ("import tempfile, trajectoriz\n"
+            "out = tempfile.TemporaryFile()\n"
+            "saved = os.dup(1)\n"
+            "os.dup2(out.fileno(), 1)\n"
+            "trajectoriz.main(['agents', '--json'])\n"
+            "sys.stdout.flush()\n"
+            "os.dup2(saved, 1)\n"
+            "out.seek(0)\n"
+            "result = [r for r in map(json.loads, out.read().decode().splitlines()) if r['agent'] == 'opencode']")
+    found = peak_rss(body, env=env)
+    [row] = found["result"]
+    assert "too big to read" in row["store_problems"][0]
+    assert f"over the {sqlite_ro.MAX_STORE_BYTES >> 20} MB" in row["store_problems"][0]
+    assert found["growth"] < 64 << 20, found["growth"] >> 20
+
+
+# what a translation reads ----------------------------------------------------------------------
+def values_store(tmp_path) -> sqlite3.Connection:
+    connection = sqlite3.connect(str(tmp_path / "values.db"), isolation_level=None)
+    connection.execute("CREATE TABLE v(id INTEGER PRIMARY KEY, value)")
+    return connection
+
+
+def test_a_value_over_the_limit_never_reaches_python(tmp_path):
+    """A text and a blob of MAX_VALUE_BYTES + 1 bytes come back None, the size measured by
+    SQLite, with a warning; the values around them are read."""
+    connection = values_store(tmp_path)
+    limit = sqlite_ro.MAX_VALUE_BYTES
+    connection.execute("INSERT INTO v VALUES (1, 'small'), (2, printf('%.*c', ?, 'x')), "
+                       "(3, zeroblob(?)), (4, printf('%.*c', ?, 'y'))", (limit + 1, limit + 1, limit))
+    budget = sqlite_ro.RowBudget()
+    rows = budget.select(connection, ["id", "value"], "FROM v ORDER BY id", (), "values")
+    assert [(n, value if n != 4 else len(value)) for n, value in rows] == [
+        (1, "small"), (2, None), (3, None), (4, limit)]
+    assert budget.take_warnings() == ["2 value(s) of the values held more than 64 MB each and "
+                                      "were left out"]
+
+
+def test_rows_beyond_the_limit_are_not_read(tmp_path):
+    """One document reads at most MAX_SESSION_ROWS rows, over all its queries: the query that
+    reaches the limit is cut there, the next ones read nothing, each with a warning."""
+    connection = values_store(tmp_path)
+    connection.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                       f"WHERE i < {sqlite_ro.MAX_SESSION_ROWS + 10}) INSERT INTO v SELECT i, 'row' FROM n")
+    budget = sqlite_ro.RowBudget()
+    first = budget.select(connection, ["id"], "FROM v WHERE id <= 10", (), "sessions")
+    rest = budget.select(connection, ["id"], "FROM v WHERE id > 10 ORDER BY id", (), "messages")
+    after = budget.select(connection, ["id"], "FROM v WHERE id = 1", (), "parts")
+    assert (len(first), len(rest), after) == (10, sqlite_ro.MAX_SESSION_ROWS - 10, [])
+    assert budget.take_warnings() == [
+        f"the session holds more than trajectoriz reads of one ({sqlite_ro.MAX_SESSION_ROWS} rows, "
+        f"256 MB): the {what} after the first {read} were not read"
+        for what, read in (("messages", sqlite_ro.MAX_SESSION_ROWS - 10), ("parts", 0))]
+
+
+def test_bytes_beyond_the_limit_are_not_read(tmp_path, monkeypatch):
+    """One document reads at most MAX_SESSION_BYTES bytes of values (lowered here to 10 kB):
+    rows of 1 kB, the tenth is the last one read."""
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_BYTES", 10_000)
+    connection = values_store(tmp_path)
+    connection.executemany("INSERT INTO v VALUES (?, randomblob(1000))", [(i,) for i in range(50)])
+    budget = sqlite_ro.RowBudget()
+    rows = budget.select(connection, ["value"], "FROM v ORDER BY id", (), "messages")
+    assert len(rows) == 10 and budget.exhausted
+    assert "the messages after the first 10 were not read" in budget.take_warnings()[0]
