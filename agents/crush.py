@@ -34,6 +34,9 @@ from __future__ import annotations
 import os
 import sqlite3
 
+import mounts
+import safepath
+
 from agents import projects, session_totals, sqlite_ro
 from agents.base import (Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line,
                          open_binary, unique_files)
@@ -65,10 +68,14 @@ def registered_projects(env) -> list[tuple[str, str]]:
     except (OSError, ValueError):
         return []
     found = []
+    avoided = mounts.avoided(env)
     for entry in listed:
         path, data_dir = as_str(as_dict(entry).get("path")), as_str(as_dict(entry).get("data_dir"))
         if path and data_dir:
-            found.append((path, data_dir if os.path.isabs(data_dir) else os.path.join(path, data_dir)))
+            data_dir = data_dir if os.path.isabs(data_dir) else os.path.join(path, data_dir)
+            resolved = safepath.resolve(data_dir, avoided)  # a listed path is untrusted: no NUL, no stat into a hung mount
+            if resolved and safepath.usable(path) and not mounts.inside(resolved, avoided):
+                found.append((path, resolved))
     return found
 
 
