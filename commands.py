@@ -30,8 +30,11 @@ def chosen_project(args) -> str:
 
 
 def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
-    """The catalog, the sessions the command is about, and the project (None for --all)."""
-    found = catalog.discover(env)
+    """The catalog, the sessions the command is about, and the project (None for --all). The
+    project is where discovery looks for stores kept inside projects (Aider, Crush), wherever
+    the command runs."""
+    project = None if getattr(args, "all", False) else chosen_project(args)
+    found = catalog.discover(catalog.looking_in(env, project))
     sessions = found.sessions
     agent = getattr(args, "agent", None)
     if agent:
@@ -39,9 +42,8 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
         if agent not in known:
             raise UserError(f"unknown agent {agent!r} (known: {', '.join(known)})")
         sessions = [s for s in sessions if s.agent == agent]
-    if getattr(args, "all", False):
+    if project is None:
         return found, sessions, None
-    project = chosen_project(args)
     return found, catalog.Scope(project, env).filter(sessions), project
 
 
