@@ -58,23 +58,33 @@ def run_list(args, env) -> int:
     import orjson
 
     _, sessions, project = selected(args, env)
-    facts = documents.Facts(env)
-    try:
-        rows = list(zip(sessions, facts.of_all(sessions)))
-    finally:
-        facts.save()
+    rows = list(zip(sessions, known_facts(sessions, env, args.steps)))
     if args.json:
-        write(b"".join(orjson.dumps(listing_record(s, f)) + b"\n" for s, f in rows))
+        write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
+                       + b"\n" for s, f in rows))
         return 0
     where = "every project" if project is None else project
     body = table(["ID", "Agent", "Date", "Steps", "First message"],
-                 [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]),
+                 [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
                    cell(s.title, 80)] for s, f in rows])
     write(f"## Sessions of {where} — {len(rows)} session(s)\n\n{body}\n")
     return 0
 
 
-def listing_record(session, facts: dict | None = None) -> dict:
+def known_facts(sessions: list, env, translate: bool) -> list:
+    """Each session's document facts (steps, size) when a document was rendered before and its
+    session did not change since, else None: a listing renders nothing (`--steps` translates
+    the others, on every core)."""
+    facts = documents.Facts(env)
+    if not translate:
+        return [facts.get(s, documents.cache_stamp(s, env)) for s in sessions]
+    try:
+        return facts.of_all(sessions)
+    finally:
+        facts.save()
+
+
+def listing_record(session) -> dict:
     """A session as `list --json` and `search --json` print it. First message and model were
     made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
     printable (a file name that is not UTF-8) and redacted too."""
@@ -83,8 +93,6 @@ def listing_record(session, facts: dict | None = None) -> dict:
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source)}
-    if facts:
-        record["steps"], record["bytes"] = facts["steps"], facts["size"]
     return record
 
 
@@ -95,7 +103,9 @@ def run_show(args, env) -> int:
     session = catalog.find(catalog.discover(env), args.id)
     redact = not args.no_redact
     if not (args.markdown or args.subagent or args.steps or args.step is not None):
-        write(documents.render(session, env, redact))
+        facts = documents.Facts(env, redact)  # what it rendered, `list` shows without rendering
+        write(facts.rendered(session)[1])
+        facts.save()
         return 0
     import transcript
 

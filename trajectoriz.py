@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "tree, or the current directory) unless --all or --dir says otherwise.")
     _scope_options(listing)
     listing.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
+    listing.add_argument("--steps", action="store_true",
+                         help="give every session's step count and size, translating the sessions "
+                              "not rendered before (on every core); without it a listing translates "
+                              "nothing and leaves those cells blank (null in --json)")
     listing.add_argument("--json", action="store_true", help="one JSON object per session, for scripts")
 
     show = commands.add_parser(

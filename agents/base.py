@@ -74,6 +74,7 @@ from datetime import datetime, timezone
 
 from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import limit_depth, loads
+from redact import redact_text
 
 # Bounds on what is read of a store (see the module doc).
 HEAD_BYTES = 256 * 1024      # the head of a JSONL session that discovery reads (head_records)
@@ -647,13 +648,19 @@ def between(text, opening, closing):
 
 
 def one_line(text: str, limit: int = 200) -> str:
-    """A first message fit for a listing: whitespace collapsed, cut at `limit` characters. Only
-    the first 8 x `limit` characters after leading blanks are looked at: splitting a text of
-    megabytes into words would cost an object per word."""
+    """A first message fit for a listing: secrets redacted, whitespace collapsed, cut at `limit`
+    characters. Redaction comes before the cut, which would leave a secret too short to be
+    recognized (and the word the window ends in is dropped: it may be the first part of one).
+    Only the first 8 x `limit` characters after leading blanks are looked at: splitting a text
+    of megabytes into words would cost an object per word."""
     first = _NON_BLANK.search(text)
     start = first.start() if first else len(text)
-    flat = " ".join(text[start:start + limit * 8].split())
-    if len(flat) > limit or len(text) - start > limit * 8:
+    window = text[start:start + limit * 8]
+    cut = len(text) - start > limit * 8
+    if cut:
+        window = window[: max(window.rfind(" "), window.rfind("\n"), 0)]
+    flat = " ".join(redact_text(window)[0].split())
+    if len(flat) > limit or cut:
         return flat[: limit - 1] + "…"
     return flat
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from helpers import LIVE, base_env, cli
+from helpers import LIVE, base_env, cli, run_main
 
 LIVE_CLAUDE = os.path.join(LIVE, "claude-2.1.332", ".claude")
 
@@ -52,7 +52,7 @@ def test_list_scopes_to_the_git_project_of_the_current_directory(store):
 
 def test_list_table_shape(store):
     env, projects = store
-    result = cli("list", "--all", env=env)
+    result = cli("list", "--all", "--steps", env=env)
     lines = result.stdout.decode().splitlines()
     assert lines[0] == "## Sessions of every project — 3 session(s)"
     assert lines[2] == "| ID | Agent | Date | Steps | First message |"
@@ -62,7 +62,7 @@ def test_list_table_shape(store):
 
 def test_show_export_and_ids_compose(store, tmp_path):
     env, _ = store
-    records = listing(env, "--all")
+    records = listing(env, "--all", "--steps")
     out = tmp_path / "out"
     exported = cli("export", "--all", "--out", str(out), env=env)
     assert exported.returncode == 0, exported.stderr
@@ -113,6 +113,26 @@ def test_a_second_projects_export_keeps_the_firsts(store, tmp_path):
     cli("export", "--dir", str(projects / "proj-claude"), "--out", str(out), env=env)
     cli("export", "--dir", str(projects / "proj-claude-other"), "--out", str(out), env=env)
     assert len([n for n in os.listdir(out) if n.endswith(".atif.json")]) == 3
+
+
+def test_a_listing_translates_nothing(store, monkeypatch):
+    """The Steps column comes from documents rendered before, never from rendering: before,
+    `list` translated every session of the listing to count its steps."""
+    import documents
+
+    env, _ = store
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "documents-v2")
+    monkeypatch.setattr(documents, "_translated", lambda *a: pytest.fail("list translated a session"))
+    rows = [json.loads(line) for line in run_main(env, ["list", "--all", "--json"]).stdout.splitlines()]
+    assert len(rows) == 3 and all(r["steps"] is None and r["bytes"] is None for r in rows)
+    assert not os.path.exists(cache) or os.listdir(cache) == []
+    monkeypatch.undo()
+    shown = run_main(env, ["show", rows[0]["id"]]).stdout
+    again = {r["id"]: r for r in map(json.loads, run_main(env, ["list", "--all", "--json"]).stdout.splitlines())}
+    assert again[rows[0]["id"]]["steps"] == len(json.loads(shown)["steps"]) and again[rows[0]["id"]]["bytes"] == len(shown)
+    assert [r["steps"] for i, r in again.items() if i != rows[0]["id"]] == [None, None]
+    table = run_main(env, ["list", "--all"]).stdout.decode()
+    assert table.count("| claude | 2026-11-29 |  |") == 2
 
 
 @pytest.mark.parametrize("args,message", [

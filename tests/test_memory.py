@@ -93,7 +93,7 @@ def claude_sessions(env) -> list[str]:
 
 def listed(env, project: str) -> dict:
     """file name -> size, as `trajectoriz list` gives them."""
-    result = cli("list", "--json", "--dir", project, env=env)
+    result = cli("list", "--json", "--steps", "--dir", project, env=env)
     assert result.returncode == 0, result.stderr
     return {r["file"]: r["bytes"] for r in map(json.loads, result.stdout.splitlines())}
 
