@@ -55,6 +55,8 @@ import threading
 import time
 from collections import OrderedDict
 
+import archive
+import archiving
 import catalog
 import documents
 import guide
@@ -64,6 +66,7 @@ from agents import sqlite_ro
 README = "README.md"
 RESCAN_SECONDS = 2.0
 RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
+ARCHIVE_SECONDS = 0.25  # of archiving the project's sessions per rescan, at most
 CACHE_BYTES = 64 * 1024 * 1024
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 DIR_MODE = stat.S_IFDIR | 0o555
@@ -191,6 +194,18 @@ class MemoryFS:
             self._facts.save()
         except Exception as exc:  # keep serving the last good listing
             print(f"trajectoriz: rescan failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        self._archive_some()
+
+    def _archive_some(self) -> None:
+        """Archive the project's sessions as the mount sees them, from this thread (requests are
+        never kept waiting), a bounded slice per pass; a session being recorded is archived
+        again once it settles."""
+        live = [s for s in self._listing.files.values() if not archive.marked(s)]
+        settled = time.time_ns() - SETTLED_SECONDS * 1_000_000_000
+        try:
+            archiving.archive_some(self._env, live, ARCHIVE_SECONDS, settled)
+        except Exception as exc:  # a full disk, say: the mount keeps serving
+            print(f"trajectoriz: archiving failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def init(self, path):
         self._thread = threading.Thread(target=self._rescan_forever, name="rescan", daemon=True)
@@ -274,7 +289,7 @@ class MemoryFS:
 
     def _session(self, listing: Listing, path: str):
         session = listing.files.get(path[1:])
-        if session is None or not os.path.lexists(session.source):
+        if session is None or not (archive.marked(session) or os.path.lexists(session.source)):
             raise _error(errno.ENOENT)
         return session
 
