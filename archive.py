@@ -34,6 +34,13 @@ the document, which is then the one the live session gave. Every frame read is c
 own checksum, then its length and sha256): a damaged entry is never served, its document says
 what is wrong.
 
+A module whose translation reads files that are not its `dependencies` (looked up at every
+discovery, so kept cheap) names them to the archive, which reads them when it archives:
+
+    def archive_dependencies(session, env) -> list[str]
+        Codex: the parent's rollout of a fork or a sub-agent, whose turns the child's copy of
+        them is told apart by.
+
 Database stores keep many sessions in one SQLite file. A module of such a store may offer:
 
     def extract(session, env) -> bytes | None

@@ -184,8 +184,10 @@ class Writer:
         if entry and settled_before_ns is not None and _newest(fingerprint) > settled_before_ns:
             self.summary.deferred += 1
             return
+        also = _read_also(module, session, self.env)
         try:
-            files, signature = self._files_of(module, session, deps, stats, entry)
+            files, signature = self._files_of(module, session, deps + also,
+                                              stats + cache.stats(also, self._stat_memo), entry)
         except NativeError as exc:
             self.summary.failed += 1
             self.summary.problems.append(f"{session.short_id}: not archived: {exc}")
@@ -528,6 +530,12 @@ def is_current(entry: dict | None, fingerprint: list, record: list, index: dict)
     files = index["files"]
     return all(kind != "file" or (fid in files and not files[fid].get("damaged"))
                for _, kind, fid, _ in entry["files"])
+
+
+def _read_also(module, session, env) -> list[str]:
+    """The files the module says translation reads besides `dependencies` (archive.py)."""
+    found = getattr(module, "archive_dependencies", None)
+    return list(found(session, env)) if found else []
 
 
 def _newest(fingerprint: list) -> int:

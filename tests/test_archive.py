@@ -19,10 +19,13 @@ import pytest
 
 import agents
 import archive
+import archiving
+import cache
 import catalog
 import memoryfs
-from helpers import assert_clear, run_main
+from helpers import assert_clear, cli, run_main
 from homes import agent_homes, by_agent
+from test_memory import LONG_AGO_NS, append_user_message, client, mount, needs_fuse, settle, take_down
 
 DATABASE_AGENTS = {"opencode", "kilo", "crush", "goose", "hermes"}  # many sessions per SQLite file
 
@@ -289,3 +292,136 @@ def test_the_opencode_signature_changes_with_the_sessions_rows_only(tmp_path):
     connection.close()
     again = archive_json(env)
     assert summary["archived"] == 3 and (again["updated"], again["unchanged"]) == (1, 2)
+
+
+# the mount -----------------------------------------------------------------------------------------
+def archived_native_ids(env) -> set:
+    return {entry["record"][1] for entry in archive.read_index(env)["sessions"].values()}
+
+
+def test_the_mount_archives_its_projects_sessions_a_bounded_slice_per_rescan(tmp_path, monkeypatch):
+    env = by_agent("claude").build(tmp_path)
+    settle(env)
+    project = "/tmp/agents/proj-claude"
+    mine = {s.native_id for s in catalog.Scope(project, env).filter(catalog.discover(env).sessions)}
+    assert len(mine) == 2 and len(catalog.discover(env).sessions) == 3
+    monkeypatch.setattr(memoryfs, "ARCHIVE_SECONDS", 0)  # one session per pass
+    fs = memoryfs.MemoryFS(project, env)
+    fs._archive_some()
+    assert len(archived_native_ids(env)) == 1
+    fs._archive_some()
+    assert archived_native_ids(env) == mine  # the other project's session is not this mount's
+    index = os.stat(archive.index_path(env))
+    fs._archive_some()
+    assert os.stat(archive.index_path(env)).st_mtime_ns == index.st_mtime_ns
+
+
+def test_the_mount_archives_a_session_being_recorded_again_once_it_settles(tmp_path):
+    env = by_agent("claude").build(tmp_path)
+    settle(env)
+    project = "/tmp/agents/proj-claude"
+    fs = memoryfs.MemoryFS(project, env)
+    fs._archive_some()
+    session = catalog.Scope(project, env).filter(catalog.discover(env).sessions)[0]
+    append_user_message(session.source, "one more thing")  # being recorded: changed just now
+    fs._refresh()
+    key = archiving.key_of(session)
+    assert archive.read_index(env)["sessions"][key]["fingerprint"] != cache.fingerprint([session.source])
+    os.utime(session.source, ns=(LONG_AGO_NS + 10**9, LONG_AGO_NS + 10**9))  # it settled
+    fs._refresh()
+    assert archive.read_index(env)["sessions"][key]["fingerprint"] == cache.fingerprint([session.source])
+
+
+@needs_fuse
+def test_a_mounted_memory_serves_archived_sessions_as_it_served_them_live(tmp_path):
+    env = by_agent("claude").build(tmp_path)
+    project = str(tmp_path / "proj")
+    os.makedirs(project)
+    for session in catalog.discover(env).sessions:  # the sessions ran in this project
+        text = open(session.source, encoding="utf-8").read()
+        open(session.source, "w", encoding="utf-8").write(text.replace(session.cwd, project))
+    sessions = catalog.discover(env).sessions
+    assert catalog.Scope(project, env).filter(sessions) == sessions
+    before = {catalog.file_name(s): ok(env, "show", s.short_id) for s in sessions}
+    ok(env, "archive")
+    delete_natively(env, sessions, [])
+    point, _ = mount(env, project, "--dir", project)
+    try:
+        names = sorted(n for n in os.listdir(point) if n != "README.md")
+        assert names == sorted(before)
+        assert {n: open(os.path.join(point, n), "rb").read() for n in names} == before
+        listing = client("ls", "-l", point)
+        assert all(f" {len(data)} " in listing.stdout for data in before.values())
+    finally:
+        cli("memory", "--unmount", point, env=env, cwd=project)
+        take_down(point)
+
+
+@pytest.mark.parametrize("gone", [("child",), ("child", "parent")])
+def test_an_archived_codex_fork_keeps_the_parent_rollout_it_is_told_apart_by(tmp_path, gone):
+    """A fork's document drops the history it copied from its parent, found by the parent's
+    rollout: archived with the fork, it serves the fork alike with the parent still there
+    (the mirror holds it) and gone."""
+    import test_agent_codex as codex_tests
+
+    env = codex_tests.codex_env(tmp_path)
+    parent = codex_tests.place(env, f"sessions/2026/11/29/{os.path.basename(codex_tests.PARENT)}",
+                               codex_tests.read(codex_tests.PARENT))
+    child = codex_tests.place(env, f"sessions/2026/11/29/rollout-2026-11-29T20-43-00-{codex_tests.CHILD_ID}.jsonl",
+                              codex_tests.child_rollout({"forked_from_id": codex_tests.PARENT_ID}))
+    fork = next(s for s in catalog.discover(env).sessions if s.native_id == codex_tests.CHILD_ID)
+    before = ok(env, "show", fork.short_id)
+    assert json.loads(before)["extra"]["copied_parent_lines_skipped"] > 0
+    ok(env, "archive")
+    for path in {"child": child, "parent": parent}.values() if "parent" in gone else [child]:
+        os.unlink(path)
+    assert ok(env, "show", fork.short_id) == before
+
+
+def test_a_document_naming_a_store_path_names_the_original_one_when_archived(tmp_path):
+    """Cursor warns with the path of a sub-agent transcript it cannot read (here a folder named
+    like one): translated from the archive's private copy, the document still names the path
+    the live session had, not the copy's."""
+    env = by_agent("cursor").build(tmp_path)
+    stray = os.path.join(env["HOME"], ".cursor/projects/fx/agent-transcripts/parent/subagents/stray.txt")
+    os.makedirs(stray)
+    session = next(s for s in catalog.discover(env).sessions if s.native_id == "parent")
+    before = ok(env, "show", session.short_id)
+    assert f"cannot read {stray}".encode() in before
+    ok(env, "archive")
+    delete_natively(env, [session], [])
+    assert not os.path.exists(session.source) and ok(env, "show", session.short_id) == before
+
+
+def test_an_archived_claude_session_keeps_its_spilled_outputs_sub_agent_metadata_and_siblings(tmp_path):
+    """What Claude Code keeps beside a transcript and its translation reads back: outputs too
+    large for the transcript (tool-results/), a sub-agent's .meta.json (its type, the call that
+    spawned it), a 2.0.x sub-agent transcript beside its parent's."""
+    from helpers import SAMPLES, base_env, write_jsonl
+
+    env = base_env(tmp_path)
+    project = os.path.join(env["HOME"], ".claude", "projects", "-showcase")
+    showcase = os.path.join(SAMPLES, "claude", "claude-code-log", "minimal_showcase")
+    shutil.copytree(showcase, project)
+    parent_id = "55550000-0000-4000-8000-000000000001"
+    sub = open(os.path.join(project, parent_id, "subagents", "agent-showcol1.jsonl"), encoding="utf-8").read()
+    open(os.path.join(project, "agent-sibling1.jsonl"), "w", encoding="utf-8").write(sub.replace("showcol1", "sibling1"))
+    spilled = os.path.join(project, "s1", "tool-results", "toolu_1.txt")
+    os.makedirs(os.path.dirname(spilled))
+    open(spilled, "w").write("spilled line\n" * 20_000)
+    write_jsonl(os.path.join(project, "s1.jsonl"), [
+        {"type": "user", "uuid": "u1", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z",
+         "message": {"role": "user", "content": "run it"}},
+        {"type": "assistant", "uuid": "a1", "timestamp": "2026-01-01T00:00:01Z", "requestId": "r1",
+         "message": {"id": "m1", "model": "claude-x", "content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "yes"}}]}},
+        {"type": "user", "uuid": "u2", "timestamp": "2026-01-01T00:00:02Z", "toolUseResult": {"persistedOutputPath": spilled},
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                  "content": f"<persisted-output>\nFull output saved to: {spilled}\n</persisted-output>"}]}}])
+    sessions = catalog.discover(env).sessions
+    assert {s.native_id for s in sessions} == {parent_id, "s1"}
+    before = {s.short_id: ok(env, "show", s.short_id) for s in sessions}
+    assert all(text in b"".join(before.values()) for text in (b"spilled line\\n" * 3, b"agent-sibling1", b"general-purpose"))
+    ok(env, "archive")
+    shutil.rmtree(project)
+    assert {s: ok(env, "show", s) for s in before} == before
