@@ -43,15 +43,17 @@ discovery, so kept cheap) names them to the archive, which reads them when it ar
 
 Database stores keep many sessions in one SQLite file. A module of such a store may offer:
 
-    def extract(session, env) -> bytes | None
+    def extract(session, env) -> bytes
         A SQLite database image (`Connection.serialize()`) with the same schema as the store
         and only this session's rows (with its sub-agent sessions'), such that translating the
-        session with its source pointed at that image gives the same document. None when the
-        session's source is not a database (opencode's older JSON tree): its files are
-        archived instead.
-    def extract_signature(session, env) -> str
+        session with its source pointed at that image gives the same document.
+    def extract_signature(session, env) -> str | None
         A cheap marker of the session's rows, which changes whenever they do: asked only when
-        the store's files changed; `extract` runs only when the marker changed.
+        the store's files changed; `extract` runs only when the marker changed. None for a
+        session the module does not extract (opencode's older JSON tree): its files are
+        archived instead.
+Either raises when the store cannot be read, or no longer holds the session: the copy archived
+before is kept.
 
 The image is archived as the session's one file, at the store's path. A database module without
 `extract` has its database files archived instead (the database and its -wal, shared by every

@@ -228,13 +228,13 @@ class Writer:
         signature does not change; None when the module does not extract this session."""
         try:
             signature = module.extract_signature(session, self.env)
+            if signature is None:
+                return None
             if entry and entry.get("signature") == signature:
                 return entry["files"], signature
             image = module.extract(session, self.env)
         except Exception as exc:  # a store that cannot be read now: archived as it was
             raise NativeError(f"{type(exc).__name__}: {exc}") from None
-        if image is None:
-            return None
         fid = archive.new_fid()
         self._write_version(fid, session.source, lambda bfd: self._frame_of_bytes(image, bfd), None)
         return [[session.source, "file", fid, len(image)]], signature

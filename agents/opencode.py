@@ -674,12 +674,10 @@ _archiving_lock = threading.Lock()
 _archiving_snapshot: dict = {}  # path -> (stamp, connection): the store archiving reads now
 
 
-def extract(session: Session, env) -> bytes | None:
+def extract(session: Session, env) -> bytes:
     """The store's schema with only this session's rows: its session row and its sub-agent
     sessions' (what `translate` embeds), their messages and parts, and their project (the
     worktree). Nothing else of the store (accounts, credentials, other sessions) goes in."""
-    if not is_database(session.source):
-        return None  # the older JSON tree: its files are archived
     with _archiving_lock:
         store = _archiving_store(session.source)
         ids = _session_tree(store, session.locator or session.native_id)
@@ -691,9 +689,11 @@ def extract(session: Session, env) -> bytes | None:
             image.close()
 
 
-def extract_signature(session: Session, env) -> str:
+def extract_signature(session: Session, env) -> str | None:
     """Counts and newest update times of the session's rows (session, messages, parts), its
     sub-agents' included: opencode stamps `time_updated` on every write of a row."""
+    if not is_database(session.source):
+        return None
     with _archiving_lock:
         store = _archiving_store(session.source)
         ids = _session_tree(store, session.locator or session.native_id)
