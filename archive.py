@@ -316,7 +316,11 @@ def translate(module, session: Session, env) -> dict:
         relocated = Session.from_cache(session.to_cache())
         relocated.source = mirror + session.source
         relocated.short_id = session.short_id
-        return _without_prefix(module.translate(relocated, relocated_env(env, mirror)), mirror)
+        try:
+            return _without_prefix(module.translate(relocated, relocated_env(env, mirror)), mirror)
+        except Exception as exc:  # the failure document then names the original paths too
+            _strip_paths(exc, mirror)
+            raise
 
 
 def relocated_env(env, mirror: str) -> dict:
@@ -334,6 +338,14 @@ def _without_prefix(value, prefix: str):
     if isinstance(value, dict):
         return {_without_prefix(k, prefix): _without_prefix(v, prefix) for k, v in value.items()}
     return value
+
+
+def _strip_paths(exc: Exception, prefix: str) -> None:
+    exc.args = _without_prefix(list(exc.args), prefix)
+    if isinstance(exc, OSError):
+        for name in ("filename", "filename2"):
+            if isinstance(getattr(exc, name), str):
+                setattr(exc, name, _without_prefix(getattr(exc, name), prefix))
 
 
 _kept_mirror: dict = {}  # the last mirror this process wrote: files, folder, pid

@@ -184,6 +184,10 @@ class Writer:
         if entry and settled_before_ns is not None and _newest(fingerprint) > settled_before_ns:
             self.summary.deferred += 1
             return
+        if not os.path.exists(session.source):  # deleted since discovery listed it: as archived before
+            self.summary.failed += 1
+            self.summary.problems.append(f"{session.short_id}: gone before it could be archived")
+            return
         also = _read_also(module, session, self.env)
         try:
             files, signature = self._files_of(module, session, deps + also,

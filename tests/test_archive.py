@@ -425,3 +425,33 @@ def test_an_archived_claude_session_keeps_its_spilled_outputs_sub_agent_metadata
     ok(env, "archive")
     shutil.rmtree(project)
     assert {s: ok(env, "show", s) for s in before} == before
+
+
+def test_a_session_deleted_after_discovery_listed_it_is_not_archived_empty(tmp_path):
+    env = by_agent("claude").build(tmp_path)
+    ok(env, "archive")
+    first, second, *_ = catalog.discover(env).sessions
+    append_user_message(first.source, "a change to archive")
+    sessions = catalog.discover(env).sessions
+    for session in sessions[:2]:
+        os.unlink(session.source)  # the agent deletes them while the run is under way
+    with archiving.Writer(env) as writer:
+        writer.update(sessions)
+        assert writer.summary.failed == 2
+    index = archive.read_index(env)
+    for session in sessions[:2]:
+        files = index["sessions"][archiving.key_of(session)]["files"]
+        assert [f[0] for f in files] == [session.source]  # as archived before
+    assert ok(env, "show", first.short_id) != b"" and b"a change to archive" not in ok(env, "show", first.short_id)
+
+
+def test_a_failure_document_names_the_original_paths_not_the_private_copy(tmp_path):
+    env = by_agent("claude").build(tmp_path)
+    ok(env, "archive")
+    session = catalog.discover(env).sessions[0]
+    delete_natively(env, [session], [])
+    index = archive.read_index(env)
+    index["sessions"][archiving.key_of(session)]["files"] = []  # an entry that lost its transcript
+    cache.write_private(archive.index_path(env), archive.encode_index(index))
+    doc = json.loads(ok(env, "show", session.short_id))
+    assert doc["extra"]["error"] == f"FileNotFoundError: [Errno 2] No such file or directory: {session.source!r}"
