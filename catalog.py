@@ -112,12 +112,11 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
 
 def _archived_only(module, env, seen: set, per_project: bool) -> list[Session]:
     """The module's archived sessions that no live source holds any more (the live one wins)."""
-    found = []
-    for session in archive.sessions_of(env, module.NAME):
-        identity = (session.native_id, session.cwd if per_project else None)
-        if identity not in seen:
-            seen.add(identity)
-            found.append(session)
+    def listed(native_id: str, cwd: str | None) -> bool:
+        return (native_id, cwd if per_project else None) in seen
+
+    found = archive.sessions_of(env, module.NAME, listed)
+    seen.update((s.native_id, s.cwd if per_project else None) for s in found)
     return found
 
 

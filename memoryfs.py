@@ -288,8 +288,12 @@ class MemoryFS:
         return handles[0]
 
     def _session(self, listing: Listing, path: str):
+        """The session of a file name; a live one deleted since the listing was made is served
+        from the archive when it holds it, else it is gone."""
         session = listing.files.get(path[1:])
-        if session is None or not (archive.marked(session) or os.path.lexists(session.source)):
+        if session is not None and not (archive.marked(session) or os.path.lexists(session.source)):
+            session = archiving.archived_copy(session, self._env)
+        if session is None:
             raise _error(errno.ENOENT)
         return session
 

@@ -52,7 +52,6 @@ def live_documents(env) -> dict:
 def archived_documents(env) -> dict:
     """(agent, native id) -> the document bytes each archived session translates to, from the
     archive alone; raises on an entry that cannot be served."""
-    archive._loaded.clear()
     found = {}
     for name in agents.names():
         for session in archive.sessions_of(env, name):
