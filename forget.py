@@ -3,10 +3,11 @@
 A forgotten session's archived versions that no other session needs are deleted, its key is
 kept (a hash, nothing of its content) so that it is never archived again, and trajectoriz's
 caches drop what they derived from it: rendered documents and their search texts (found by the
-short id or native id they carry, whatever stamp they were kept under), its facts, the index
-entries of its source, and the folders its archived files were materialized in. The agents'
+short id or native id they carry, whatever stamp they were kept under), its facts, and the
+folders its archived files were materialized in. The discovery index needs nothing done: the
+discovery `forget` runs first keeps only the sources it finds, as they are now. The agents'
 stores are never touched: a forgotten session that its agent still holds is read from there
-again while it exists.
+again while it exists (its first message back in the index, its document in the cache).
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ def chosen_sessions(args, env) -> list:
 def purge_caches(env, sessions: list) -> None:
     _purge_documents(env, sessions)
     _purge_facts(env, sessions)
-    _purge_index(env, sessions)
     archive.remove_abandoned_mirrors(archive.mirrors_folder(env), every=True)
 
 
@@ -93,22 +93,6 @@ def _purge_facts(env, sessions: list) -> None:
     keys = {documents.cache_key(s) for s in sessions} & facts.keys()
     if keys:
         cache.save(env, documents.FACTS_FILE, {k: v for k, v in facts.items() if k not in keys})
-
-
-def _purge_index(env, sessions: list) -> None:
-    """The discovery index keeps each source's sessions with their first messages: a source
-    that held a forgotten session is dropped (scanned again next time, if it is still there)."""
-    index = cache.load(env, cache.INDEX_FILE)
-    wanted = {(s.agent, s.native_id) for s in sessions}
-    changed = False
-    for agent, cached in index.items():
-        sources = cached.get("sources", {}) if isinstance(cached, dict) else {}
-        for source in [path for path, entry in sources.items()
-                       if any((agent, values[1]) in wanted for values in entry[1])]:
-            del sources[source]
-            changed = True
-    if changed:
-        cache.save(env, cache.INDEX_FILE, index)
 
 
 def _unlink(path: str) -> None:

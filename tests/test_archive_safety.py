@@ -25,6 +25,7 @@ import agents
 import archive
 import archiving
 import catalog
+import documents
 from atif.serialize import dumps
 from helpers import LIVE, ROOT, assert_clear, base_env, run_main
 from test_archive import delete_natively, ok
@@ -327,9 +328,12 @@ def test_forget_leaves_no_trace_in_the_archive_or_any_cache(tmp_path):
     others = {s.short_id: ok(env, "show", s.short_id) for s in catalog.discover(env).sessions
               if s.short_id not in (claude.short_id, opencode.short_id)}
 
+    facts = documents.Facts(env).entries
+    assert {documents.cache_key(s) for s in planted} <= facts.keys()
     result = run_main(env, ["forget", claude.short_id, opencode.short_id])
     assert result.returncode == 0, result.stderr
     assert traces(*ours(env)) == []
+    assert not {documents.cache_key(s) for s in planted} & documents.Facts(env).entries.keys()
     listed = {json.loads(line)["id"] for line in ok(env, "list", "--all", "--json").splitlines()}
     assert listed == others.keys()
     assert {s: ok(env, "show", s) for s in others} == others
@@ -346,8 +350,7 @@ def test_forget_before_a_date_and_a_live_session_is_not_archived_again(tmp_path)
     assert result.returncode == 0, result.stderr
     assert archive.read_index(env)["sessions"] == {}
     assert archive_summary(env)["archived"] == 0  # still live, and forgotten: not archived again
-    assert os.listdir(os.path.join(archive.folder(env), "data")) in ([],) or not any(
-        os.listdir(os.path.join(archive.folder(env), "data", d)) for d in os.listdir(os.path.join(archive.folder(env), "data")))
+    assert [name for _, _, names in os.walk(os.path.join(archive.folder(env), "data")) for name in names] == []
     listed = [json.loads(line) for line in ok(env, "list", "--all", "--json").splitlines()]
     assert len(listed) == len(sessions) and not any(r["archived"] for r in listed)
 
