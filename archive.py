@@ -162,7 +162,7 @@ def read_index(env) -> dict:
     try:
         with open(index_path(env), "rb") as handle:
             data = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return empty_index()
     return decode_index(data)
 
@@ -198,7 +198,7 @@ def _memo(env, part: str, parse, empty):
             found = _loaded.get((path, part))
             if found is None or found[0] != key:
                 found = _loaded[path, part] = (key, parse(handle.read()))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no archive
         return empty()
     except (OSError, ValueError) as exc:
         if path not in _warned:

@@ -168,6 +168,7 @@ class MemoryFS:
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
+        self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
@@ -204,8 +205,12 @@ class MemoryFS:
         settled = time.time_ns() - SETTLED_SECONDS * 1_000_000_000
         try:
             archiving.archive_some(self._env, live, ARCHIVE_SECONDS, settled)
-        except Exception as exc:  # a full disk, say: the mount keeps serving
-            print(f"trajectoriz: archiving failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            self._archive_problem = None
+        except Exception as exc:  # a full disk, say: the mount keeps serving, and says it once
+            problem = f"trajectoriz: archiving failed: {type(exc).__name__}: {exc}"
+            if problem != self._archive_problem:
+                print(problem, file=sys.stderr, flush=True)
+            self._archive_problem = problem
 
     def init(self, path):
         self._thread = threading.Thread(target=self._rescan_forever, name="rescan", daemon=True)

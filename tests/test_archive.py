@@ -455,3 +455,17 @@ def test_a_failure_document_names_the_original_paths_not_the_private_copy(tmp_pa
     cache.write_private(archive.index_path(env), archive.encode_index(index))
     doc = json.loads(ok(env, "show", session.short_id))
     assert doc["extra"]["error"] == f"FileNotFoundError: [Errno 2] No such file or directory: {session.source!r}"
+
+
+def test_a_mount_that_cannot_archive_keeps_serving_and_says_so_once(tmp_path, capsys):
+    env = by_agent("claude").build(tmp_path)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    env["XDG_DATA_HOME"] = str(blocked)  # the archive cannot be made under a file
+    fs = memoryfs.MemoryFS("/tmp/agents/proj-claude", env)
+    for _ in range(3):
+        fs._refresh()
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("trajectoriz: archiving failed: UserError: cannot write the archive")
+    name = next(iter(fs._listing.files))
+    assert mount_files(env, {"/tmp/agents/proj-claude"})[("/tmp/agents/proj-claude", name)]
