@@ -188,8 +188,8 @@ class Writer:
             self.summary.failed += 1
             self.summary.problems.append(f"{session.short_id}: gone before it could be archived")
             return
-        also = _read_also(module, session, self.env)
         try:
+            also = _read_also(module, session, self.env)
             files, signature = self._files_of(module, session, deps + also,
                                               stats + cache.stats(also, self._stat_memo), entry)
         except NativeError as exc:
@@ -539,7 +539,10 @@ def is_current(entry: dict | None, fingerprint: list, record: list, index: dict)
 def _read_also(module, session, env) -> list[str]:
     """The files the module says translation reads besides `dependencies` (archive.py)."""
     found = getattr(module, "archive_dependencies", None)
-    return list(found(session, env)) if found else []
+    try:
+        return list(found(session, env)) if found else []
+    except OSError as exc:  # a side file that cannot be read now: archived as it was
+        raise NativeError(f"{exc.filename or session.source}: {exc.strerror or exc}") from None
 
 
 def _newest(fingerprint: list) -> int:

@@ -469,3 +469,16 @@ def test_a_mount_that_cannot_archive_keeps_serving_and_says_so_once(tmp_path, ca
     assert len(errors) == 1 and errors[0].startswith("trajectoriz: archiving failed: UserError: cannot write the archive")
     name = next(iter(fs._listing.files))
     assert mount_files(env, {"/tmp/agents/proj-claude"})[("/tmp/agents/proj-claude", name)]
+
+
+def test_a_side_file_that_cannot_be_read_skips_its_session_with_a_warning(tmp_path):
+    """A FIFO named like a 2.0.x sub-agent transcript beside a Claude session: reading it would
+    block; the session is left out of this run with a warning, the others are archived."""
+    env = by_agent("claude").build(tmp_path)
+    sessions = catalog.discover(env).sessions
+    os.mkfifo(os.path.join(os.path.dirname(sessions[0].source), "agent-stuck.jsonl"))
+    result = run_main(env, ["archive", "--json"])
+    assert result.returncode == 0 and b"not archived" in result.stderr and b"agent-stuck.jsonl" in result.stderr
+    summary = orjson.loads(result.stdout)
+    siblings = [s for s in sessions if os.path.dirname(s.source) == os.path.dirname(sessions[0].source)]
+    assert summary["failed"] == len(siblings) and summary["archived"] == len(sessions) - len(siblings)
