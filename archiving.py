@@ -240,7 +240,7 @@ class Writer:
         except Exception as exc:  # a store that cannot be read now: archived as it was
             raise NativeError(f"{type(exc).__name__}: {exc}") from None
         fid = archive.new_fid()
-        self._write_version(fid, session.source, lambda bfd: self._frame_of_bytes(image, bfd), None)
+        self._write_version(fid, session.source, lambda bfd: self._frame_of_bytes(image, bfd))
         return [[session.source, "file", fid, len(image)]], signature
 
     # files ----------------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class Writer:
                     self._append(fd, fid, record, old, st)
                 elif not self._same_content(fd, record):
                     return self._new_version(fd, path, st)
-                record["fingerprint"] = [st.st_size, st.st_mtime_ns]
+                record["fingerprint"] = _fingerprint_if_whole(record, st)
                 self._dirty = True
                 return fid, archive.native_size(record)
             return self._new_version(fd, path, st)
@@ -277,7 +277,7 @@ class Writer:
             os.close(fd)
 
     def _extends(self, fd: int, fid: str, record: dict, size: int) -> bool:
-        """Whether the file is the archived version, grown or not: no larger than it, its head
+        """Whether the file is the archived version, grown or not: no smaller than it, its head
         and the bytes before the archived end unchanged, the version intact and not yet cut in
         too many frames."""
         old = archive.native_size(record)
@@ -324,13 +324,13 @@ class Writer:
 
     def _new_version(self, fd: int, path: str, st) -> tuple[str, int]:
         fid = archive.new_fid()
-        record = self._write_version(fid, path, lambda bfd: self._frame(fd, 0, st.st_size, bfd, 0),
-                                     [st.st_size, st.st_mtime_ns])
+        record = self._write_version(fid, path, lambda bfd: self._frame(fd, 0, st.st_size, bfd, 0))
+        record["fingerprint"] = _fingerprint_if_whole(record, st)
         record["head"], record["tail"] = _ends(fd, archive.native_size(record))
         self.index["current"][path] = fid
         return fid, archive.native_size(record)
 
-    def _write_version(self, fid: str, path: str, write, fingerprint) -> dict:
+    def _write_version(self, fid: str, path: str, write) -> dict:
         """A new blob holding one frame (`write(blob fd)`), and its record."""
         blob = archive.blob_path(self.env, fid)
         try:
@@ -346,7 +346,7 @@ class Writer:
             _unlink(blob)
             raise
         os.close(bfd)
-        record = {"path": path, "frames": [frame] if frame else [], "fingerprint": fingerprint,
+        record = {"path": path, "frames": [frame] if frame else [], "fingerprint": None,
                   "head": "", "tail": ""}
         self.index["files"][fid] = record
         self._dirty = True
@@ -489,6 +489,12 @@ class Writer:
                 import signal
 
                 os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _fingerprint_if_whole(record: dict, st) -> list | None:
+    """The fingerprint the version is known by: the file's, when every byte of it was read
+    (None when it shrank while read: the next run reads it again)."""
+    return [st.st_size, st.st_mtime_ns] if archive.native_size(record) == st.st_size else None
 
 
 def _native_chunks(fd: int, start: int, end: int):
