@@ -2,11 +2,13 @@
 its agent deleted it (Claude Code and Gemini CLI delete sessions older than 30 days).
 
 Where: `${XDG_DATA_HOME:-~/.local/share}/trajectoriz/archive/` (0700, files 0600):
-- `index.bin`: the index, one file (magic, sha256 of the payload, marshal version 4). It is
-  replaced whole (temporary file, then rename), so a reader sees one committed state or the next.
+- `index.bin`: the index, one file (magic, sha256 of the payload, then two marshal version 4
+  parts: the listing discovery reads, and the rest; `encode_index`). It is replaced whole
+  (temporary file, then rename), so a reader sees one committed state or the next.
 - `data/<xx>/<fid>.zst`: one blob per archived version of a native file (`fid`, random), a
   sequence of zstd frames whose decompressed concatenation is the file's bytes.
 - `lock`: held (flock) by the one process writing (archiving.py); readers take no lock.
+- `mirrors/`: archived sessions being translated, written out (see Reading).
 
 The index holds
 - `files`: fid -> {"path", "frames": [[stored bytes, native bytes, sha256 of those native
@@ -27,9 +29,9 @@ The index holds
 Reading (this module): discovery lists the archived sessions whose native record is gone
 (`sessions_of`), each a `Session` from its discovery record marked `extra["archived"]`; its
 document is translated from its archived bytes (`translate`): they are written into a private
-folder that mirrors their original paths (`<mirror><original path>`), the session's source and
-every path-valued environment variable ($HOME, $XDG_DATA_HOME, $CODEX_HOME, ...) are pointed
-there, the agent's own translator runs, and the mirror's prefix is taken out of every string of
+folder that mirrors their original paths (`mirrors/<pid>-<random><original path>`), the
+session's source and every path-valued environment variable ($HOME, $XDG_DATA_HOME,
+$CODEX_HOME, ...) are pointed there, the agent's own translator runs, and the mirror's prefix is taken out of every string of
 the document, which is then the one the live session gave. Every frame read is checked (zstd's
 own checksum, then its length and sha256): a damaged entry is never served, its document says
 what is wrong.
@@ -82,7 +84,7 @@ MAGIC = b"TRZARCH1"
 MARSHAL_VERSION = 4   # fixed: the archive outlives the interpreter that wrote it
 HEAD_BYTES = 4096     # the head and the tail around a file's old end, compared before appending
 CHUNK = 1024 * 1024
-MIRRORS = "archive-mirrors"  # under the cache folder: materialized sessions being translated
+MIRRORS = "mirrors"  # archived sessions materialized to be translated (raw bytes stay in here)
 
 
 class Damaged(Exception):
@@ -309,20 +311,20 @@ def _read_frame(fd: int, offset: int, stored: int, native: int, digest: str, dec
 
     frame = decompressor.decompressobj()
     hasher, produced, position = hashlib.sha256(), 0, offset
-    try:
-        while position < offset + stored:
+    while position < offset + stored:
+        try:
             data = os.pread(fd, min(CHUNK, offset + stored - position), position)
-            if not data:
-                raise Damaged("its data is cut short")
-            position += len(data)
-            out = frame.decompress(data)
-            hasher.update(out)
-            produced += len(out)
-            write(out)
-    except zstandard.ZstdError as exc:
-        raise Damaged(f"its data is not valid zstd: {exc}") from None
-    except OSError as exc:
-        raise Damaged(f"its data cannot be read: {exc.strerror}") from None
+            out = frame.decompress(data) if data else b""
+        except OSError as exc:
+            raise Damaged(f"its data cannot be read: {exc.strerror}") from None
+        except zstandard.ZstdError as exc:
+            raise Damaged(f"its data is not valid zstd: {exc}") from None
+        if not data:
+            raise Damaged("its data is cut short")
+        position += len(data)
+        hasher.update(out)
+        produced += len(out)
+        write(out)  # an OSError here is the reader's (a full disk under the mirror), not damage
     if not frame.eof or frame.unused_data or produced != native or hasher.hexdigest() != digest:
         raise Damaged("its data does not match its checksum")
 
@@ -386,7 +388,8 @@ _mirror_lock = threading.Lock()
 
 
 def _mirror(env, entry: dict, index: dict) -> str:
-    """A private folder holding the session's archived files at their original paths. The last
+    """A private folder holding the session's archived files at their original paths, inside
+    the archive's folder (native bytes, secrets as recorded, never go to the cache). The last
     one is kept for the next session that needs the same files (the sessions of one archived
     database share them), and removed when the process ends."""
     files = entry["files"]
@@ -396,32 +399,25 @@ def _mirror(env, entry: dict, index: dict) -> str:
     root = mirrors_folder(env)
     remove_abandoned_mirrors(root)
     cache.make_private_dirs(root)
-    folder = os.path.realpath(os.path.join(root, f"{os.getpid()}-{os.urandom(8).hex()}"))
-    os.mkdir(folder, cache.PRIVATE_DIR)
+    mirror = os.path.realpath(os.path.join(root, f"{os.getpid()}-{os.urandom(8).hex()}"))
+    os.mkdir(mirror, cache.PRIVATE_DIR)
     try:
         for path, kind, fid, length in files:
-            _materialize(env, index, folder, path, kind, fid, length)
+            _materialize(env, index, mirror, path, kind, fid, length)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(mirror, ignore_errors=True)
         raise
-    _kept_mirror.update(files=files, folder=folder, pid=os.getpid())
-    return folder
+    _kept_mirror.update(files=files, folder=mirror, pid=os.getpid())
+    return mirror
 
 
 def mirrors_folder(env) -> str:
-    """Under trajectoriz's cache folder (private); in the temporary directory when that folder
-    is not ours to use."""
-    directory = cache.cache_dir(env)
-    if cache.usable(directory):
-        return os.path.join(directory, MIRRORS)
-    import tempfile
-
-    return os.path.join(tempfile.gettempdir(), f"trajectoriz-{os.getuid()}-{MIRRORS}")
+    return os.path.join(folder(env), MIRRORS)
 
 
-def _materialize(env, index: dict, folder: str, path: str, kind: str, fid, length: int) -> None:
-    target = os.path.normpath(folder + os.sep + path)
-    if not os.path.isabs(path) or not target.startswith(folder + os.sep):
+def _materialize(env, index: dict, mirror: str, path: str, kind: str, fid, length: int) -> None:
+    target = os.path.normpath(mirror + os.sep + path)
+    if not os.path.isabs(path) or not target.startswith(mirror + os.sep):
         return  # a path leading out of the mirror is no path of a file store
     if kind == "dir":
         cache.make_private_dirs(target)
@@ -433,11 +429,17 @@ def _materialize(env, index: dict, folder: str, path: str, kind: str, fid, lengt
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), cache.PRIVATE_FILE)
     try:
         try:
-            read_version(env, fid, record, length, lambda data: os.write(fd, data) if data else None)
+            read_version(env, fid, record, length, lambda data: _write_all(fd, data))
         except Damaged as exc:
             raise Damaged(f"the archived copy of {path} is damaged: {exc}") from None
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _drop_kept_mirror() -> None:

@@ -3,8 +3,8 @@
 A forgotten session's archived versions that no other session needs are deleted, its key is
 kept (a hash, nothing of its content) so that it is never archived again, and trajectoriz's
 caches drop what they derived from it: rendered documents and their search texts (found by the
-short id or native id they carry, whatever stamp they were kept under), its facts, and the
-folders its archived files were materialized in. The discovery index needs nothing done: the
+short id or native id they carry, whatever stamp they were kept under) and its facts; the
+folders archived files were materialized in go too. The discovery index needs nothing done: the
 discovery `forget` runs first keeps only the sources it finds, as they are now. The agents'
 stores are never touched: a forgotten session that its agent still holds is read from there
 again while it exists (its first message back in the index, its document in the cache).
