@@ -608,6 +608,10 @@ def bench_archive(report, me, largest, runs) -> dict:
                      f"{mb(appended['read'])} read, the archive grew by {appended['grown'] / 1e3:.0f} kB"])
     finally:
         clear()
+        try:
+            os.rmdir(os.path.dirname(folder))  # trajectoriz's data folder, if the archive was all
+        except OSError:
+            pass
     return {"noop": noop, "sessions": summary["sessions_seen"]}
 
 
