@@ -629,6 +629,12 @@ def live_sessions(found) -> list:
 def run_archive(args, env) -> int:
     if args.verify:
         return _run_verify(args, env)
+    if args.schedule or args.unschedule:
+        import schedule
+
+        said = schedule.install(scheduled_command(), env) if args.schedule else schedule.remove(env)
+        print(f"trajectoriz: {said}", file=sys.stderr)
+        return 0
     import parallel
 
     with Writer(env) as writer:  # first: an archive that cannot be written is said at once
@@ -644,6 +650,15 @@ def run_archive(args, env) -> int:
         print(f"trajectoriz: warning: {problem}", file=sys.stderr)
     _print_summary(args, summary, totals, env)
     return 0
+
+
+def scheduled_command() -> list[str]:
+    """The daily job: `archive`, run as this process runs (the frozen executable, or Python and
+    the script beside this module, as memory.self_command, which this module cannot import:
+    the mount imports this one)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "archive"]
+    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trajectoriz.py"), "archive"]
 
 
 def archive_totals(index: dict) -> dict:

@@ -120,6 +120,12 @@ def _archived_only(module, env, seen: set, per_project: bool) -> list[Session]:
     return found
 
 
+def looking_in(env, project: str | None):
+    """The environment for discovering `project`'s sessions: the stores kept inside projects are
+    looked for in it (and above it), as they are in the current directory (`agents.projects`)."""
+    return env if project is None else {**env, "PWD": project}
+
+
 def _sources(module, env, sessions_so_far: list):
     if getattr(module, "STORES_IN_PROJECTS", False):
         return module.sources(env, list(dict.fromkeys(s.cwd for s in sessions_so_far if s.cwd)))

@@ -3,7 +3,6 @@ command shares (`--all`, `--dir P`, or the current project)."""
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 
@@ -32,8 +31,11 @@ def chosen_project(args) -> str:
 
 
 def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
-    """The catalog, the sessions the command is about, and the project (None for --all)."""
-    found = catalog.discover(env)
+    """The catalog, the sessions the command is about, and the project (None for --all). The
+    project is where discovery looks for stores kept inside projects (Aider, Crush), wherever
+    the command runs."""
+    project = None if getattr(args, "all", False) else chosen_project(args)
+    found = catalog.discover(catalog.looking_in(env, project))
     sessions = found.sessions
     agent = getattr(args, "agent", None)
     if agent:
@@ -41,9 +43,8 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
         if agent not in known:
             raise UserError(f"unknown agent {agent!r} (known: {', '.join(known)})")
         sessions = [s for s in sessions if s.agent == agent]
-    if getattr(args, "all", False):
+    if project is None:
         return found, sessions, None
-    project = chosen_project(args)
     return found, catalog.Scope(project, env).filter(sessions), project
 
 
@@ -117,7 +118,15 @@ def run_show(args, env) -> int:
 
 
 # export -------------------------------------------------------------------------------------------
+# The files export wrote into each folder (folder -> names), so that --delete removes only
+# those: kept in trajectoriz's cache, not in the folder, which holds exactly what the mount shows.
+EXPORTS_FILE = f"exports-v1-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+
+
 def run_export(args, env) -> int:
+    """Write the sessions' files into the folder, adding and updating; with --delete, also remove
+    the files an earlier export wrote there whose sessions this one no longer has. Files that
+    export did not write (not in the folder's manifest) are never touched."""
     _, sessions, project = selected(args, env)
     out = os.path.abspath(args.out)
     try:
@@ -126,7 +135,7 @@ def run_export(args, env) -> int:
         raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
     redact = not args.no_redact
     facts = documents.Facts(env, redact)
-    wanted = set()
+    written = set()
     try:
         for session in sessions:
             name = catalog.file_name(session)
@@ -134,15 +143,37 @@ def run_export(args, env) -> int:
             doc, data = documents.document(session, env, redact)
             facts.record(session, stamp, data, doc)
             cache.write_private(os.path.join(out, name), data)
-            wanted.add(name)
+            written.add(name)
     finally:
         facts.save()
-    for stale in glob.glob(os.path.join(glob.escape(out), "*_*_*.atif.json")):
-        if os.path.basename(stale) not in wanted:
-            os.remove(stale)
-    cache.write_private(os.path.join(out, "README.md"), guide.readme(project or "every project", len(wanted), mounted=False))
-    print(f"Exported {len(wanted)} session(s) to {out}", file=sys.stderr)
+    exports = cache.load(env, EXPORTS_FILE)
+    earlier = _exported(exports.get(out))
+    removed = _remove_files(out, earlier - written) if args.delete else 0
+    kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
+    cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project or "every project", len(kept), mounted=False))
+    note = f", removed {removed} an earlier export wrote" if removed else ""
+    print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0
+
+
+def _exported(names) -> set:
+    """The session files an earlier export wrote into a folder, as its entry in EXPORTS_FILE
+    says (bare names only: nothing outside the folder is ever named)."""
+    if not isinstance(names, list):
+        return set()
+    return {n for n in names if isinstance(n, str) and n == os.path.basename(n) and n.endswith(".atif.json")}
+
+
+def _remove_files(out: str, names: set) -> int:
+    removed = 0
+    for name in names:
+        try:
+            os.remove(os.path.join(out, name))
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 # validate -----------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
 from atif.serialize import dumps, loads
-from redact import redact as redact_secrets
+from redact import clean_tree
 from version import VERSION
 
 FACTS_FILE = f"facts-v3-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
@@ -79,15 +79,12 @@ def archived_stamp(session: Session, env, module, redact: bool) -> list:
 
 
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
-    doc = _translated(session, env)
-    data = dumps(doc)
-    if redact:
-        cleaned, counts = redact_secrets(data)
-        if counts:
-            doc = loads(cleaned)
-            doc["extra"]["redactions"] = counts
-            data = dumps(doc)
-    return doc, data
+    """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
+    serialized once."""
+    doc, counts = clean_tree(_translated(session, env), redact)
+    if counts:
+        doc["extra"] = {**doc["extra"], "redactions": counts}
+    return doc, dumps(doc)
 
 
 def translate(session: Session, env, redact: bool = True) -> dict:

@@ -23,6 +23,7 @@ import archive
 import catalog
 import documents
 import parallel
+import retention
 from output import cell, table
 
 WORKERS = 2
@@ -109,7 +110,9 @@ def report(env) -> list[dict]:
     by_agent: dict = {name: [] for name in agents.names()}
     for session, summary in zip(found.sessions, summaries):
         by_agent[session.agent].append(summary)
-    return [agent_report(name, found, by_agent[name], env) for name in agents.names()]
+    policies = retention.policies(found.sessions, env)
+    return [{**agent_report(name, found, by_agent[name], env), "retention": policies[name]}
+            for name in agents.names()]
 
 
 # output -------------------------------------------------------------------------------------------
@@ -135,7 +138,7 @@ def short_path(path: str, env, limit: int = 60) -> str:
 
 def markdown(rows: list[dict], env) -> str:
     headers = ["Agent", "Store", "Sessions", "Native data", "With warnings", "Failed", "Formats",
-               "Versions"]
+               "Versions", "Retention"]
     body = table(headers, [_table_row(r, env) for r in rows])
     found = sum(1 for r in rows if r["sources"])
     lines = [f"## Agent stores — {found} of {len(rows)} agent(s) found", "", body]
@@ -150,7 +153,7 @@ def _table_row(row: dict, env) -> list[str]:
     sessions = str(row["sessions"]) + (f" ({row['archived_only']} archived)" if row["archived_only"] else "")
     return [row["agent"], store, sessions, human_bytes(row["native_bytes"]),
             str(row["sessions_with_warnings"]), str(row["sessions_failed"]),
-            cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40)]
+            cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40), cell(row["retention"], 100)]
 
 
 def _problem_lines(row: dict) -> list[str]:

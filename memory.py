@@ -146,7 +146,7 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
     if os.path.lexists(point) and not os.path.isdir(point):
         raise UserError(f"{point} exists and is not a directory")
     try:
-        os.makedirs(point, exist_ok=True)
+        cache.make_private_dirs(point)  # 0700, like everything trajectoriz creates
         occupied = bool(os.listdir(point))
     except OSError as exc:
         raise UserError(f"cannot use {point} as a mountpoint: {exc.strerror}") from None

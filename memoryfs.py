@@ -152,7 +152,7 @@ class MemoryFS:
         render ahead of a walk over the directory; without it, everything is rendered here.
         `caller()` names the thread whose request is being answered (libfuse's context)."""
         self._project = project
-        self._env = env
+        self._env = catalog.looking_in(env, project)
         self._scope = catalog.Scope(project, env)
         self._facts = documents.Facts(env)
         self._cache = ByteCache()

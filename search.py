@@ -273,31 +273,19 @@ def run_search(args, env) -> int:
         return content_search(args, env, query, sessions)
     found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{s.native_id}\n{s.agent}")]
     shown = page(found, args.offset, args.limit)
-    titles = shown_titles(shown, not args.no_redact)
     if args.json:
         import orjson
 
-        records = [{**commands.listing_record(s), "first_message": t} for s, t in zip(shown, titles)]
+        records = [commands.listing_record(s) for s in shown]
         write(b"".join(orjson.dumps(record) + b"\n" for record in records))
         more_note(len(found), args, sys.stderr)
     else:
         heading = f"## Search: {code(query.text)} — {len(found)} result(s)\n"
-        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), cell(t, 80)]
-                for s, t in zip(shown, titles)]
+        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), cell(s.title, 80)] for s in shown]
         body = "\n" + table(["ID", "Agent", "Date", "First message"], rows) + "\n" if found else ""
         write(heading + body)
         more_note(len(found), args, sys.stdout)
     return 0 if found else 1
-
-
-def shown_titles(sessions: list, redact: bool) -> list[str]:
-    """First messages as printed: secrets redacted like in the documents (matching used the
-    recorded text, which never leaves this process)."""
-    if not (redact and sessions):
-        return [s.title for s in sessions]
-    from redact import redact as redact_secrets
-
-    return [redact_secrets(s.title.encode())[0].decode() for s in sessions]
 
 
 def page(items: list, offset: int, limit: int) -> list:

@@ -117,9 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         "export", help="write the memory files to a directory (no FUSE needed)",
         description="Write exactly the files the memory mount would show, with its README.md, "
                     "into a plain directory: the way to use trajectoriz where FUSE is missing "
-                    "(CI containers). Files of sessions that no longer exist are removed.")
+                    "(CI containers). Files are added and updated; nothing is removed unless "
+                    "--delete says so, and files export did not write are never touched.")
     _scope_options(export)
     export.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if missing)")
+    export.add_argument("--delete", action="store_true",
+                        help="also remove the files an earlier export wrote into DIR whose sessions "
+                             "this export does not have (as rsync --delete)")
     _redaction_option(export)
 
     health = commands.add_parser(
@@ -203,8 +207,13 @@ def _archive_parsers(commands) -> None:
                     "Gemini CLI delete sessions after 30 days). Incremental: only what changed "
                     "since the last run is read; a mounted memory/ archives its project's "
                     "sessions as it sees them.")
-    keep.add_argument("--verify", action="store_true",
+    what = keep.add_mutually_exclusive_group()
+    what.add_argument("--verify", action="store_true",
                       help="read every archived file back and check it; exit 1 when some are damaged")
+    what.add_argument("--schedule", action="store_true",
+                      help="run `trajectoriz archive` every day from now on (a systemd user timer, "
+                           "else a crontab line)")
+    what.add_argument("--unschedule", action="store_true", help="stop the daily run --schedule set up")
     keep.add_argument("--json", action="store_true", help="one JSON object summing up the run")
 
     forget = commands.add_parser(
@@ -237,8 +246,9 @@ def _scope_options(command: argparse.ArgumentParser) -> None:
 def _redaction_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--no-redact", action="store_true",
-        help="keep secrets as recorded (by default API keys, tokens, private keys, passwords in "
-             "URLs and NAME_TOKEN=... assignments become «REDACTED:<kind>:<hash>»)")
+        help="keep secrets as recorded in the documents (by default API keys, tokens, private "
+             "keys, passwords and secret assignments become «REDACTED:<kind>:<hash>»); first "
+             "messages in listings and search results are always redacted")
 
 
 # command -> (module, function): each command's module is imported only when it runs

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents import projects
-from agents.base import Session, epoch, iso, one_line, open_binary, unique_files
+from agents.base import FILE_LIMIT, Session, epoch, iso, one_line, open_binary, size_text, unique_files
 from atif.build import TrajectoryBuilder, metrics
 
 NAME = "aider"
@@ -91,22 +91,34 @@ class Block:
         return "\n".join(self.lines).strip("\n")
 
 
+def read_head(path: str) -> tuple[bytes, bool]:
+    """The file's first FILE_LIMIT bytes (a history appended to for years may be larger than
+    what is worth holding), and whether they are all of it."""
+    with open_binary(path) as handle:
+        data = handle.read(FILE_LIMIT)
+        return data, not handle.read(1)
+
+
 def read_text(path: str) -> str:
-    with open_binary(path) as handle:
-        return handle.read().decode("utf-8", "replace")
+    return read_head(path)[0].decode("utf-8", "replace")
 
 
-def read_checked(path: str) -> tuple[str, str | None, bool]:
-    """The text, a warning when it is not valid UTF-8, and whether its end looks cut (aider
-    ends every write with a newline)."""
-    with open_binary(path) as handle:
-        data = handle.read()
+def read_checked(path: str) -> tuple[str, str | None, str | None]:
+    """The text, a warning when it is not valid UTF-8, and one when its end is cut: it does not
+    end with a newline (aider ends every write with one), or the file goes on past FILE_LIMIT."""
+    data, whole = read_head(path)
+    cut = None
+    if not whole:
+        cut = f"the file is over {size_text(FILE_LIMIT)}: only its first {size_text(FILE_LIMIT)} were read"
+    elif data and not data.endswith(b"\n"):
+        cut = ("the file does not end with a newline: the last line of this run may be cut "
+               "(truncated, or still being written)")
     try:
-        return data.decode("utf-8"), None, bool(data) and not data.endswith(b"\n")
+        return data.decode("utf-8"), None, cut
     except UnicodeDecodeError as exc:
         problem = (f"the file is not valid UTF-8 (first bad byte at offset {exc.start}); "
                    "undecodable bytes were replaced")
-        return data.decode("utf-8", "replace"), problem, not data.endswith(b"\n")
+        return data.decode("utf-8", "replace"), problem, cut
 
 
 def split_runs(text: str) -> list[Run]:
@@ -281,8 +293,7 @@ def translate(session: Session, env) -> dict:
     if encoding_problem:
         builder.warn(encoding_problem)
     if cut and following is None:
-        builder.warn("the file does not end with a newline: the last line of this run may be cut "
-                     "(truncated, or still being written)")
+        builder.warn(cut)
     if run.started is None:
         builder.warn("this run has no `# aider chat started at` header: its start time is unknown")
     return builder.build()

@@ -41,6 +41,24 @@ Conventions every translator follows, so that one jq filter works on every agent
   for bad data: a truncated or malformed session yields what could be read.
 - `Session.extra["format"]` names the native format variant (e.g. "jsonl", "legacy-json"): the
   health report (`trajectoriz agents`) counts them.
+
+Bounds. Every byte of a store is untrusted, so each reader here has a stated limit, and what
+lies past it is skipped with a warning (the readers' `problems()`) while what came before is
+kept; a hostile file (a zstd bomb, a line of gigabytes, a flood of records, nesting a thousand
+levels deep) costs bounded memory and time:
+- discovery reads a JSONL session's head (`head_records`): HEAD_BYTES (256 KiB) of lines, one
+  line counting at most a quarter of that, so that a first prompt of megabytes (a pasted image)
+  is read whole with the records after it; HEAD_MAX (64 MiB) in all;
+- one JSONL line: LINE_LIMIT (256 MiB), a longer one read through without being kept; one
+  JSONL file: RECORD_LIMIT (1,000,000) records;
+- a file read whole (a JSON document, a Markdown transcript): FILE_LIMIT (512 MiB), a larger
+  one is not read (`TooLarge`);
+- one JSONL session file: SESSION_LIMIT (1 GiB) read, decompressed for a `.zst` file, whose
+  decompression yields at most about 8 MiB per step (`_ZstdStream`: a zstd bomb is harmless);
+- nesting: of a JSON value read from a store (`parse_native`), NESTING_LIMIT (200) levels of
+  containers are kept, deeper ones replaced by a note: a translator may then recurse into any
+  value, or print it, without exhausting the stack; `text_of` descends as far, and a truncated
+  document's salvage stops at a member too deep for the parser.
 """
 
 from __future__ import annotations
@@ -55,9 +73,17 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 from atif.build import image_part, plain_or_parts, text_part
-from atif.serialize import loads
+from atif.serialize import limit_depth, loads
 
-HEAD_BYTES = 256 * 1024
+# Bounds on what is read of a store (see the module doc).
+HEAD_BYTES = 256 * 1024      # the head of a JSONL session that discovery reads (head_records)
+HEAD_MAX = 64 * 1024 * 1024  # ... at most, however large its first records are
+LINE_LIMIT = 256 * 1024 * 1024  # one JSONL line (JsonlReader): a longer one is skipped
+LINE_PIECE = 1024 * 1024     # how much of a line is read at a time
+RECORD_LIMIT = 1_000_000     # records read of one JSONL file
+FILE_LIMIT = 512 * 1024 * 1024  # a file read whole (read_whole): a larger one is not read
+SESSION_LIMIT = 1024 * 1024 * 1024  # bytes read of one JSONL session file (decompressed, for `.zst`)
+NESTING_LIMIT = 200          # levels of containers kept of a native JSON value (parse_native)
 
 
 @dataclass(slots=True)
@@ -182,9 +208,18 @@ def iso(value) -> str | None:
 
 
 # reading files ----------------------------------------------------------------------------------
+class TooLarge(ValueError):
+    """A file over the bound for reading it whole (FILE_LIMIT): it was not read."""
+
+
+class DecompressionLimit(EOFError):
+    """A `.zst` file expands past SESSION_LIMIT: the bytes before the limit were read, the rest not."""
+
+
 def open_binary(path: str):
-    """A binary file object; `.zst` files are decompressed as they are read. Only regular files
-    are opened: a FIFO or a device named like a session would block or never end."""
+    """A binary file object; `.zst` files are decompressed as they are read (within SESSION_LIMIT).
+    Only regular files are opened: a FIFO or a device named like a session would block or never
+    end."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -192,131 +227,311 @@ def open_binary(path: str):
     handle = os.fdopen(fd, "rb")
     if not path.endswith(".zst"):
         return handle
-    return io.BufferedReader(_ZstdStream(handle))
+    return io.BufferedReader(_ZstdStream(handle), buffer_size=64 * 1024)
 
 
 class _ZstdStream(io.RawIOBase):
-    """The decompressed bytes of a `.zst` file, frame after frame. A file cut short raises
+    """The decompressed bytes of a `.zst` file, frame after frame, within two bounds.
+
+    zstd's expansion is bounded by its format: a block of 4 bytes (an RLE block) stands for at
+    most 128 KB. Fed FEED compressed bytes at a time, one decompression step yields at most
+    FEED / 4 + 1 blocks, about 8 MB, however the file was made (a bomb of RLE blocks included);
+    the decompressor's own window is bounded by zstandard (128 MB). In all, at most `limit`
+    bytes (SESSION_LIMIT) come out; then DecompressionLimit is raised. A file cut short raises
     EOFError once its complete part is read (zstandard's own stream reader ends quietly there,
     which would pass a truncated archive off as a complete session)."""
 
-    CHUNK = 256 * 1024
+    READ = 256 * 1024   # compressed bytes read from the file at a time
+    FEED = 256          # compressed bytes per decompression step
 
-    def __init__(self, handle):
+    def __init__(self, handle, limit: int = SESSION_LIMIT):
         import zstandard  # only archived Codex sessions need it
 
         self._new = zstandard.ZstdDecompressor().decompressobj
         self._handle = handle
         self._frame = self._new()
         self._started = False      # bytes of the current frame were fed
-        self._pending = b""
+        self._input, self._fed = b"", 0        # compressed bytes read, and how many were fed
+        self._output, self._given = b"", 0     # decompressed bytes, and how many were returned
+        self._limit = self._left = limit
+        self._over = False         # the limit cut the last output
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        while not self._pending:
+        while self._given >= len(self._output):
             if not self._refill():
                 return 0
-        count = min(len(buffer), len(self._pending))
-        buffer[:count] = self._pending[:count]
-        self._pending = self._pending[count:]
+        count = min(len(buffer), len(self._output) - self._given)
+        buffer[:count] = memoryview(self._output)[self._given:self._given + count]
+        self._given += count
         return count
 
     def _refill(self) -> bool:
-        """Decompress more; False at the clean end of the file."""
-        if self._frame.eof:
-            rest = self._frame.unused_data
+        """Decompress one step; False at the clean end of the file."""
+        if self._over:
+            raise DecompressionLimit(f"the decompressed size limit of {size_text(self._limit)} was "
+                                     "reached; the rest was not read")
+        if self._frame.eof:  # what was fed past the frame's end starts the next one
+            self._fed -= len(self._frame.unused_data)
             self._frame, self._started = self._new(), False
-            if rest:
-                self._feed(rest)
-                return True
-        chunk = self._handle.read(self.CHUNK)
-        if not chunk:
-            if self._started:
-                raise EOFError("the compressed file is cut short (its last zstd frame is incomplete)")
-            return False
-        self._feed(chunk)
+        if self._fed >= len(self._input):
+            self._input, self._fed = self._handle.read(self.READ), 0
+            if not self._input:
+                if self._started:
+                    raise EOFError("the compressed file is cut short (its last zstd frame is incomplete)")
+                return False
+        piece = self._input[self._fed:self._fed + self.FEED]
+        self._fed += len(piece)
+        self._started = True
+        self._emit(self._frame.decompress(piece))
         return True
 
-    def _feed(self, data: bytes) -> None:
-        self._started = True
-        self._pending += self._frame.decompress(data)
+    def _emit(self, data: bytes) -> None:
+        if len(data) > self._left:
+            data, self._over = data[:self._left], True
+        self._left -= len(data)
+        self._output, self._given = data, 0
 
     def close(self) -> None:
         self._handle.close()
         super().close()
 
 
-def head_records(path: str, limit: int = HEAD_BYTES):
-    """Parsed JSON records from the first `limit` bytes of a JSONL file, skipping bad lines.
-    For discovery: never reads a whole session."""
+def size_text(count: int) -> str:
+    """A limit in the binary unit that states it exactly (`256 MiB`)."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if count >= 1 << shift and count % (1 << shift) == 0:
+            return f"{count >> shift} {unit}"
+    return f"{count} bytes"
+
+
+def read_whole(path: str, limit: int = FILE_LIMIT) -> bytes:
+    """The bytes of a file read whole (a JSON document, a Markdown transcript). A file over
+    `limit` bytes raises TooLarge without being read (a `.zst` one once `limit` bytes came out)."""
     with open_binary(path) as handle:
-        data = handle.read(limit)
-    lines = data.split(b"\n")
-    if len(data) >= limit:
-        lines.pop()  # cut mid-line
-    for line in lines:
-        if line.strip():
-            try:
-                record = loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
+        if not path.endswith(".zst") and os.fstat(handle.fileno()).st_size > limit:
+            data = None
+        else:
+            data = handle.read(limit + 1)
+    if data is None or len(data) > limit:
+        raise TooLarge(f"{os.path.basename(path)} is over the {size_text(limit)} limit of a file read "
+                       "whole; it was not read")
+    return data
+
+
+def head_records(path: str, limit: int = HEAD_BYTES):
+    """Parsed JSON records from the head of a JSONL file, skipping bad lines. For discovery:
+    never reads a whole session.
+
+    The head is `limit` bytes of lines, where one line counts at most a quarter of `limit`: a
+    first record of megabytes (an image pasted in the first prompt) is read whole, and the
+    records after it, which may hold the model or the title, still are. At most HEAD_MAX bytes
+    are read in all; a line cut there is dropped."""
+    budget, room = limit, HEAD_MAX
+    with open_binary(path) as handle:
+        while budget > 0 and room > 0:
+            line = handle.readline(room)
+            if not line:
+                return
+            room -= len(line)
+            budget -= min(len(line), limit // 4)
+            if room == 0 and not line.endswith(b"\n"):
+                return  # cut at HEAD_MAX
+            record = _object(line)
+            if record is not None:
                 yield record
+
+
+def _object(line: bytes) -> dict | None:
+    if not line.strip():
+        return None
+    try:
+        record = loads_native(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def parse_native(data: bytes | str) -> tuple:
+    """(value, cut) of JSON read from a store: `loads`, with the containers nested deeper than
+    NESTING_LIMIT levels replaced by a note (`cut` says whether any were). Raises ValueError
+    like `loads`. Counting brackets first spares the walk for all but a few values."""
+    value = loads(data)
+    if len(data) > 2 * NESTING_LIMIT and _brackets(data) > NESTING_LIMIT and nested_deeper(value, NESTING_LIMIT):
+        return limit_depth(value, NESTING_LIMIT), True
+    return value, False
+
+
+def _brackets(data: bytes | str) -> int:
+    """How many `{` and `[` the text holds: fewer than NESTING_LIMIT cannot nest deeper."""
+    braces, brackets = (b"{", b"[") if isinstance(data, bytes) else ("{", "[")
+    count = data.count(braces)
+    return count if count > NESTING_LIMIT else count + data.count(brackets)
+
+
+def loads_native(data: bytes | str):
+    """`parse_native`'s value."""
+    return parse_native(data)[0]
+
+
+def nested_deeper(value, levels: int) -> bool:
+    """Whether containers nest more than `levels` deep in `value` (as `limit_depth` counts:
+    `levels` 0 allows no container). A walk level by level, without recursion."""
+    if not isinstance(value, (dict, list)):
+        return False
+    layer = [value]  # the containers at one depth
+    for _ in range(levels):
+        layer = [child for node in layer for child in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(child, (dict, list))]
+        if not layer:
+            return False
+    return True
+
+
+def bounded_lines(handle, limit: int = LINE_LIMIT):
+    """The lines of a binary file, each with its newline; None in place of a line over `limit`
+    bytes, which is read through LINE_PIECE bytes at a time and never held whole."""
+    while True:
+        line = handle.readline(LINE_PIECE)
+        if line.endswith(b"\n") or len(line) < LINE_PIECE:  # a whole line, or the file's end
+            if not line:
+                return
+            yield line
+        else:
+            yield _long_line(handle, line, limit)
+
+
+def _long_line(handle, piece: bytes, limit: int) -> bytes | None:
+    """The rest of a line that `piece` began: the whole line, or None when it is over `limit`
+    (then read to its end, piece by piece, without keeping it)."""
+    pieces, size = [], 0
+    while True:
+        pieces.append(piece)
+        size += len(piece)
+        if piece.endswith(b"\n") or len(piece) < LINE_PIECE:
+            return b"".join(pieces)
+        if size > limit:
+            break
+        piece = handle.readline(LINE_PIECE)
+    pieces.clear()
+    while len(piece) == LINE_PIECE and not piece.endswith(b"\n"):
+        piece = handle.readline(LINE_PIECE)
+    return None
+
+
+class _Capped:
+    """A binary file read no further than `limit` bytes: past them it reads as ended, and `cut`
+    tells whether the file went on."""
+
+    def __init__(self, handle, limit: int):
+        self._handle, self._left, self.cut = handle, limit, False
+
+    def readline(self, size: int) -> bytes:
+        if self._left <= 0:
+            self.cut = self.cut or bool(self._handle.peek(1))
+            return b""
+        line = self._handle.readline(min(size, self._left))
+        self._left -= len(line)
+        return line
 
 
 class JsonlReader:
     """Iterate the records of a JSONL file, counting what could not be read instead of failing.
 
-    `problems()` afterwards gives warnings fit for a document's `extra` (malformed lines, a
-    truncated last line, records that are not objects)."""
+    Bounded: a line over LINE_LIMIT (256 MiB) is skipped (read through, never held), at most
+    RECORD_LIMIT records and SESSION_LIMIT bytes (decompressed, for `.zst`) are read; what came
+    before a limit is kept. `problems()` afterwards gives warnings fit for a document's `extra`
+    (malformed lines, a truncated last line, records that are not objects, the limits met)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, limit: int = LINE_LIMIT, records: int = RECORD_LIMIT,
+                 size: int = SESSION_LIMIT):
         self.path = path
-        self.bad_lines: list[int] = []
+        self.limit, self.record_limit, self.size_limit = limit, records, size
+        self.bad_lines = self.first_bad_line = 0
         self.first_error = ""
         self.non_objects = 0
         self.truncated = False
+        self.long_lines = self.first_long_line = 0
+        self.too_deep = 0          # records whose deepest containers were replaced by a note
+        self.stopped = ""          # why reading stopped before the end of the file
 
     def __iter__(self):
-        with open_binary(self.path) as handle:
-            number = 0
-            for line in handle:
-                number += 1
-                if not line.strip():
-                    continue
-                try:
-                    record = loads(line)
-                except ValueError as exc:
-                    if not line.endswith(b"\n"):
-                        self.truncated = True
-                    else:
-                        self.bad_lines.append(number)
-                        self.first_error = self.first_error or str(exc)[:120]
-                    continue
-                if isinstance(record, dict):
-                    yield record
-                else:
-                    self.non_objects += 1
+        try:
+            with open_binary(self.path) as handle:
+                if self.path.endswith(".zst") or os.fstat(handle.fileno()).st_size <= self.size_limit:
+                    yield from self._records(handle)  # (a `.zst` stream keeps to the limit itself)
+                    return
+                capped = _Capped(handle, self.size_limit)
+                yield from self._records(capped)
+                if capped.cut:
+                    self.stopped = (f"the limit of {size_text(self.size_limit)} read of one session file "
+                                    "was reached; the rest was not read")
+        except DecompressionLimit as exc:
+            self.stopped = str(exc)
+
+    def _records(self, handle):
+        count = 0
+        for number, line in enumerate(bounded_lines(handle, self.limit), 1):
+            if line is None:
+                self.long_lines += 1
+                self.first_long_line = self.first_long_line or number
+                continue
+            record = self._parse(number, line)
+            if record is None:
+                continue
+            if count == self.record_limit:
+                self.stopped = (f"the limit of {self.record_limit:,} records was reached at line "
+                                f"{number}; the rest was not read")
+                return
+            count += 1
+            yield record
+
+    def _parse(self, number: int, line: bytes) -> dict | None:
+        if not line.strip():
+            return None
+        try:
+            record, cut = parse_native(line)
+        except ValueError as exc:
+            if not line.endswith(b"\n"):
+                self.truncated = True
+            else:
+                self.bad_lines += 1
+                self.first_bad_line = self.first_bad_line or number
+                self.first_error = self.first_error or str(exc)[:120]
+            return None
+        self.too_deep += cut
+        if isinstance(record, dict):
+            return record
+        self.non_objects += 1
+        return None
 
     def problems(self) -> list[str]:
         found = []
         if self.bad_lines:
-            found.append(f"{len(self.bad_lines)} malformed line(s) skipped, first at line "
-                         f"{self.bad_lines[0]}: {self.first_error}")
-        if self.truncated:
+            found.append(f"{self.bad_lines} malformed line(s) skipped, first at line "
+                         f"{self.first_bad_line}: {self.first_error}")
+        if self.truncated and not self.stopped:  # a line a limit cut is no sign of damage
             found.append("the last line is incomplete (truncated, or still being written); it was skipped")
         if self.non_objects:
             found.append(f"{self.non_objects} line(s) that are not JSON objects skipped")
+        if self.long_lines:
+            found.append(f"{self.long_lines} line(s) over the {size_text(self.limit)} limit of one "
+                         f"record skipped, first at line {self.first_long_line}")
+        if self.too_deep:
+            found.append(f"{self.too_deep} record(s) nested deeper than {NESTING_LIMIT} levels: the "
+                         "deeper parts were replaced by a note")
+        if self.stopped:
+            found.append(self.stopped)
         return found
 
 
 def read_json_object(path: str) -> dict:
-    """A small side file (settings, state, index) as a dict; {} when missing or unreadable."""
+    """A small side file (settings, state, index) as a dict; {} when missing, unreadable or over
+    FILE_LIMIT."""
     try:
-        with open(path, "rb") as handle:
-            found = loads(handle.read())
+        found = loads_native(read_whole(path))
     except (OSError, ValueError):
         return {}
     return found if isinstance(found, dict) else {}
@@ -325,73 +540,87 @@ def read_json_object(path: str) -> dict:
 def read_json_document(path: str) -> tuple[dict, list[str]]:
     """A whole-file JSON object (Amp threads, mini-swe-agent trajectories) and the problems met.
     A file cut short (a crash mid-write) keeps its complete top-level members, and the complete
-    items of the array it was cut in (`salvage_json_object`)."""
-    with open_binary(path) as handle:
-        data = handle.read()
+    items of the array it was cut in (`salvage_json_object`). A file over FILE_LIMIT is not read."""
+    try:
+        data = read_whole(path)
+    except TooLarge as exc:
+        return {}, [str(exc)]
     if not data.strip():
         return {}, ["the file is empty"]
     try:
-        found = loads(data)
+        found, cut = parse_native(data)
     except ValueError as exc:
         salvaged = salvage_json_object(data.decode("utf-8", "replace"))
         problem = f"the file is not complete JSON, its complete parts were read: {str(exc)[:80]}"
         return salvaged, [problem]
     if not isinstance(found, dict):
         return {}, ["the file is not a JSON object"]
-    return found, []
+    return found, [f"parts nested deeper than {NESTING_LIMIT} levels were replaced by a note"] if cut else []
 
 
 def salvage_json_object(text: str) -> dict:
     """The complete top-level members of a truncated JSON object; for the member the cut falls
-    in, when it is an array, its complete items."""
+    in, when it is an array, its complete items. A member nested too deeply for the parser
+    ends the salvage like a damaged one; one nested deeper than NESTING_LIMIT is cut there."""
     decoder = json.JSONDecoder()
     found: dict = {}
-    position = _skip(text, 0, "")
+    position = _BLANK.match(text, 0).end()
     if not text.startswith("{", position):
         return found
     position += 1
     while True:
-        position = _skip(text, position, ",")
+        position = _SEPARATORS.match(text, position).end()
         try:
-            key, position = decoder.raw_decode(text, position)
+            key, position = _decode(decoder, text, position)
         except ValueError:
             return found
-        position = _skip(text, position, "")
+        position = _BLANK.match(text, position).end()
         if not isinstance(key, str) or not text.startswith(":", position):
             return found
-        position = _skip(text, position + 1, "")
+        position = _BLANK.match(text, position + 1).end()
         try:
-            found[key], position = decoder.raw_decode(text, position)
+            found[key], position = _decode(decoder, text, position)
         except ValueError:
             if text.startswith("[", position):
-                found[key] = _complete_items(text, position + 1, decoder)
+                found[key] = complete_items(text, position + 1, decoder)
             return found
 
 
-def _complete_items(text: str, position: int, decoder) -> list:
+def complete_items(text: str, position: int, decoder=None) -> list:
+    """The complete items of a JSON array cut short, from `position` (just after its `[`)."""
+    decoder = decoder or json.JSONDecoder()
     items = []
     while True:
-        position = _skip(text, position, ",")
+        position = _SEPARATORS.match(text, position).end()
         if position >= len(text) or text[position] == "]":
             return items
         try:
-            item, position = decoder.raw_decode(text, position)
+            item, position = _decode(decoder, text, position)
         except ValueError:
             return items
         items.append(item)
 
 
-def _skip(text: str, position: int, also: str) -> int:
-    while position < len(text) and (text[position].isspace() or text[position] in also):
-        position += 1
-    return position
+def _decode(decoder, text: str, position: int):
+    """`raw_decode`, with nesting too deep for it turned into the ValueError of bad JSON, and
+    containers deeper than NESTING_LIMIT replaced by a note (as `parse_native` does)."""
+    try:
+        value, end = decoder.raw_decode(text, position)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    return (limit_depth(value, NESTING_LIMIT) if nested_deeper(value, NESTING_LIMIT) else value), end
+
+
+_BLANK = re.compile(r"\s*")
+_SEPARATORS = re.compile(r"[\s,]*")
 
 
 # content helpers --------------------------------------------------------------------------------
-def text_of(content, sep: str = "\n") -> str:
+def text_of(content, sep: str = "\n", depth: int = NESTING_LIMIT) -> str:
     """Plain text from the usual content shapes: a string, a list of blocks with `text`, or a
-    block. Non-text blocks are skipped."""
-    if content is None:
+    block. Non-text blocks are skipped, and so is content nested deeper than `depth` levels
+    (no message is; a hostile record would exhaust the stack)."""
+    if content is None or depth < 0:
         return ""
     if isinstance(content, str):
         return content
@@ -399,16 +628,37 @@ def text_of(content, sep: str = "\n") -> str:
         value = content.get("text")
         if isinstance(value, str):
             return value
-        return text_of(content.get("content"), sep) if "content" in content else ""
+        return text_of(content.get("content"), sep, depth - 1) if "content" in content else ""
     if isinstance(content, list):
-        return sep.join(t for t in (text_of(item, sep) for item in content) if t)
+        texts = [text_of(item, sep, depth - 1) for item in content]
+        return sep.join(t for t in texts if t)
     return str(content)
 
 
+def between(text, opening, closing):
+    """What lies between the first `opening` and the first `closing` after it, or None: the
+    match of a lazy `opening(.*?)closing` regex, found in linear time (the regex retries from
+    every later `opening` when `closing` is missing: quadratic on a hostile text)."""
+    start = text.find(opening)
+    if start < 0:
+        return None
+    end = text.find(closing, start + len(opening))
+    return None if end < 0 else text[start + len(opening):end]
+
+
 def one_line(text: str, limit: int = 200) -> str:
-    """A first message fit for a listing: whitespace collapsed, cut at `limit` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """A first message fit for a listing: whitespace collapsed, cut at `limit` characters. Only
+    the first 8 x `limit` characters after leading blanks are looked at: splitting a text of
+    megabytes into words would cost an object per word."""
+    first = _NON_BLANK.search(text)
+    start = first.start() if first else len(text)
+    flat = " ".join(text[start:start + limit * 8].split())
+    if len(flat) > limit or len(text) - start > limit * 8:
+        return flat[: limit - 1] + "…"
+    return flat
+
+
+_NON_BLANK = re.compile(r"\S")
 
 
 def json_arguments(raw):
@@ -419,7 +669,7 @@ def json_arguments(raw):
     if not raw.strip():
         return {}
     try:
-        return loads(raw)
+        return loads_native(raw)
     except ValueError:
         return {"input": raw}
 

@@ -3,8 +3,12 @@
 One JSONL record per line, chained by uuid/parentUuid. An API response is streamed as several
 `assistant` records sharing `message.id`, each with one content block and a repeated `usage`;
 tool results come back in `user` records; sub-agents live in `<session>/subagents/agent-*.jsonl`
-(older releases: sibling `agent-*.jsonl` files, or `isSidechain` records in the main file);
-outputs too large for the transcript are spilled to `<session>/tool-results/`.
+(older releases: sibling `agent-*.jsonl` files, or `isSidechain` records in the main file). A
+sub-agent that was given the conversation (an aside question, `agent-aside_question-*`) repeats
+its parent's records under the same uuids: they are the parent's, and not repeated. A user text
+that opens with `<system-reminder>` blocks before typed words (an aside question's) is a system
+step and a user step. Outputs too large for the transcript are spilled to
+`<session>/tool-results/`.
 """
 
 from __future__ import annotations
@@ -13,18 +17,19 @@ import glob
 import os
 import re
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
-                         iso, listdir_cached, one_line, open_binary, text_of)
+from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
+                         head_records, home, iso, listdir_cached, one_line, read_json_object, read_whole,
+                         text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
-from atif.serialize import dumps_text, loads
+from atif.serialize import dumps_text
 
 NAME = "claude"
 PREFIX = "cl"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "claude-code"
-VERSION = 1
+VERSION = 3
 
-SKIPPED_TYPES = {"file-history-snapshot", "queue-operation", "progress", "permission-mode", "mode",
+SKIPPED_TYPES = {"file-history-snapshot", "progress", "permission-mode", "mode",
                  "custom-title", "ai-title", "agent-name", "agent-setting", "last-prompt", "pr-link",
                  "frame-link", "worktree-state", "relocated", "bridge-session", "atis-latch",
                  "started", "result", "api-request", "api-request-shape", "api-request-blob",
@@ -70,6 +75,7 @@ def scan(source: str, env) -> list[Session]:
         return []
     native_id = os.path.basename(source)[: -len(".jsonl")]
     session = Session(agent=NAME, native_id=native_id, source=source, extra={"format": "jsonl"})
+    queued = ""  # the first prompt enqueued, for a session that recorded no user record of it
     for record in head_records(source):
         if session.started is None:
             session.started = epoch(record.get("timestamp"))
@@ -83,13 +89,14 @@ def scan(source: str, env) -> list[Session]:
             if model and model != "<synthetic>":
                 session.model = model
         if record.get("type") == "user" and not session.title and not record.get("isSidechain"):
-            kind, text = classify_user_text(text_of(message.get("content"), "\n"), record)
-            if kind in (None, "command") and text.strip():
-                session.title = one_line(text)
+            session.title = one_line(prompt_text(text_of(message.get("content"), "\n"), record))
+        if record.get("type") == "queue-operation" and record.get("operation") == "enqueue":
+            queued = queued or prompt_text(text_of(record.get("content"), "\n"), record)
         if session.started and session.cwd and session.title and session.model:
             break
     if session.started is None:
         session.started = os.stat(source).st_mtime
+    session.title = session.title or one_line(queued)
     return [session]
 
 
@@ -102,8 +109,6 @@ def dependencies(source: str, env) -> list[str]:
 
 
 # classification of user text ---------------------------------------------------------------------
-_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _INJECTED_PREFIXES = (
     ("<local-command-stdout>", "command_output"), ("<local-command-stderr>", "command_output"),
     ("<local-command-caveat>", "meta"), ("Caveat: The messages below", "meta"),
@@ -114,6 +119,31 @@ _INJECTED_PREFIXES = (
 )
 
 
+REMINDER_OPEN, REMINDER_CLOSE = "<system-reminder>", "</system-reminder>"
+
+
+def split_reminders(text: str) -> tuple[str, str]:
+    """(the `<system-reminder>` blocks a user text opens with, the rest) when words follow them:
+    the harness prepends reminders to what the human typed (Claude Code to an aside question,
+    Factory Droid to a prompt). ("", text) when no words follow reminders."""
+    start = end = _BLANK.match(text).end()
+    while text.startswith(REMINDER_OPEN, end) and (close := text.find(REMINDER_CLOSE, end)) >= 0:
+        end = _BLANK.match(text, close + len(REMINDER_CLOSE)).end()
+    if end == start or end == len(text):
+        return "", text
+    return text[start:end].rstrip(), text[end:]
+
+
+_BLANK = re.compile(r"\s*")
+
+
+def prompt_text(text: str, record: dict) -> str:
+    """What the human typed in a user text, for a listing's first message ("" when the text is
+    injected context); a slash command as `/name args`."""
+    kind, text = classify_user_text(split_reminders(text)[1], record)
+    return text if kind in (None, "command") and text.strip() else ""
+
+
 def classify_user_text(text: str, record: dict) -> tuple[str | None, str]:
     """(kind, text) of a user record's text: kind None for what the human typed, "command" for a
     slash command (kept as a user step, rendered as `/name args`), else the kind of injected
@@ -121,10 +151,10 @@ def classify_user_text(text: str, record: dict) -> tuple[str | None, str]:
     if record.get("isCompactSummary"):
         return "compaction_summary", text
     stripped = text.lstrip()
-    command = _COMMAND.search(stripped) if stripped.startswith("<command-") else None
-    if command:
-        args = _COMMAND_ARGS.search(stripped)
-        return "command", (command.group(1).strip() + " " + (args.group(1).strip() if args else "")).strip()
+    command = between(stripped, "<command-name>", "</command-name>") if stripped.startswith("<command-") else None
+    if command is not None:
+        args = between(stripped, "<command-args>", "</command-args>")
+        return "command", (command.strip() + " " + (args.strip() if args else "")).strip()
     for prefix, kind in _INJECTED_PREFIXES:
         if stripped.startswith(prefix):
             return kind, text
@@ -144,6 +174,7 @@ class _Context:
         self.session_dir = session_dir
         self.counted_usage: set = set()   # (message id, request id) already in some step's metrics
         self.seen_messages: set = set()   # message ids of the parent, to spot replayed copies
+        self.parent_uuids: set = set()    # uuids of the records the parent's transcript holds
 
 
 class _Translation:
@@ -169,6 +200,8 @@ class _Translation:
         self.cost = None
         self.model = None
         self.version = None
+        self.shared = 0                   # records of a sub-agent that are its parent's
+        self.queued: list = []            # enqueued prompts no user record has held since
 
     def feed(self, record: dict) -> None:
         uuid = record.get("uuid")
@@ -184,6 +217,11 @@ class _Translation:
         if record.get("isSidechain") and not self.is_subagent:
             self.sidechains.setdefault(as_str(record.get("agentId")) or "sidechain", []).append(record)
             return
+        if self.is_subagent and uuid in self.ctx.parent_uuids:
+            self.shared += 1  # the parent's conversation, which the sub-agent was given
+            return
+        if uuid is not None and not self.is_subagent:
+            self.ctx.parent_uuids.add(uuid)
         if isinstance(uuid, str):
             self.parents[uuid] = as_str(record.get("parentUuid")) or as_str(record.get("logicalParentUuid"))
             if kind in ("user", "assistant"):
@@ -211,6 +249,9 @@ class _Translation:
             output = record.get("output", record.get("content"))
             self.tool_result(record, {"tool_use_id": record.get("tool_use_id"), "content": output,
                                       "is_error": record.get("is_error")}, None)
+        elif kind == "queue-operation":
+            if record.get("operation") == "enqueue":
+                self.queued.append(record)
         elif kind == "cost-state" and isinstance(record.get("totalCostUSD"), (int, float)):
             self.cost = record["totalCostUSD"]
         elif kind == "summary" and isinstance(record.get("summary"), str):
@@ -316,10 +357,14 @@ class _Translation:
         text = "\n\n".join(p["text"] for p in parts if p["type"] == "text")
         if not text.strip() and all(p["type"] == "text" for p in parts):
             return
+        reminders, text = split_reminders(text)
+        if reminders:
+            self.b.system(reminders, timestamp, extra={"kind": "reminder"})
         kind, text = classify_user_text(text, record)
         if kind == "compaction_summary":
             self.compaction_summary(text, timestamp)
         elif kind in (None, "command"):
+            self.queued.clear()  # the prompts typed meanwhile: this is the record that holds them
             has_images = any(p["type"] == "image" for p in parts)
             message = [p for p in parts if p["type"] == "image"] + [text_part(text)] if has_images else text
             self.b.user(message, timestamp, extra={"kind": "command"} if kind == "command" else None)
@@ -372,10 +417,8 @@ class _Translation:
         local = os.path.join(self.ctx.session_dir, "tool-results", os.path.basename(path))
         for candidate in (path, local):
             try:
-                if os.path.getsize(candidate) <= SPILL_LIMIT:
-                    with open_binary(candidate) as handle:
-                        return handle.read().decode("utf-8", "replace"), path
-            except OSError:
+                return read_whole(candidate, SPILL_LIMIT).decode("utf-8", "replace"), path
+            except (OSError, TooLarge):
                 continue
         self.b.warn(f"a spilled tool output could not be read back: {path}")
         return None
@@ -408,6 +451,7 @@ class _Translation:
     def attachment(self, record: dict) -> None:
         attachment = as_dict(record.get("attachment"))
         if attachment.get("type") == "queued_command":  # typed by the user while the agent worked
+            self.queued.clear()
             prompt = attachment.get("prompt")
             text = text_of(prompt, "\n") if not isinstance(prompt, str) else prompt
             if text.strip():
@@ -441,8 +485,18 @@ class _Translation:
             if id(step) not in on_path and step.source in ("user", "agent"):
                 step.extra = {**(step.extra or {}), "abandoned_branch": True}
 
+    def take_queued(self) -> None:
+        """Prompts typed while the agent worked are enqueued (`queue-operation`), then recorded
+        as a user record or a `queued_command` attachment when they are taken. One enqueued
+        after the last of those never was (the session ended first; a session may hold nothing
+        else): it is the human's all the same, kept at the end."""
+        queued, self.queued = self.queued, []
+        for record in queued:
+            self.user({"timestamp": record.get("timestamp"), "message": {"content": record.get("content")}})
+
     def finish(self) -> None:
         """Metrics once per (message id, request id), from the last usage streamed for it."""
+        self.take_queued()
         self.mark_abandoned_branches()
         for key, usage in self.usage.items():
             if key in self.ctx.counted_usage:
@@ -543,7 +597,7 @@ def subagent_files(session: Session) -> list[tuple[str, str, dict]]:
     for path in dependencies(session.source, None)[1:]:
         agent_id = os.path.basename(path)[len("agent-"):-len(".jsonl")] if \
             os.path.basename(path).startswith("agent-") else os.path.basename(path)[:-len(".jsonl")]
-        found.append((agent_id, path, read_meta(path[: -len(".jsonl")] + ".meta.json")))
+        found.append((agent_id, path, read_json_object(path[: -len(".jsonl")] + ".meta.json")))
     folder = os.path.dirname(session.source)
     for name in listdir_cached(folder):  # one listing per change of a folder of many sessions
         if name.startswith("agent-") and name.endswith(".jsonl"):
@@ -551,15 +605,6 @@ def subagent_files(session: Session) -> list[tuple[str, str, dict]]:
             if next(head_records(path, 64 * 1024), {}).get("sessionId") == session.native_id:
                 found.append((name[len("agent-"):-len(".jsonl")], path, {}))
     return found
-
-
-def read_meta(path: str) -> dict:
-    try:
-        with open_binary(path) as handle:
-            meta = loads(handle.read())
-        return meta if isinstance(meta, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def embed_subagents(session: Session, main: _Translation, context: _Context) -> None:
@@ -578,6 +623,8 @@ def embed_subagents(session: Session, main: _Translation, context: _Context) -> 
         translation.finish()
         for problem in problems:
             sub.warn(problem)
+        if translation.shared:
+            sub.extra["parent_records_skipped"] = translation.shared
         if not sub.step_count():
             continue  # only bookkeeping records (hooks, session start): nothing to show
         if meta.get("agentType"):

@@ -25,7 +25,7 @@ from atif.build import TrajectoryBuilder, metrics
 NAME = "cline"
 PREFIX = "cn"
 ATIF_NAME = "cline"
-VERSION = 1
+VERSION = 2
 
 EXTENSION_ID = "saoudrizwan.claude-dev"
 MANIFEST_FORMAT = "cli-session"

@@ -13,8 +13,10 @@ A task is a directory `<storage>/tasks/<taskId>/` in the extension's VS Code glo
   directory (`{id, ts, task, workspace, parentTaskId, childIds, ...}`).
 
 Translation follows the API history (what the model saw) when there is one; the UI messages
-then only date the requests and give their token counts. A task with UI messages only is
-translated from them.
+then only date the requests and give their token counts. A task with UI messages only (as
+many real tasks are found) is translated from them: its first message is the first prompt
+(`say: task`, or `say: text` in current releases), the first `api_req_started` request's
+text names the working directory, `modelInfo.modelId` the model.
 
 What a user message holds, block by block: the human's words arrive wrapped (`<task>`,
 `<feedback>`, `<answer>`, `<user_message>`, `<user_input>`); the extension adds
@@ -32,13 +34,13 @@ step's `prompt_tokens` is `tokensIn + cacheWrites + cacheReads`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
 from agents import session_totals
-from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
-                         open_binary)
+from agents.base import (HEAD_BYTES, HEAD_MAX, Session, TooLarge, as_dict, as_int, as_list, as_str,
+                         between, complete_items, epoch, home, iso, loads_native, one_line, open_binary,
+                         read_whole)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 from atif.serialize import dumps_text, loads
 
@@ -47,7 +49,6 @@ UI_MESSAGES = "ui_messages.json"
 TASK_METADATA = "task_metadata.json"
 HISTORY_ITEM = "history_item.json"
 TASK_FILES = (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)
-HEAD_BYTES = 256 * 1024
 
 # where VS Code and its forks keep user data (Linux, remote servers, macOS)
 _CONFIG_APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -86,16 +87,17 @@ def task_dependencies(task_dir: str) -> list[str]:
 
 # reading ------------------------------------------------------------------------------------------
 def read_json(path: str):
-    """(parsed value or None, problem or None)."""
+    """(parsed value or None, problem or None). A file over FILE_LIMIT is not read."""
     try:
-        with open_binary(path) as handle:
-            data = handle.read()
+        data = read_whole(path)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         return None, f"{os.path.basename(path)}: cannot read: {exc.strerror or exc}"
+    except TooLarge as exc:
+        return None, str(exc)
     try:
-        return loads(data), None
+        return loads_native(data), None
     except ValueError as exc:
         return None, f"{os.path.basename(path)} is not valid JSON ({str(exc)[:80]}); it may be truncated"
 
@@ -129,15 +131,23 @@ def task_item(task_dir: str) -> dict:
 
 
 _CWD = re.compile(rb"# Current Working Directory \(((?:[^)\\\n]|\\.)*)\)")
-_TASK = re.compile(rb"<task>((?:[^<\\]|\\.|<(?!/task>))*)</task>")
 
 
-def head(path: str) -> bytes:
-    try:
-        with open_binary(path) as handle:
-            return handle.read(HEAD_BYTES)
-    except OSError:
-        return b""
+def head_search(path: str, find, found=lambda value: value is not None):
+    """What `find(head)` finds in the head of a task file: in its first HEAD_BYTES, else, when
+    `found` says it was not found and the file goes on, in its first HEAD_MAX bytes (a first
+    message that holds images or pasted files before its environment details)."""
+    value = None
+    for limit in (HEAD_BYTES, HEAD_MAX):
+        try:
+            with open_binary(path) as handle:
+                data = handle.read(limit)
+        except OSError:
+            return value
+        value = find(data)
+        if found(value) or len(data) < limit:
+            return value
+    return value
 
 
 def json_string(raw: bytes) -> str:
@@ -149,21 +159,35 @@ def json_string(raw: bytes) -> str:
 
 
 def head_cwd(task_dir: str) -> str | None:
-    found = _CWD.search(head(os.path.join(task_dir, API_HISTORY)))
+    found = head_search(os.path.join(task_dir, API_HISTORY), _CWD.search)
     if not found:
         return None
     return json_string(found.group(1)).strip() or None
 
 
-_UI_TASK = re.compile(rb'"say"\s*:\s*"task"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"')
-
-
 def head_title(task_dir: str) -> str:
-    """The task's first prompt, from the head of the API history, else of the UI messages."""
-    found = _TASK.search(head(os.path.join(task_dir, API_HISTORY)))
-    if not found:
-        found = _UI_TASK.search(head(os.path.join(task_dir, UI_MESSAGES)))
-    return json_string(found.group(1)).strip() if found else ""
+    """The task's first prompt, from the head of the API history."""
+    found = head_search(os.path.join(task_dir, API_HISTORY), lambda head: between(head, b"<task>", b"</task>"))
+    return json_string(found).strip() if found is not None else ""
+
+
+def ui_head(task_dir: str) -> list[dict]:
+    """The complete UI messages at the head of `ui_messages.json`, as far as its first model
+    request (whose text names the working directory), looked for as `head_search` does."""
+    def messages(head: bytes) -> list[dict]:
+        text = head.decode("utf-8", "replace")
+        start = text.find("[")
+        return [m for m in complete_items(text, start + 1) if isinstance(m, dict)] if start >= 0 else []
+
+    return head_search(os.path.join(task_dir, UI_MESSAGES), messages,
+                       lambda found: any(ui_kind(m) == "api_req_started" for m in found)) or []
+
+
+def ui_opening(task_dir: str) -> tuple[str, str | None, str | None]:
+    """(first prompt, working directory, model) of a task, from the head of its UI messages."""
+    messages = ui_head(task_dir)
+    prompt = as_dict(opening_prompt(messages))
+    return as_str(prompt.get("text")) or "", ui_cwd(messages), ui_model(messages)
 
 
 def item_cwd(item: dict) -> str | None:
@@ -180,16 +204,19 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
     extra = {"format": format_name}
     if as_str(item.get("parentTaskId")):
         extra["parent_task"] = item["parentTaskId"]
-    return Session(
-        agent=agent, native_id=task_id, source=task_dir, started=started,
-        cwd=item_cwd(item) or head_cwd(task_dir),
-        title=one_line(as_str(item.get("task")) or head_title(task_dir)),
-        model=as_str(item.get("modelId")), locator=task_id, extra=extra)
+    cwd = item_cwd(item) or head_cwd(task_dir)
+    title = as_str(item.get("task")) or head_title(task_dir)
+    model = as_str(item.get("modelId"))
+    if not (cwd and title and model):  # a task without history entry, or with UI messages only
+        ui_title, ui_dir, ui_model_id = ui_opening(task_dir)
+        cwd, title, model = cwd or ui_dir, title or ui_title, model or ui_model_id
+    return Session(agent=agent, native_id=task_id, source=task_dir, started=started, cwd=cwd,
+                   title=one_line(title), model=model, locator=task_id, extra=extra)
 
 
 # user text: who wrote it ----------------------------------------------------------------------------
 _RESULT = re.compile(r"^\[([A-Za-z0-9_\-:.]+)(?: for (?:'[^\n]*?'|\"[^\n]*?\"))?\] Result:")
-_HUMAN = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]*)?>\n?(.*?)\n?</\1>", re.S)
+_HUMAN_OPENING = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]{0,1024})?>")
 _SYSTEM_PREFIXES = (
     ("<environment_details>", "environment_details"),
     ("[TASK RESUMPTION]", "task_resumption"),
@@ -205,8 +232,19 @@ _SYSTEM_PREFIXES = (
 
 
 def human_parts(text: str) -> list[tuple[str, str]]:
-    """(tag, words) for each span of the human's own words in a text block."""
-    return [(m.group(1), m.group(2).strip()) for m in _HUMAN.finditer(text)]
+    """(tag, words) for each span of the human's own words in a text block (`<task>…</task>`,
+    ...), found in linear time: a tag whose closing is missing is not looked for again."""
+    found, position, unclosed = [], 0, set()
+    while opening := _HUMAN_OPENING.search(text, position):
+        tag = opening.group(1)
+        end = -1 if tag in unclosed else text.find(f"</{tag}>", opening.end())
+        if end < 0:
+            unclosed.add(tag)
+            position = opening.start() + 1
+            continue
+        found.append((tag, text[opening.end():end].strip()))
+        position = end + len(tag) + 3
+    return found
 
 
 def system_kind(text: str) -> str | None:
@@ -406,7 +444,7 @@ def failed_items(content) -> bool:
 def api_request(message: dict) -> dict:
     """The JSON of an `api_req_started` message."""
     try:
-        return as_dict(loads(message.get("text") or "{}"))
+        return as_dict(loads_native(message.get("text") or "{}"))
     except ValueError:
         return {}
 
@@ -436,6 +474,33 @@ def ui_kind(message: dict) -> str:
     return as_str(message.get("say") if message.get("type") == "say" else message.get("ask")) or ""
 
 
+def opening_prompt(ui_messages: list) -> dict | None:
+    """The message holding the task's first prompt: the first one, as the panel takes it, when
+    it is a `say: task` or, as current Cline releases write it, a `say: text` (which is otherwise
+    the model's)."""
+    first = next((m for m in ui_messages if isinstance(m, dict)), None)
+    return first if first and first.get("type") == "say" and ui_kind(first) in ("task", "text") else None
+
+
+_CWD_TEXT = re.compile(r"# Current Working Directory \(([^)\n]*)\)")
+
+
+def ui_cwd(ui_messages: list) -> str | None:
+    """The working directory the first model request names (`# Current Working Directory (...)`
+    in its environment details)."""
+    request = next((m for m in ui_messages if isinstance(m, dict) and ui_kind(m) == "api_req_started"), None)
+    found = _CWD_TEXT.search(as_str(api_request(request).get("request")) or "") if request else None
+    if found is None:
+        return None
+    return found.group(1).strip() or None
+
+
+def ui_model(ui_messages: list) -> str | None:
+    """The model of the first UI message that names one (`modelInfo.modelId`)."""
+    return next((as_str(as_dict(m.get("modelInfo")).get("modelId")) for m in ui_messages
+                 if isinstance(m, dict) and as_str(as_dict(m.get("modelInfo")).get("modelId"))), None)
+
+
 class UiIndex:
     """The UI's record of each model request, keyed by the API history index of the assistant
     message that answered it. A request is made after the user message at
@@ -448,8 +513,7 @@ class UiIndex:
                 index = as_int(message.get("conversationHistoryIndex"))
                 if index is not None:
                     self.requests[index + 2] = message
-        self.model = next((as_str(as_dict(m.get("modelInfo")).get("modelId")) for m in ui_messages
-                           if isinstance(m, dict) and as_dict(m.get("modelInfo")).get("modelId")), None)
+        self.model = ui_model(ui_messages)
 
     def lookup(self, index: int, message: dict):
         """(metrics, timestamp, model) of the assistant message at `index`."""
@@ -484,11 +548,12 @@ class UiTranslator:
         self.skipped = 0
 
     def run(self, ui_messages: list) -> None:
+        opening = opening_prompt(ui_messages)
         for message in ui_messages:
             if not isinstance(message, dict):
                 continue
             kind, text, when = ui_kind(message), as_str(message.get("text")) or "", iso(message.get("ts"))
-            if kind in ("task", "user_feedback", "user_feedback_diff"):
+            if message is opening or kind in ("task", "user_feedback", "user_feedback_diff"):
                 self.user(text, message, when)
             elif kind == "api_req_started":
                 self.request(message, when)
@@ -536,7 +601,7 @@ class UiTranslator:
             self.output = None
             return
         try:
-            arguments = loads(text) if text else {}
+            arguments = loads_native(text) if text else {}
         except ValueError:
             arguments = {"input": text}
         name = as_str(as_dict(arguments).get("tool")) or kind
@@ -565,18 +630,9 @@ def read_array(path: str) -> tuple[list | None, str | None]:
     value, problem = read_json(path)
     if problem is None or not problem.endswith("truncated"):
         return (value if isinstance(value, list) else None), problem
-    with open_binary(path) as handle:
-        text = handle.read().decode("utf-8", "replace")
-    decoder, items = json.JSONDecoder(), []
-    position = text.find("[") + 1
-    while position:
-        while position < len(text) and text[position] in " \t\r\n,":
-            position += 1
-        try:
-            item, position = decoder.raw_decode(text, position)
-        except ValueError:
-            break
-        items.append(item)
+    text = read_whole(path).decode("utf-8", "replace")
+    start = text.find("[")
+    items = complete_items(text, start + 1) if start >= 0 else []
     return items, f"{problem}: the first {len(items)} complete entries were read"
 
 
@@ -607,6 +663,7 @@ def translate_task(agent_name: str, task_dir: str, depth: int = 0) -> dict:
                                                "their results are observations without a call id")
     elif ui is not None:
         UiTranslator(builder).run(ui)
+        builder.model_name = builder.model_name or ui_model(ui)
         HistoryTranslator(builder, None, subtasks).finish()
         builder.extra["translated_from"] = "ui_messages.json (no API history)"
     builder.extra.update(task_extra(item))

@@ -22,6 +22,9 @@ How a rollout becomes steps:
 - One agent step per model call. A `token_count` event closes a call and carries its usage
   (`last_token_usage`); a repeated `token_count` (same cumulative total) is the same call again.
   Reasoning or text after a tool output also starts a new call (see `Translator.agent_step`).
+- A call that left nothing readable (encrypted reasoning, then an interrupt) is no step. An
+  interrupted turn is one `turn_aborted` system step, though Codex records it twice (the
+  `<turn_aborted>` message for the model, and the event with its reason).
 - Tool calls (`function_call`, `custom_tool_call`, `local_shell_call`, `tool_search_call`,
   `web_search_call`, `image_generation_call`) are joined to their outputs by `call_id`; the
   `*_end` events add exit codes and failures.
@@ -40,14 +43,13 @@ from dataclasses import dataclass
 import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
-                         env_dir, epoch, head_records, iso, one_line, open_binary)
+                         env_dir, epoch, head_records, iso, loads_native, one_line, read_whole)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
-from atif.serialize import loads
 
 NAME = "codex"
 PREFIX = "cx"
 ATIF_NAME = "codex"
-VERSION = 1
+VERSION = 2
 
 COMPACTION = {"type": "compaction", "boundary": "replace"}
 
@@ -240,8 +242,7 @@ class Rollout:
     def _document_lines(self):
         """The TypeScript CLI's `{session, items}` document."""
         try:
-            with open_binary(self.path) as handle:
-                doc = loads(handle.read())
+            doc = loads_native(read_whole(self.path))
         except (OSError, ValueError) as exc:
             self.problems.append(f"not a readable JSON document: {str(exc)[:120]}")
             return
@@ -493,7 +494,7 @@ def reasoning_text(payload: dict) -> str:
 def parse_arguments(raw):
     if isinstance(raw, str):
         try:
-            return loads(raw)
+            return loads_native(raw)
         except ValueError:
             return {"input": raw}
     return raw
@@ -510,7 +511,7 @@ def tool_output(raw) -> tuple[str | list, dict]:
     if isinstance(raw, str):
         if raw.startswith("{") and '"metadata"' in raw:
             try:
-                parsed = as_dict(loads(raw))
+                parsed = as_dict(loads_native(raw))
             except ValueError:
                 parsed = {}
             if isinstance(parsed.get("output"), str):
@@ -711,6 +712,7 @@ class Translator:
         self.after_output = False        # a tool output came since the open step's last output
         self.unmetered: list = []        # agent steps opened since the last usage event
         self.compaction = None           # the last compaction step, while nothing follows it
+        self.abort = (None, set())       # the last abort's step, and which records made it
         self.web_searches: list[str] = []
         self.tokens = TokenCounter()
         self.unrecognized: Counter = Counter()
@@ -733,6 +735,7 @@ class Translator:
         return self.finish(rollout, lines)
 
     def finish(self, rollout: Rollout, lines: OwnLines) -> dict:
+        self.close()
         for problem in rollout.problems:
             self.b.warn(problem)
         if lines.warning():
@@ -781,8 +784,14 @@ class Translator:
 
     # steps ---------------------------------------------------------------------------------------
     def close(self) -> None:
-        self.open = None
+        """The open model call ends. One that left nothing (an encrypted reasoning item, then an
+        interrupt) is no step: nothing the model said or used is known of it."""
+        step, self.open = self.open, None
         self.after_output = False
+        if step is not None and not (step.message or step.reasoning or step.calls or step.results
+                                     or step.metrics):
+            self.b.discard(step)
+            self.unmetered.remove(step)
 
     def agent_step(self, line: Line, starts_response: bool = True):
         """The agent step of the current model call, opened by its first output.
@@ -864,7 +873,9 @@ class Translator:
                 self.add_text(line, message_text(payload))
         elif role == "user":
             kind = message_kind(payload)
-            if kind is not None:
+            if kind == "turn_aborted":
+                self.aborted(line, "message", message=content_of(payload.get("content")))
+            elif kind is not None:
                 self.system(line, content_of(payload.get("content")), kind)
             elif self.plan.prompts(self.turn) == "response":
                 self.user(line, content_of(payload.get("content")))
@@ -994,8 +1005,21 @@ class Translator:
             self.orphan(line, content, {"event": "web_search_end"})
 
     def on_turn_aborted(self, line: Line) -> None:
-        reason = as_str(line.payload.get("reason")) or "unknown reason"
-        self.system(line, f"Turn aborted ({reason})", "turn_aborted")
+        reason = as_str(line.payload.get("reason"))
+        self.aborted(line, "event", message=f"Turn aborted ({reason or 'unknown reason'})", reason=reason)
+
+    def aborted(self, line: Line, record: str, message, reason: str | None = None) -> None:
+        """One system step per aborted turn. Codex records an abort twice, one after the other
+        (either first): the `<turn_aborted>` message it gives the model, whose text the step
+        keeps, and the `turn_aborted` event, which gives the reason."""
+        step, seen = self.abort
+        if step is None or step is not self.b.last_step or record in seen:
+            step, seen = self.system(line, message, "turn_aborted"), set()
+        elif record == "message":
+            step.message = message
+        if reason:
+            step.extra["reason"] = reason
+        self.abort = (step, seen | {record})
 
     def on_error(self, line: Line) -> None:
         payload = line.payload

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
-                         head_records, iso, one_line, open_binary, text_of)
+                         head_records, iso, loads_native, one_line, open_binary, read_whole, text_of)
 from atif.build import TrajectoryBuilder, metrics
 from atif.serialize import loads
 
@@ -102,7 +102,7 @@ def read_workspace(source: str) -> dict:
     if source_format(source) != "events-dir":
         return {}
     try:
-        with open(os.path.join(os.path.dirname(source), WORKSPACE), "rb") as handle:
+        with open_binary(os.path.join(os.path.dirname(source), WORKSPACE)) as handle:
             text = handle.read(64 * 1024).decode("utf-8", "replace")
     except OSError:
         return {}
@@ -192,8 +192,7 @@ def is_synthetic_prompt(data: dict) -> bool:
 
 
 def read_legacy(source: str) -> dict:
-    with open_binary(source) as handle:
-        document = loads(handle.read())
+    document = loads_native(read_whole(source))
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")
     return document
@@ -563,7 +562,7 @@ def parse_arguments(value):
     """Arguments arrive as an object or as a JSON string."""
     if isinstance(value, str):
         try:
-            return loads(value)
+            return loads_native(value)
         except ValueError:
             return value
     return value

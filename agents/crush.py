@@ -34,6 +34,9 @@ from __future__ import annotations
 import os
 import sqlite3
 
+import mounts
+import safepath
+
 from agents import projects, session_totals, sqlite_ro
 from agents.base import (Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line,
                          open_binary, unique_files)
@@ -65,10 +68,14 @@ def registered_projects(env) -> list[tuple[str, str]]:
     except (OSError, ValueError):
         return []
     found = []
+    avoided = mounts.avoided(env)
     for entry in listed:
         path, data_dir = as_str(as_dict(entry).get("path")), as_str(as_dict(entry).get("data_dir"))
         if path and data_dir:
-            found.append((path, data_dir if os.path.isabs(data_dir) else os.path.join(path, data_dir)))
+            data_dir = data_dir if os.path.isabs(data_dir) else os.path.join(path, data_dir)
+            resolved = safepath.resolve(data_dir, avoided)  # a listed path is untrusted: no NUL, no stat into a hung mount
+            if resolved and safepath.usable(path) and not mounts.inside(resolved, avoided):
+                found.append((path, resolved))
     return found
 
 
@@ -102,12 +109,12 @@ def scan(source: str, env) -> list[Session]:
     with sqlite_ro.listing(source) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
-            f"SELECT {fields}, "
-            "(SELECT parts FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-            " ORDER BY m.created_at, m.rowid LIMIT 1), "
-            "(SELECT model FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant' "
-            " AND m.model IS NOT NULL AND m.model != '' ORDER BY m.created_at, m.rowid LIMIT 1) "
-            "FROM sessions s WHERE s.parent_session_id IS NULL OR s.parent_session_id = ''").fetchall()
+            f"SELECT {fields}, " + sqlite_ro.capped(
+                "(SELECT parts FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+                " ORDER BY m.created_at, m.rowid LIMIT 1)") + ", " + sqlite_ro.capped(
+                "(SELECT model FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant' "
+                " AND m.model IS NOT NULL AND m.model != '' ORDER BY m.created_at, m.rowid LIMIT 1)")
+            + " FROM sessions s WHERE s.parent_session_id IS NULL OR s.parent_session_id = ''").fetchall()
     project = project_dir(source, env)
     found = []
     for row in rows:
@@ -155,7 +162,8 @@ def translate(session: Session, env) -> dict:
 
 
 class SessionReader:
-    """Reads sessions from one open database; sub-agent sessions recursively."""
+    """Reads sessions from one open database; sub-agent sessions recursively. What one
+    document reads is bounded (`sqlite_ro.RowBudget`)."""
 
     MESSAGE_FIELDS = ("id", "role", "parts", "model", "provider", "is_summary_message",
                       "created_at", "finished_at")
@@ -164,30 +172,26 @@ class SessionReader:
         self.connection = connection
         self.session_columns = sqlite_ro.columns(connection, "sessions")
         self.message_columns = sqlite_ro.columns(connection, "messages")
+        self.budget = sqlite_ro.RowBudget()
 
     def row(self, session_id: str) -> dict | None:
-        found = self.connection.execute(
-            f"SELECT {sqlite_ro.select_list(SESSION_FIELDS, self.session_columns)} FROM sessions s WHERE s.id = ?",
-            (session_id,)).fetchone()
-        return dict(zip(SESSION_FIELDS, found)) if found else None
+        found = self.budget.select(
+            self.connection, sqlite_ro.fields_of(SESSION_FIELDS, self.session_columns),
+            "FROM sessions s WHERE s.id = ?", (session_id,), "session row")
+        return dict(zip(SESSION_FIELDS, found[0])) if found else None
 
-    def messages(self, session_id: str) -> tuple[list[dict], str | None]:
-        """The messages in order, and what stopped the reading (the rows before it are kept)."""
-        select = ", ".join(f if f in self.message_columns else "NULL" for f in self.MESSAGE_FIELDS)
-        found = []
-        try:
-            for row in self.connection.execute(
-                    f"SELECT {select} FROM messages WHERE session_id = ? ORDER BY created_at, rowid",
-                    (session_id,)):
-                found.append(dict(zip(self.MESSAGE_FIELDS, row)))
-        except sqlite3.DatabaseError as exc:
-            return found, f"reading the messages stopped after {len(found)}: {exc}"
-        return found, None
+    def messages(self, session_id: str) -> list[dict]:
+        """The messages in order (those read before a damaged page stopped the reading)."""
+        rows = self.budget.select(
+            self.connection, sqlite_ro.fields_of(self.MESSAGE_FIELDS, self.message_columns, "m"),
+            "FROM messages m WHERE m.session_id = ? ORDER BY m.created_at, m.rowid",
+            (session_id,), "messages")
+        return [dict(zip(self.MESSAGE_FIELDS, row)) for row in rows]
 
     def children(self, session_id: str) -> list[str]:
-        return [row[0] for row in self.connection.execute(
-            "SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY created_at, rowid",
-            (session_id,))]
+        return [row[0] for row in self.budget.select(
+            self.connection, ["id"], "FROM sessions WHERE parent_session_id = ? "
+            "ORDER BY created_at, rowid", (session_id,), "sub-agent sessions")]
 
     def document(self, session_id: str, depth: int = 0) -> dict:
         record = self.row(session_id)
@@ -195,12 +199,14 @@ class SessionReader:
         if record is None:
             builder.warn(f"session {session_id} is no longer in the database")
             return builder.build()
-        children = [] if depth > 8 else [(c, self.document(c, depth + 1)) for c in self.children(session_id)]
-        messages, problem = self.messages(session_id)
+        child_ids = [] if depth > 8 else self.children(session_id)
+        own = self.budget.take_warnings()
+        children = [(c, self.document(c, depth + 1)) for c in child_ids]
+        messages = self.messages(session_id)
         translator = Translator(builder, children)
         translator.run(messages)
         translator.finish()
-        if problem:
+        for problem in own + self.budget.take_warnings():
             builder.warn(problem)
         builder.model_name = translator.first_model
         builder.extra = {k: v for k, v in (("title", record["title"]),

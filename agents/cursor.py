@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from agents import sqlite_ro
-from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_list, as_str, epoch, home,
-                         iso, listdir, mtime, one_line, open_binary)
+from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch,
+                         home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
 from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import dumps_text, loads
 
@@ -150,9 +150,8 @@ def _workspace_hints(texts) -> list[str]:
 
 def _read_json(path: str) -> dict:
     try:
-        with open_binary(path) as handle:
-            return as_dict(loads(handle.read()))
-    except (OSError, ValueError, UnicodeDecodeError):
+        return as_dict(loads_native(read_whole(path)))
+    except (OSError, ValueError):
         return {}
 
 
@@ -234,9 +233,8 @@ def _block(block) -> dict | None:
 
 def _read_txt(path: str, builder, limit) -> list[_Message]:
     try:
-        with open_binary(path) as handle:
-            lines = handle.read(HEAD_BYTES if limit else -1).decode("utf-8", "replace").split("\n")
-    except OSError as exc:
+        lines = _txt_bytes(path, limit).decode("utf-8", "replace").split("\n")
+    except (OSError, TooLarge) as exc:
         if builder is not None:
             builder.warn(f"cannot read {path}: {exc}")
         return []
@@ -254,6 +252,15 @@ def _read_txt(path: str, builder, limit) -> list[_Message]:
     for message in messages:
         message.blocks = _txt_blocks(message.role, message.blocks)
     return messages
+
+
+def _txt_bytes(path: str, limit) -> bytes:
+    """The head of a text transcript when only its first messages are wanted, else all of it
+    (within FILE_LIMIT)."""
+    if not limit:
+        return read_whole(path)
+    with open_binary(path) as handle:
+        return handle.read(HEAD_BYTES)
 
 
 def _txt_blocks(role: str, lines: list[str]) -> list[dict]:
@@ -366,11 +373,11 @@ def _varint(data: bytes, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def proto_fields(data: bytes) -> list[tuple[int, object]]:
-    """(field number, value) of a protobuf message: ints for varints, bytes otherwise.
-    Raises ValueError for bytes that are not protobuf."""
+def proto_fields(data: bytes, limit: int) -> list[tuple[int, object]]:
+    """(field number, value) of a protobuf message, the first `limit` of them: ints for
+    varints, bytes otherwise. Raises ValueError for bytes that are not protobuf."""
     found, position = [], 0
-    while position < len(data):
+    while position < len(data) and len(found) < limit:
         key, position = _varint(data, position)
         number, wire = key >> 3, key & 7
         if wire == 0:
@@ -407,9 +414,12 @@ def decode_message(data) -> dict | None:
     return None
 
 
+WRAPPER_FIELDS = 1024  # fields looked into for the JSON of a wrapped message blob (it has a handful)
+
+
 def _wrapped(raw: bytes) -> list[bytes]:
     try:
-        return [v for _, v in proto_fields(raw) if isinstance(v, bytes)]
+        return [v for _, v in proto_fields(raw, WRAPPER_FIELDS) if isinstance(v, bytes)]
     except ValueError:
         return []
 
@@ -424,24 +434,32 @@ class _Store:
 
 def read_store(path: str, builder: TrajectoryBuilder | None = None, first_user_only: bool = False) -> _Store:
     """The meta row and the message blobs of a chat store (all of them, or up to the first
-    user message when only the title is wanted)."""
+    user message when only the title is wanted), read within one `sqlite_ro.RowBudget`: the
+    blobs after it is spent are not read, nor named."""
     connection = sqlite_ro.connect(path)
+    budget = sqlite_ro.RowBudget()
     try:
-        meta = _store_meta(connection)
-        root = _blob(connection, as_str(meta.get("latestRootBlobId")))
+        meta = _store_meta(connection, budget)
+        root = _blob(connection, budget, as_str(meta.get("latestRootBlobId")))
         ids, workspace = _root_entries(root, builder)
         blobs = {}
         for blob_id in ids:
-            blobs[blob_id] = _blob(connection, blob_id)
+            blobs[blob_id] = _blob(connection, budget, blob_id)
+            if budget.exhausted:
+                ids = ids[:len(blobs) - 1]
+                break
             if first_user_only and _first_prompt([_store_message(decode_message(blobs[blob_id]))]):
                 break
-        return _Store(meta, ids, workspace, blobs)
     finally:
         connection.close()
+    for problem in budget.take_warnings() if builder is not None else ():
+        builder.warn(problem)
+    return _Store(meta, ids, workspace, blobs)
 
 
-def _store_meta(connection) -> dict:
-    rows = connection.execute("SELECT key, value FROM meta").fetchall() if "key" in sqlite_ro.columns(connection, "meta") else []
+def _store_meta(connection, budget) -> dict:
+    rows = (budget.select(connection, ["key", "value"], "FROM meta", (), "meta rows")
+            if "key" in sqlite_ro.columns(connection, "meta") else [])
     meta = {}
     for key, value in rows:
         if key == "0" and isinstance(value, (str, bytes)):
@@ -454,11 +472,11 @@ def _store_meta(connection) -> dict:
     return meta
 
 
-def _blob(connection, blob_id: str | None):
+def _blob(connection, budget, blob_id: str | None):
     if not blob_id or "id" not in sqlite_ro.columns(connection, "blobs"):
         return None
-    row = connection.execute("SELECT data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
-    return row[0] if row else None
+    found = budget.select(connection, ["data"], "FROM blobs WHERE id = ?", (blob_id,), "message blobs")
+    return found[0][0] if found else None
 
 
 def _root_entries(root, builder) -> tuple[list[str], str | None]:
@@ -468,11 +486,14 @@ def _root_entries(root, builder) -> tuple[list[str], str | None]:
             builder.warn("the chat store's root blob (latestRootBlobId) is missing: no messages could be read")
         return [], None
     try:
-        fields = proto_fields(_as_bytes(root))
+        fields = proto_fields(_as_bytes(root), sqlite_ro.MAX_SESSION_ROWS)
     except ValueError as exc:
         if builder is not None:
             builder.warn(f"the chat store's root blob is not protobuf ({exc}): no messages could be read")
         return [], None
+    if len(fields) == sqlite_ro.MAX_SESSION_ROWS and builder is not None:
+        builder.warn(f"the chat store's root blob names more than {sqlite_ro.MAX_SESSION_ROWS} "
+                     "entries: the rest were not read")
     ids = [v.hex() if len(v) == 32 else v.decode("ascii", "replace") for n, v in fields if n == 1 and isinstance(v, bytes)]
     workspace = next((v.decode("utf-8", "replace") for n, v in fields if n == 9 and isinstance(v, bytes)), None)
     return ids, workspace
@@ -689,7 +710,8 @@ def _translate_store(builder: TrajectoryBuilder, session: Session) -> None:
         if value is not None:
             messages.append(_store_message(value))
     if missing:
-        builder.warn(f"{missing} message blob(s) named by the root blob are missing from the store")
+        builder.warn(f"{missing} message blob(s) named by the root blob are missing from the store "
+                     "or were left out for their size")
     if undecodable:
         builder.warn(f"{undecodable} message blob(s) could not be decoded (neither JSON nor protobuf with JSON)")
     _Translation(builder).messages(messages)

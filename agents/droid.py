@@ -3,8 +3,10 @@
 The transcript is Claude-Code-like JSONL: a `session_start` record (`id`, `title`,
 `sessionTitle`, `cwd`, `version`), then `message` records `{id, parentId, timestamp, message:
 {role, content}}` whose content blocks are Anthropic's (`text`, `thinking`, `tool_use`,
-`tool_result`). User text may open with a `<system-reminder>` the harness prepended to what the
-human typed; the two are split. The settings file holds the model and the session's token
+`tool_result`). The harness puts `<system-reminder>` blocks before what the human typed: a
+first user message of reminders alone, then the prompt (0.215.0), or reminders opening the
+prompt's own text; they are system steps, and the first message listed is the typed prompt
+(`claude.split_reminders`). The settings file holds the model and the session's token
 totals (`tokenUsage: {inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens,
 thinkingTokens}`), the only usage Droid records, so they become `final_metrics`.
 
@@ -21,7 +23,7 @@ import glob
 import os
 
 from agents import claude, session_totals
-from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, epoch,
+from agents.base import (JsonlReader, Session, as_dict, as_int, as_str, epoch,
                          head_records, home, iso, join_result, one_line, read_json_object, text_of)
 from atif.build import TrajectoryBuilder
 from atif.serialize import dumps_text
@@ -29,9 +31,8 @@ from atif.serialize import dumps_text
 NAME = "droid"
 PREFIX = "fd"
 ATIF_NAME = "factory-droid"
-VERSION = 1
+VERSION = 2
 
-REMINDER_OPEN, REMINDER_CLOSE = "<system-reminder>", "</system-reminder>"
 STREAM_TYPES = {"system", "tool_call", "tool_result", "completion"}
 
 
@@ -55,17 +56,6 @@ def dependencies(source: str, env) -> list[str]:
 
 def read_settings(source: str) -> dict:
     return read_json_object(settings_path(source))
-
-
-def split_reminder(text: str) -> tuple[str, str]:
-    """(reminder, prompt) of a user text that opens with `<system-reminder>…</system-reminder>`;
-    ("", text) otherwise."""
-    stripped = text.lstrip()
-    end = stripped.find(REMINDER_CLOSE)
-    if not stripped.startswith(REMINDER_OPEN) or end < 0:
-        return "", text
-    cut = end + len(REMINDER_CLOSE)
-    return stripped[:cut], stripped[cut:].strip()
 
 
 def dialect(records: list[dict]) -> str:
@@ -103,13 +93,10 @@ def first_prompt(records: list[dict], kind: str) -> str:
                 return as_str(record.get("text")) or ""
             continue
         message = as_dict(record.get("message"))
-        if message.get("role") != "user":
-            continue
-        texts = [as_str(b.get("text")) or "" for b in as_list(message.get("content"))
-                 if isinstance(b, dict) and b.get("type") == "text"]
-        prompt = split_reminder("\n\n".join(texts))[1] if texts else text_of(message.get("content"))
-        if prompt.strip():
-            return prompt
+        if message.get("role") == "user":
+            prompt = claude.prompt_text(text_of(message.get("content"), "\n\n"), {})
+            if prompt:
+                return prompt
     return ""
 
 
@@ -145,7 +132,7 @@ def _as_claude_records(builder: TrajectoryBuilder, records: list[dict]):
         if record.get("type") == "session_start":
             _note_session_start(builder, record)
         elif record.get("type") == "message":
-            yield from claude_records(record)
+            yield claude_record(record)
         else:
             claude.note_skipped_type(builder, record.get("type"))
 
@@ -161,32 +148,11 @@ def _note_session_start(builder: TrajectoryBuilder, record: dict) -> None:
         builder.extra["native_title"] = title
 
 
-def claude_records(record: dict) -> list[dict]:
-    """A Droid message record in Claude Code's shape (`type` = role, `uuid`/`parentUuid`). A user
-    text that opens with a system reminder becomes two records, reminder first, so that the
-    reminder is classified as injected context and the rest as what the human typed."""
+def claude_record(record: dict) -> dict:
+    """A Droid message record in Claude Code's shape (`type` = role, `uuid`/`parentUuid`)."""
     message = as_dict(record.get("message"))
-    base = {"type": message.get("role"), "uuid": record.get("id"), "parentUuid": record.get("parentId"),
+    return {"type": message.get("role"), "uuid": record.get("id"), "parentUuid": record.get("parentId"),
             "timestamp": record.get("timestamp"), "message": message}
-    content = message.get("content")
-    if message.get("role") != "user" or not isinstance(content, list):
-        return [base]
-    reminders, blocks = [], []
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            reminder, prompt = split_reminder(as_str(block.get("text")) or "")
-            if reminder:
-                reminders.append({"type": "text", "text": reminder})
-                if prompt:
-                    blocks.append({**block, "text": prompt})
-                continue
-        blocks.append(block)
-    if not reminders:
-        return [base]
-    first = {**base, "uuid": f"{record.get('id')}:reminder",
-             "message": {**message, "content": reminders}}
-    rest = {**base, "parentUuid": first["uuid"], "message": {**message, "content": blocks}}
-    return [first, rest] if blocks else [first]
 
 
 def _translate_stream(builder: TrajectoryBuilder, records: list[dict]) -> None:

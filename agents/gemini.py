@@ -32,17 +32,16 @@ The project root (the session's cwd) is never in the messages: it comes from the
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass, field
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, epoch, head_records, home,
-                         iso, listdir, listdir_cached, one_line, open_binary)
+from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, complete_items, epoch,
+                         head_records, home, iso, listdir, listdir_cached, loads_native, one_line,
+                         open_binary, read_whole)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
-from atif.serialize import loads
 
 NAME = "gemini"
 PREFIX = "gm"
@@ -171,11 +170,11 @@ def _prompt_log_entries(source: str) -> list[dict]:
 
 
 def _read_document(path: str):
-    """A whole-file JSON document, or None when the file is not one (or cannot be read)."""
+    """A whole-file JSON document, or None when the file is not one (or cannot be read, or is
+    over FILE_LIMIT)."""
     try:
-        with open_binary(path) as handle:
-            return loads(handle.read())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return loads_native(read_whole(path))
+    except (OSError, ValueError):
         return None
 
 
@@ -239,10 +238,15 @@ class Conversation:
 
 def load_conversation(path: str, builder: TrajectoryBuilder) -> Conversation:
     if path.endswith(".json"):
-        doc = _read_document(path)
+        try:
+            data = read_whole(path)
+        except TooLarge as exc:
+            builder.warn(str(exc))
+            return Conversation({}, [], "legacy-json")
+        doc = _parsed(data)
         if isinstance(doc, dict):
             return Conversation(doc, _legacy_messages(doc), "legacy-json")
-        salvaged = _salvage_legacy(path)
+        salvaged = _salvage_legacy(data.decode("utf-8", "replace"))
         if salvaged is not None:
             builder.warn("the file is not complete JSON (truncated, or being rewritten): the "
                          f"{len(salvaged.messages)} complete message(s) before the damage were read")
@@ -255,31 +259,21 @@ def _legacy_messages(doc: dict) -> list[dict]:
     return [m for m in as_list(messages) if isinstance(m, dict)]
 
 
-def _salvage_legacy(path: str) -> Conversation | None:
+def _parsed(data: bytes):
+    try:
+        return loads_native(data)
+    except ValueError:
+        return None
+
+
+def _salvage_legacy(text: str) -> Conversation | None:
     """The metadata and every complete message of a legacy file cut short. Legacy files are
     pretty-printed with the metadata before `messages`, so both can be read up to the damage."""
-    try:
-        with open_binary(path) as handle:
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
     start = re.search(r'"messages"\s*:\s*\[', text)
-    if not text.lstrip().startswith("{") or not start:
+    if not re.match(r"\s*\{", text) or not start:
         return None
     meta = {key: value for key, value in re.findall(r'^\s{2}"(\w+)"\s*:\s*"([^"\n]*)"', text[:start.start()], re.M)}
-    decoder = json.JSONDecoder()
-    messages, position = [], start.end()
-    while True:
-        while position < len(text) and text[position] in " \t\r\n,":
-            position += 1
-        if position >= len(text) or text[position] == "]":
-            break
-        try:
-            value, position = decoder.raw_decode(text, position)
-        except ValueError:
-            break
-        if isinstance(value, dict):
-            messages.append(value)
+    messages = [m for m in complete_items(text, start.end()) if isinstance(m, dict)]
     return Conversation(meta, messages, "legacy-json")
 
 

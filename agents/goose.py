@@ -85,8 +85,9 @@ def scan_database(path: str) -> list[Session]:
     with sqlite_ro.listing(path) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
-            f"SELECT {fields}, (SELECT content_json FROM messages m WHERE m.session_id = s.id"
-            " AND m.role = 'user' ORDER BY m.id LIMIT 1) FROM sessions s").fetchall()
+            f"SELECT {fields}, " + sqlite_ro.capped(
+                "(SELECT content_json FROM messages m WHERE m.session_id = s.id"
+                " AND m.role = 'user' ORDER BY m.id LIMIT 1)") + " FROM sessions s").fetchall()
     ids = {row[0] for row in rows}
     found = []
     for row in rows:
@@ -178,21 +179,16 @@ class Message:
         self.metadata = as_dict(parse_json(metadata))
 
 
-def database_messages(connection, session_id: str) -> tuple[list[Message], str | None]:
-    """The session's messages in order, and what stopped the reading (a damaged page) if
-    anything did: the rows read before it are kept."""
+def database_messages(connection, session_id: str, budget) -> list[Message]:
+    """The session's messages in order (those read before a damaged page stopped the reading),
+    within the document's `budget` (`sqlite_ro.RowBudget`)."""
     present = sqlite_ro.columns(connection, "messages")
     wanted = ("id", "message_id", "role", "content_json", "created_timestamp", "metadata_json")
-    select = ", ".join(name if name in present else "NULL" for name in wanted)
     order = "created_timestamp, id" if "created_timestamp" in present else "id"
-    found = []
-    try:
-        for row in connection.execute(
-                f"SELECT {select} FROM messages WHERE session_id = ? ORDER BY {order}", (session_id,)):
-            found.append(Message(*row))
-    except sqlite3.DatabaseError as exc:
-        return found, f"reading the messages stopped after {len(found)}: {exc}"
-    return found, None
+    rows = budget.select(connection, sqlite_ro.fields_of(wanted, present, "messages"),
+                         f"FROM messages WHERE session_id = ? ORDER BY {order}", (session_id,),
+                         "messages")
+    return [Message(*row) for row in rows]
 
 
 # translation --------------------------------------------------------------------------------------
@@ -210,29 +206,33 @@ def translate_database(session: Session) -> dict:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
         present = sqlite_ro.columns(connection, "sessions")
-        return translate_row(connection, present, session_id)
+        return translate_row(connection, present, session_id, sqlite_ro.RowBudget())
     except sqlite3.DatabaseError as exc:
         return unreadable_database(ATIF_NAME, session_id, f"{session.source}: {exc}")
 
 
-def session_row(connection, present: set[str], session_id: str) -> dict | None:
-    row = connection.execute(f"SELECT {sqlite_ro.select_list(SESSION_FIELDS, present)} FROM sessions s"
-                             " WHERE s.id = ?", (session_id,)).fetchone()
-    return dict(zip(SESSION_FIELDS, row)) if row else None
+def session_row(connection, present: set[str], session_id: str, budget) -> dict | None:
+    found = budget.select(connection, sqlite_ro.fields_of(SESSION_FIELDS, present),
+                          "FROM sessions s WHERE s.id = ?", (session_id,), "session row")
+    return dict(zip(SESSION_FIELDS, found[0])) if found else None
 
 
-def translate_row(connection, present: set[str], session_id: str, depth: int = 0) -> dict:
-    record = session_row(connection, present, session_id)
+def translate_row(connection, present: set[str], session_id: str, budget, depth: int = 0) -> dict:
+    """The document of one session and, embedded, its sub-agent sessions', all read within
+    one `budget`."""
+    record = session_row(connection, present, session_id, budget)
     builder = TrajectoryBuilder(ATIF_NAME, model_name=model_of(record or {}), session_id=session_id)
     if record is None:
         builder.warn(f"session {session_id} is no longer in the database")
         return builder.build()
-    children = child_documents(connection, present, session_id, depth)
+    child_ids = child_sessions(connection, present, session_id, budget, depth)
+    own = budget.take_warnings()
+    children = [(child, translate_row(connection, present, child, budget, depth + 1))
+                for child in child_ids]
     translator = Translator(builder, builder.model_name, children)
-    messages, problem = database_messages(connection, session_id)
-    translator.run(messages)
+    translator.run(database_messages(connection, session_id, budget))
     translator.finish()
-    if problem:
+    for problem in own + budget.take_warnings():
         builder.warn(problem)
     builder.extra = {k: v for k, v in (("name", record["name"] or None),
                                        ("session_type", record["session_type"]),
@@ -244,13 +244,13 @@ def translate_row(connection, present: set[str], session_id: str, depth: int = 0
     return doc
 
 
-def child_documents(connection, present: set[str], session_id: str, depth: int) -> list[tuple]:
-    """Sub-agent sessions (`parent_session_id`), translated, with their ids."""
+def child_sessions(connection, present: set[str], session_id: str, budget, depth: int) -> list[str]:
+    """The ids of the sub-agent sessions (`parent_session_id`) to embed."""
     if "parent_session_id" not in present or depth > 8:
         return []
-    ids = [row[0] for row in connection.execute(
-        "SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id", (session_id,))]
-    return [(child, translate_row(connection, present, child, depth + 1)) for child in ids]
+    return [row[0] for row in budget.select(
+        connection, ["id"], "FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id",
+        (session_id,), "sub-agent sessions")]
 
 
 def totals_from_columns(doc: dict, record: dict) -> None:

@@ -22,7 +22,6 @@ Every read goes through `agents.sqlite_ro.connect`: an in-memory snapshot, WAL a
 from __future__ import annotations
 
 import glob
-import json
 import os
 import sqlite3
 from contextlib import closing
@@ -31,6 +30,7 @@ from agents import session_totals, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, chat_content, env_dir, epoch,
                          iso, join_result, json_arguments, one_line)
 from atif.build import TrajectoryBuilder
+from atif.serialize import loads
 
 NAME = "hermes"
 PREFIX = "hm"
@@ -63,9 +63,11 @@ def scan(source: str, env) -> list[Session]:
         available = sqlite_ro.columns(connection, "sessions")
         if "id" not in available:
             raise sqlite_ro.StoreError(f"{source} has no sessions table")
-        wanted = [c if c in available else f"NULL AS {c}" for c in SESSION_COLUMNS]
-        first_user = ("(SELECT content FROM messages m WHERE m.session_id = s.id AND m.role = 'user'"
-                      " ORDER BY m.id LIMIT 1)" if sqlite_ro.columns(connection, "messages") else "NULL")
+        wanted = [f"{sqlite_ro.capped(c)} AS {c}" if c in available else f"NULL AS {c}"
+                  for c in SESSION_COLUMNS]
+        first_user = (sqlite_ro.capped("(SELECT content FROM messages m WHERE m.session_id = s.id"
+                                       " AND m.role = 'user' ORDER BY m.id LIMIT 1)")
+                      if sqlite_ro.columns(connection, "messages") else "NULL")
         rows = connection.execute(f"SELECT {', '.join(wanted)}, {first_user} AS first_user"
                                   f" FROM sessions s ORDER BY s.started_at").fetchall()
         schema = f"schema-{_schema_version(connection)}"
@@ -103,7 +105,7 @@ def _schema_version(connection) -> str:
 
 
 def _session(source: str, row, schema: str) -> Session:
-    first = message_text(decode_content(row["first_user"]))
+    first = message_text(decode_content(row["first_user"])[0])
     extra = {"format": schema}
     if as_str(row["parent_session_id"]):
         extra["parent_session_id"] = row["parent_session_id"]
@@ -113,16 +115,18 @@ def _session(source: str, row, schema: str) -> Session:
 
 
 # content -----------------------------------------------------------------------------------------
-def decode_content(value):
-    """A `messages.content` value: plain text, or structured parts behind the JSON sentinel."""
+def decode_content(value) -> tuple:
+    """A `messages.content` value: plain text, or structured parts behind the JSON sentinel;
+    and whether it could be read (a sentinel before JSON that does not parse, damaged or nested
+    deeper than the JSON reader goes, is kept as the text it is)."""
     if isinstance(value, str):
         for prefix in JSON_PREFIXES:
             if value.startswith(prefix):
                 try:
-                    return json.loads(value[len(prefix):])
+                    return loads(value[len(prefix):]), True
                 except ValueError:
-                    return value
-    return value
+                    return value, False
+    return value, True
 
 
 def message_text(content) -> str:
@@ -135,17 +139,19 @@ def message_text(content) -> str:
 # translation -------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
     builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
+    budget = sqlite_ro.RowBudget()
     with _reading(session.source):
         connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
-        connection.row_factory = sqlite3.Row
-        found = connection.execute("SELECT * FROM sessions WHERE id = ?", (session.locator,)).fetchone()
-        if found is None:
+        found = _rows(connection, budget, "sessions", "WHERE id = ?", (session.locator,))
+        if not found:
             builder.warn(f"session {session.locator} is no longer in {session.source}")
             return builder.build()
-        messages = [dict(r) for r in connection.execute(
-            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session.locator,))]
-        usage = _model_usage(connection, session.locator)
-    row = dict(found)  # a dict: columns differ between releases
+        messages = _rows(connection, budget, "messages", "WHERE session_id = ? ORDER BY id",
+                         (session.locator,))
+        usage = _model_usage(connection, budget, session.locator)
+    for problem in budget.take_warnings():
+        builder.warn(problem)
+    row = found[0]
     builder.model_name = as_str(row.get("model"))
     if as_str(row.get("system_prompt")):
         builder.system(row["system_prompt"], iso(row.get("started_at")), extra={"kind": "system_prompt"})
@@ -156,11 +162,20 @@ def translate(session: Session, env) -> dict:
     return doc
 
 
-def _model_usage(connection, session_id: str) -> list[dict]:
+def _rows(connection, budget, table: str, rest: str, args: tuple) -> list[dict]:
+    """Every column of the table's rows, as dicts (columns differ between releases), within the
+    document's budget (`sqlite_ro.RowBudget`)."""
+    names = [row[1] for row in connection.execute(f"PRAGMA table_info({table})")]
+    rows = budget.select(connection, [sqlite_ro.quoted(n) for n in names], f"FROM {table} {rest}",
+                         args, table)
+    return [dict(zip(names, row)) for row in rows]
+
+
+def _model_usage(connection, budget, session_id: str) -> list[dict]:
     if not sqlite_ro.columns(connection, "session_model_usage"):
         return []
-    rows = connection.execute("SELECT * FROM session_model_usage WHERE session_id = ?", (session_id,))
-    return [{k: r[k] for k in r.keys() if k != "session_id" and r[k] not in (None, "")} for r in rows]
+    rows = _rows(connection, budget, "session_model_usage", "WHERE session_id = ?", (session_id,))
+    return [{k: v for k, v in r.items() if k != "session_id" and v not in (None, "")} for r in rows]
 
 
 def _session_extra(row: dict, rewound: int, usage: list[dict]) -> dict:
@@ -217,7 +232,10 @@ class _MessageTranslator:
 
     def message(self, row: dict, when, flags: dict) -> None:
         role = row.get("role")
-        content = decode_content(row.get("content"))
+        content, readable = decode_content(row.get("content"))
+        if not readable:
+            self.builder.warn("some messages' structured content is not readable JSON: kept as "
+                              "the text it is")
         if role == "user":
             self.builder.user(chat_content(content), when, extra=flags or None)
         elif role == "assistant":
@@ -244,7 +262,7 @@ class _MessageTranslator:
         if not raw:
             return []
         try:
-            parsed = json.loads(raw) if isinstance(raw, str) else raw
+            parsed = loads(raw) if isinstance(raw, (str, bytes)) else raw
         except ValueError:
             self.builder.warn("unreadable tool_calls JSON on an assistant message")
             return []
@@ -263,7 +281,7 @@ def tool_result_extra(content) -> dict | None:
     if not isinstance(content, str) or not content.startswith("{"):
         return None
     try:
-        payload = json.loads(content)
+        payload = loads(content)
     except ValueError:
         return None
     if not isinstance(payload, dict):

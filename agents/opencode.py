@@ -117,7 +117,8 @@ def open_database(path: str) -> sqlite3.Connection:
 
 
 class DbStore:
-    """Rows of the SQLite store as the same dicts the JSON store reads."""
+    """Rows of the SQLite store as the same dicts the JSON store reads. What one document reads
+    is bounded (`sqlite_ro.RowBudget`); what was left out is in `take_warnings()`."""
 
     def __init__(self, path: str):
         self.path = path
@@ -126,24 +127,29 @@ class DbStore:
         self.columns = {table: sqlite_ro.columns(self.db, table) for table in tables}
         if not self.columns["session"] or not self.columns["message"]:
             raise sqlite_ro.StoreError(f"{path} has no opencode session/message tables")
+        self.budget = sqlite_ro.RowBudget()
 
     def column(self, table: str, name: str, alias: str, fallback: str = "NULL") -> str:
         return f"{alias}.{name}" if name in self.columns[table] else fallback
 
     SESSION_KEYS = ("id", "parent_id", "directory", "title", "version", "created", "worktree")
 
-    def sessions(self, where: str = "", args: tuple = (), extra: tuple = ()) -> list[dict]:
-        """Session rows as dicts of `SESSION_KEYS` (NULL for a column this schema lacks), plus
-        one value per `(key, SQL expression)` of `extra`."""
+    def session_query(self, where: str) -> tuple[list[str], str]:
+        """The SELECT fields of `SESSION_KEYS` (NULL for a column this schema lacks), and the
+        rest of the query."""
         s = lambda name: self.column("session", name, "s")  # noqa: E731
         worktree, join = "NULL", ""
         if "worktree" in self.columns["project"] and "project_id" in self.columns["session"]:
             worktree, join = "p.worktree", " LEFT JOIN project p ON p.id = s.project_id"
         fields = [s("id"), s("parent_id"), s("directory"), s("title"), s("version"),
-                  s("time_created"), worktree] + [expression for _, expression in extra]
-        keys = self.SESSION_KEYS + tuple(key for key, _ in extra)
-        rows = self.db.execute(f"SELECT {', '.join(fields)} FROM session s{join} {where}", args)
-        return [dict(zip(keys, row)) for row in rows.fetchall()]
+                  s("time_created"), worktree]
+        return fields, f"FROM session s{join} {where}"
+
+    def sessions(self, where: str, args: tuple) -> list[dict]:
+        """Session rows for a document, within its budget."""
+        fields, rest = self.session_query(where)
+        return [dict(zip(self.SESSION_KEYS, row))
+                for row in self.budget.select(self.db, fields, rest, args, "sessions")]
 
     def session(self, session_id: str) -> dict | None:
         found = self.sessions("WHERE s.id = ?", (session_id,))
@@ -159,38 +165,70 @@ class DbStore:
         return "m.time_created, m.id" if "time_created" in self.columns["message"] else "m.id"
 
     def messages(self, session_id: str) -> list[dict]:
-        rows = self.db.execute(f"SELECT m.id, m.data FROM message m WHERE m.session_id = ? "
-                               f"ORDER BY {self.message_order()}", (session_id,)).fetchall()
-        return [with_id(row[0], row[1]) for row in rows]
+        rows = self.budget.select(self.db, ["m.id", "m.data"], "FROM message m WHERE "
+                                  f"m.session_id = ? ORDER BY {self.message_order()}",
+                                  (session_id,), "messages")
+        return self.objects("message", rows)
 
     def parts(self, session_id: str, messages: list[dict]) -> dict[str, list[dict]]:
         """The session's parts by message id, in id (= creation) order."""
         found: dict[str, list[dict]] = {}
         if not self.columns["part"]:
             return found
-        rows = self.db.execute("SELECT p.id, p.message_id, p.data FROM part p JOIN message m "
-                               "ON m.id = p.message_id WHERE m.session_id = ? ORDER BY p.id",
-                               (session_id,)).fetchall()
-        for part_id, message_id, data in rows:
-            found.setdefault(message_id, []).append(with_id(part_id, data))
+        rows = self.budget.select(self.db, ["p.message_id", "p.id", "p.data"],
+                                  "FROM part p JOIN message m ON m.id = p.message_id "
+                                  "WHERE m.session_id = ? ORDER BY p.id", (session_id,), "parts")
+        parts = self.objects("part", [row[1:] for row in rows])
+        for (message_id, _, _), part in zip(rows, parts):
+            found.setdefault(message_id, []).append(part)
         return found
 
+    def objects(self, kind: str, rows: list[tuple]) -> list[dict]:
+        """`(id, data)` rows as the dicts of their JSON `data`, ids put back; a row whose data
+        is no JSON object (damaged, cut, left out for its size, nested too deeply to parse)
+        becomes `{"type": "unreadable"}`, counted in a warning."""
+        found = [with_id(object_id, data) for object_id, data in rows]
+        unreadable = sum(1 for item in found if item.get("type") == "unreadable")
+        if unreadable:
+            self.budget.warnings.append(f"{unreadable} {kind}(s) whose data is not a readable "
+                                        "JSON object were skipped")
+        return found
+
+    def take_warnings(self) -> list[str]:
+        return self.budget.take_warnings()
+
     def listing(self) -> list[dict]:
-        """Every session with its first typed prompt and first model, in one query."""
-        if not self.columns["part"]:
-            return [{**s, "first_text": None, "model": None} for s in self.sessions()]
-        order = self.message_order()
-        first_text = (
-            f"(SELECT {json_field('pt.data', '$.text')} FROM message m "
-            "JOIN part pt ON pt.message_id = m.id WHERE m.session_id = s.id "
-            f"AND {json_field('m.data', '$.role')} = 'user' "
-            f"AND {json_field('pt.data', '$.type')} = 'text' "
-            f"AND coalesce({json_field('pt.data', '$.synthetic')}, 0) = 0 "
-            f"ORDER BY {order}, pt.id LIMIT 1)")
-        model = (f"(SELECT coalesce({json_field('m.data', '$.modelID')}, "
-                 f"{json_field('m.data', '$.model.modelID')}) FROM message m WHERE m.session_id = s.id "
-                 f"AND {json_field('m.data', '$.role')} = 'assistant' ORDER BY {order} LIMIT 1)")
-        return self.sessions(extra=(("first_text", first_text), ("model", model)))
+        """Every session with its first typed prompt and first model, in one query. Values are
+        capped (`sqlite_ro.capped`), and the JSON of a row over the size limit is not looked
+        into."""
+        fields, rest = self.session_query("")
+        keys, extra = self.SESSION_KEYS, []
+        if self.columns["part"]:
+            keys += ("first_text", "model")
+            extra = [self.first_text(), self.first_model()]
+        select = ", ".join([sqlite_ro.capped(field) for field in fields] + extra)
+        rows = self.db.execute(f"SELECT {select} {rest}").fetchall()
+        return [{"first_text": None, "model": None, **dict(zip(keys, row))} for row in rows]
+
+    def first_text(self) -> str:
+        return (f"(SELECT {json_field('pt.data', '$.text')} FROM message m "
+                "JOIN part pt ON pt.message_id = m.id WHERE m.session_id = s.id "
+                f"AND {within_limit('m.data')} AND {within_limit('pt.data')} "
+                f"AND {json_field('m.data', '$.role')} = 'user' "
+                f"AND {json_field('pt.data', '$.type')} = 'text' "
+                f"AND coalesce({json_field('pt.data', '$.synthetic')}, 0) = 0 "
+                f"ORDER BY {self.message_order()}, pt.id LIMIT 1)")
+
+    def first_model(self) -> str:
+        return (f"(SELECT coalesce({json_field('m.data', '$.modelID')}, "
+                f"{json_field('m.data', '$.model.modelID')}) FROM message m WHERE m.session_id = s.id "
+                f"AND {within_limit('m.data')} AND {json_field('m.data', '$.role')} = 'assistant' "
+                f"ORDER BY {self.message_order()} LIMIT 1)")
+
+
+def within_limit(column: str) -> str:
+    """SQL: the column's value is no bigger than `sqlite_ro.MAX_VALUE_BYTES`."""
+    return f"{sqlite_ro.byte_length(column)} <= {sqlite_ro.MAX_VALUE_BYTES}"
 
 
 def json_field(column: str, path: str) -> str:
@@ -229,6 +267,10 @@ class JsonStore:
 
     def __init__(self, storage: str):
         self.storage = storage
+
+    def take_warnings(self) -> list[str]:
+        """None: the tree is read file by file (`read_json`), with no budget of rows."""
+        return []
 
     def session_dict(self, path: str) -> dict | None:
         data = read_json(path)
@@ -396,6 +438,8 @@ class SessionTranslator:
         messages = self.store.messages(row["id"])
         parts = self.store.parts(row["id"], messages)
         children = {child["id"]: {**child, "referenced": False} for child in self.store.children(row)}
+        for warning in self.store.take_warnings():
+            builder.warn(warning)
         builder.model_name = next((model_name(m) for m in messages if model_name(m)), None)
         for message in messages:
             MessageTranslator(builder, message, parts.get(message["id"], []), children).translate()

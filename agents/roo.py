@@ -15,7 +15,7 @@ from agents.base import Session
 NAME = "roo"
 PREFIX = "ro"
 ATIF_NAME = "roo-code"
-VERSION = 1
+VERSION = 2
 
 EXTENSION_ID = "rooveterinaryinc.roo-cline"
 

@@ -118,6 +118,12 @@ class TrajectoryBuilder:
     def agent(self, message="", timestamp=None, **fields) -> _Step:
         return self.step("agent", message, timestamp, **fields)
 
+    def discard(self, step: _Step) -> None:
+        """Take back a step that turned out to hold nothing (no call or result is joined to it)."""
+        if step.calls or step.results:
+            raise ValueError("a step with calls or results is kept")
+        self._steps.remove(step)
+
     @property
     def last_step(self) -> _Step | None:
         return self._steps[-1] if self._steps else None

@@ -3,7 +3,7 @@
 
 An agent with a live store (tests/fixtures/samples/live/<agent>-<version>) gets a copy of it;
 an agent without one gets the store its own test builds from samples (Amp, Crush, Cursor,
-Droid, Goose, Roo). Each home names an `anchor`: text the agent's documents show as message or
+Goose, Roo). Each home names an `anchor`: text the agent's documents show as message or
 tool text, where a test can plant content that must come out (or, for secrets, must not).
 """
 
@@ -63,13 +63,6 @@ def _amp(root: pathlib.Path) -> dict:
     return base_env(root, home=str(home))
 
 
-def _droid(root: pathlib.Path) -> dict:
-    import test_agent_droid
-
-    home = test_agent_droid.store_home(root)
-    return base_env(root, home=str(home))
-
-
 def _goose(root: pathlib.Path) -> dict:
     import test_agent_goose
 
@@ -110,7 +103,6 @@ BUILT = {
     "amp": (_amp, "Listing migrations."),
     "crush": (_crush, "It says hello."),
     "cursor": (_cursor, "hello world"),
-    "droid": (_droid, "Running the tests."),
     "goose": (_goose, "a.txt is empty"),
     "roo": (_roo, "split the module"),
 }

@@ -14,7 +14,8 @@ import pytest
 import catalog
 import documents
 from agents import claude
-from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, write_jsonl
+from agents.base import one_line
+from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, run_main, write_jsonl
 
 CLAUDE_SAMPLES = sorted(
     p for p in glob.glob(os.path.join(SAMPLES, "claude", "**", "*.jsonl"), recursive=True)
@@ -28,28 +29,40 @@ GOLDEN = {
 }
 
 
+ENV = {"HOME": "/nonexistent"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def private_cache(tmp_path_factory):
+    """The documents translated here are cached in a folder of the tests' own: under $HOME, the
+    cache would be every run's on the machine, and serve the document another version of the
+    translator made (one that has the same VERSION)."""
+    ENV["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+
+
 def translate_file(path: str) -> dict:
-    session = claude.scan(path, {"HOME": "/nonexistent"})[0]
+    session = claude.scan(path, ENV)[0]
     session.short_id = "cl-00000000"
-    return documents.translate(session, {"HOME": "/nonexistent"})
+    return documents.translate(session, ENV)
 
 
 def native_records(path: str) -> list[dict]:
     """Every readable record of a transcript and of its sub-agent transcripts, each record once
-    (Claude Code replays records under the same uuid after a resume)."""
+    (Claude Code replays records under the same uuid after a resume, and a sub-agent given the
+    conversation, an aside question, repeats its parent's records)."""
     files = [path] + sorted(glob.glob(os.path.join(path[:-len(".jsonl")], "subagents", "**", "*.jsonl"),
                                       recursive=True))
-    records = []
+    records, seen = [], set()
     for name in files:
-        seen = set()
         with open(name, "rb") as handle:
             for number, line in enumerate(handle):
                 try:
                     record = json.loads(line)
                 except ValueError:
                     continue
-                if isinstance(record, dict) and record.get("uuid", number) not in seen:
-                    seen.add(record.get("uuid", number))
+                key = isinstance(record, dict) and (record.get("uuid") or (name, number))
+                if key and key not in seen:
+                    seen.add(key)
                     record["_line"] = (name, number)
                     records.append(record)
     return records
@@ -141,6 +154,55 @@ def test_subagents_are_embedded_and_referenced_from_the_spawning_call():
     assert spawning == [next(r for r in spawning)]
     assert spawning[0]["source_call_id"] == "toolu_sc_showcol1"
     assert spawning[0]["subagent_trajectory_ref"][0]["trajectory_id"] == "agent-showcol1"
+
+
+VOLCANO = os.path.join(SAMPLES, "claude", "dotfile-volcano", "7ef4b236-d946-48a6-a856-e45b02af7be7.jsonl")
+
+
+def test_an_aside_question_does_not_repeat_its_parents_records(tmp_path):
+    """A real aside question (`agent-aside_question-*`, Claude Code 2.1.92) is given the whole
+    conversation: 76 of its 78 records are its parent's, under the same uuids. Those are the
+    parent's steps: every tool call is in the document once, and `stats` counts each once; the
+    aside holds its own question (after the reminder Claude Code put before it) and answer."""
+    doc = translate_file(VOLCANO)
+    (aside,) = [s for s in doc["subagent_trajectories"] if s["trajectory_id"].startswith("agent-aside_question-")]
+    parent = {json.loads(line)["uuid"] for line in open(VOLCANO, "rb") if b'"uuid"' in line}
+    path = os.path.join(VOLCANO[:-len(".jsonl")], "subagents", aside["trajectory_id"] + ".jsonl")
+    records = [json.loads(line) for line in open(path, "rb")]
+    assert sum(r["uuid"] in parent for r in records) == aside["extra"]["parent_records_skipped"] == 76
+    assert [(s["source"], (s.get("extra") or {}).get("kind")) for s in aside["steps"]] == [
+        ("system", "reminder"), ("user", None), ("agent", None)]
+    assert aside["steps"][1]["message"] == "firstavailable具体用法是什么"
+    assert aside["final_metrics"]["total_steps"] == 3
+    calls = [c["tool_call_id"] for s in all_steps(doc) for c in s.get("tool_calls", [])]
+    assert len(calls) == len(set(calls)) == 86
+    env = base_env(tmp_path)
+    shutil.copytree(os.path.dirname(VOLCANO), os.path.join(env["HOME"], ".claude", "projects", "-volcano"))
+    stats = json.loads(run_main(env, ["stats", "--all", "--json"]).stdout)
+    assert stats["agents"]["claude"]["tool_calls"] == 86
+
+
+@pytest.mark.parametrize("kept", [1, 2])
+def test_a_session_holding_only_its_enqueued_prompt_opens_with_it(tmp_path, kept):
+    """Claude Code enqueues the prompt (`queue-operation`), dequeues it, then writes it as a user
+    record. A session cut before that record (here the first line, or two, of a live session of
+    2.1.332) holds the prompt only in the enqueue: it is the first message and a user step. In
+    the whole session, the prompt is one user step."""
+    live = os.path.join(LIVE, "claude-2.1.332", ".claude", "projects", "-tmp-agents-proj-claude",
+                        "348a3463-5332-480a-8329-09f4fe2cc499.jsonl")
+    lines = open(live, "rb").read().splitlines(keepends=True)
+    enqueue = json.loads(lines[0])
+    assert (enqueue["type"], enqueue["operation"]) == ("queue-operation", "enqueue")
+    cut = tmp_path / "projects" / "-p" / os.path.basename(live)
+    cut.parent.mkdir(parents=True)
+    cut.write_bytes(b"".join(lines[:kept]))
+    session = claude.scan(str(cut), ENV)[0]
+    assert session.title == one_line(enqueue["content"])
+    doc = translate_file(str(cut))
+    assert [(s["source"], s["message"]) for s in doc["steps"]] == [("user", enqueue["content"])]
+    assert doc["steps"][0]["timestamp"] == enqueue["timestamp"]
+    whole = translate_file(live)
+    assert [s["message"] for s in whole["steps"] if s["source"] == "user"] == [enqueue["content"]]
 
 
 def test_compaction_follows_the_context_management_convention():

@@ -1,8 +1,9 @@
 """Cline: the VS Code extension's tasks and the CLI's sessions, read against their own records.
 
 Samples: the live Cline CLI 3.0.65 home (`samples/live/cline-3.0.65`), a real API history
-(`samples/cline/mra04242026`), a real UI-only task (`samples/cline/cline-xray`), and the deja-vu /
-cass fixtures. One more task, `both_files_task`, holds an API history with its UI messages (no
+(`samples/cline/mra04242026`), two real UI-only tasks (`samples/cline/cline-xray`, and
+`samples/cline/fineye-ui-only`, whose first prompt is a `say: text`), and the deja-vu / cass
+fixtures. One more task, `both_files_task`, holds an API history with its UI messages (no
 sample has both): its shapes are those of the real samples above (API messages with `tool_use` /
 `tool_result` blocks, UI `api_req_started` with `conversationHistoryIndex`).
 Golden file: `tests/golden/cline/` (regenerate with `UPDATE_GOLDEN=1`).
@@ -82,6 +83,8 @@ def install(home: str) -> dict:
     task("1777073100000", {cline_tasks.API_HISTORY: os.path.join(SAMPLES, "cline", "mra04242026", cline_tasks.API_HISTORY)})
     xray = os.path.join(SAMPLES, "cline", "cline-xray", "tasks", "1770482470358")
     task("1770482470358", {cline_tasks.UI_MESSAGES: os.path.join(xray, cline_tasks.UI_MESSAGES)})
+    fineye = os.path.join(SAMPLES, "cline", "fineye-ui-only", "tasks", "1767644899093")
+    task("1767644899093", {cline_tasks.UI_MESSAGES: os.path.join(fineye, cline_tasks.UI_MESSAGES)})
     legacy = os.path.join(SAMPLES, "cline", "deja-vu", "legacy")
     task("1767225600000", {cline_tasks.API_HISTORY: os.path.join(legacy, "tasks", "1767225600000", cline_tasks.API_HISTORY)})
     copy_into(home, os.path.join(legacy, "state"), os.path.join(STORAGE, "state"))
@@ -138,7 +141,8 @@ def check_history_document(doc, messages):
 
 def test_every_task_and_session_is_valid(store):
     env, _, sessions = store
-    assert set(sessions) == {"1777073100000", "1770482470358", "1767225600000", "task1", "1767261600000",
+    assert set(sessions) == {"1777073100000", "1770482470358", "1767644899093", "1767225600000", "task1",
+                             "1767261600000",
                              "1795985126635_8nhuf", "1795985141127_mhw0t", "1795985143701_tgnia",
                              "session_synthetic_01"}
     for session in sessions.values():
@@ -198,6 +202,27 @@ def test_ui_only_task(store):
         r["tokensIn"] + r["cacheWrites"] + r["cacheReads"] for r in requests)
     assert doc["final_metrics"]["total_completion_tokens"] == sum(r["tokensOut"] for r in requests)
     assert user_steps(doc)[0]["message"][1]["type"] == "image"
+
+
+def test_ui_only_task_opens_with_its_prompt_and_names_its_directory_and_model(store):
+    """A real task with UI messages only, as Cline writes it: the first prompt is the first
+    message, a `say: text`. It is the first message listed and the first step, a user step; the
+    working directory is the one the first request's environment details name (without it the
+    task belongs to no project), the model the messages' `modelInfo`."""
+    env, tasks, sessions = store
+    ui = load(os.path.join(tasks["1767644899093"], cline_tasks.UI_MESSAGES))
+    session = sessions["1767644899093"]
+    request = json.loads(next(m for m in ui if m.get("say") == "api_req_started")["text"])["request"]
+    assert (ui[0]["say"], session.title) == ("text", ui[0]["text"])
+    assert session.cwd == "c:/Users/Haram/Desktop/flutter_application_1"
+    assert f"# Current Working Directory ({session.cwd})" in request
+    assert session.model == ui[0]["modelInfo"]["modelId"] == "x-ai/grok-code-fast-1"
+    doc = cline.translate(session, env)
+    assert (doc["steps"][0]["source"], doc["steps"][0]["message"]) == ("user", "yo wassup")
+    assert len(user_steps(doc)) == 1 + sum(m.get("say") == "user_feedback" for m in ui)
+    assert doc["agent"]["model_name"] == session.model
+    xray = sessions["1770482470358"]  # the older `say: task` opening: the same facts
+    assert (xray.cwd, xray.model) == ("d:/Users/obuzunov/myg/jira-dashboard", "claude-opus-4-5-20251101")
 
 
 def test_history_index_gives_cwd_title_and_model(store):

@@ -444,6 +444,43 @@ def test_corrupt_zst_and_broken_json_document_give_valid_documents_with_a_warnin
         assert doc["extra"]["warnings"], name
 
 
+def interrupted_rollout(live_path: str) -> list[dict]:
+    """The live 0.171.0 rollout cut after its first prompt, then that turn interrupted while the
+    model reasoned, as Codex records it: the reasoning item it streamed (encrypted, no summary),
+    the `<turn_aborted>` message it puts in the history for the model, the `turn_aborted`
+    event. (No public rollout of an interrupted turn was found; these three records have the
+    shape of those quoted from real rollouts by other Codex readers.)"""
+    records = read_jsonl(live_path)
+    prompt = next(i for i, r in enumerate(records) if r["payload"].get("item", {}).get("type") == "UserMessage")
+    turn = next(r["payload"]["turn_id"] for r in records if r["type"] == "turn_context")
+    at = records[prompt]["timestamp"][:-5]
+    marker = ("<turn_aborted>\nThe user interrupted the previous turn on purpose. Any running unified exec "
+              "processes may still be running in the background. If any tools/commands were aborted, they "
+              "may have partially executed.\n</turn_aborted>")
+    return records[:prompt + 1] + [
+        {"timestamp": at + "500Z", "type": "response_item", "payload": {
+            "type": "reasoning", "id": "rs_interrupted", "summary": [], "content": None,
+            "encrypted_content": "gAAAAABpInterruptedReasoning=="}},
+        {"timestamp": at + "900Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": marker}]}},
+        {"timestamp": at + "903Z", "type": "event_msg", "payload": {
+            "type": "turn_aborted", "turn_id": turn, "reason": "interrupted"}}]
+
+
+def test_an_interrupted_turn_is_one_abort_and_no_empty_agent_step(tmp_path):
+    """A turn interrupted while the model reasoned holds nothing the model said: no agent step
+    comes of it (an empty one would pass for a model call that answered nothing). Codex records
+    the abort twice, as the message for the model and as the event: one system step."""
+    env = codex_env(tmp_path)
+    path = place(env, "sessions/2026/11/29/" + os.path.basename(LIVE_S1), lines(*interrupted_rollout(LIVE_S1)))
+    doc = translate(path, env)
+    steps = [(s["source"], (s.get("extra") or {}).get("kind")) for s in doc["steps"]]
+    assert steps[-2:] == [("user", None), ("system", "turn_aborted")]
+    assert ("agent", None) not in steps
+    abort = doc["steps"][-1]
+    assert abort["message"].startswith("<turn_aborted>") and abort["extra"]["reason"] == "interrupted"
+
+
 def test_injected_context_is_told_from_prompts():
     assert codex.injected_kind("<environment_context>\n<cwd>/x</cwd>\n</environment_context>") == "environment_context"
     assert codex.injected_kind("# AGENTS.md instructions for /x\n\n<INSTRUCTIONS>\nbe nice\n</INSTRUCTIONS>") == "agents_md"

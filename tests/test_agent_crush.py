@@ -18,7 +18,7 @@ import sqlite3
 import pytest
 
 import catalog
-from agents import crush
+from agents import crush, sqlite_ro
 from helpers import (assert_damaged_database_is_reported, assert_golden, assert_valid, base_env,
                      copy_database, doc_counts, tree_digest)
 
@@ -310,3 +310,37 @@ def test_golden(store):
     env, _, db = store
     doc = documents(db, env)["s-main"]
     assert_golden(doc, "crush", "built-db-s-main")
+
+
+# bounds on what is read --------------------------------------------------------------------------
+def test_a_message_over_the_value_limit_is_left_out_with_a_warning(store):
+    """The first prompt's parts over the 64 MB limit per value (written by SQLite: Python never
+    holds it): the listing falls back to the session title, the document leaves the message
+    out with a warning and keeps the rest (before: the 64 MB were read, parsed and listed)."""
+    env, _, db = store
+    connection = sqlite3.connect(db)
+    connection.execute("""UPDATE messages SET parts = '[{"type": "text", "data": {"text": "' ||"""
+                       """ printf('%.*c', ?, 'x') || '"}}]' WHERE id = 'm1'""", (sqlite_ro.MAX_VALUE_BYTES,))
+    connection.commit()
+    connection.close()
+    [session] = [s for s in crush.scan(db, env) if s.native_id == "s-main"]
+    assert session.title == "Fix the failing test"
+    doc = crush.translate(session, env)
+    assert_valid(doc)
+    assert "1 value(s) of the messages held more than 64 MB each and were left out" in doc["extra"]["warnings"]
+    assert [s["source"] for s in doc["steps"]][:2] == ["agent", "agent"]
+    assert doc["steps"][-1]["message"] == "Fixed: TestX passes."
+
+
+def test_a_session_over_the_rows_limit_is_cut_with_a_warning(store, monkeypatch):
+    """With the rows one document may read lowered to 5, the sub-agent session read first takes
+    them (its row, none of its own children, 2 messages) and the parent's messages are not
+    read: each document says so (before: no limit)."""
+    env, _, db = store
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 5, raising=False)
+    [session] = [s for s in crush.scan(db, env) if s.native_id == "s-main"]
+    doc = crush.translate(session, env)
+    assert_valid(doc)
+    assert "the messages after the first 0 were not read" in " ".join(doc["extra"]["warnings"])
+    [child] = doc["subagent_trajectories"]
+    assert "the messages after the first 2 were not read" in " ".join(child["extra"]["warnings"])

@@ -15,7 +15,7 @@ import sqlite3
 import pytest
 
 import catalog
-from agents import cursor
+from agents import cursor, sqlite_ro
 from helpers import (SAMPLES, assert_golden, base_env, doc_counts, read_jsonl, scan_all,
                      translate_all, translate_file, tree_digest, truncate_copy)
 
@@ -295,3 +295,51 @@ def test_context_only_user_message_is_not_a_prompt(tmp_path):
     doc = translate_file(cursor, path, base_env(tmp_path, home=home))
     assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == ["the real question"]
     assert doc["steps"][0]["extra"] == {"kind": "context"}
+
+
+# bounds on what is read --------------------------------------------------------------------------
+def chat_store(tmp_path, agent_id: str) -> tuple[dict, str]:
+    home = str(tmp_path / "home")
+    return base_env(tmp_path, home=home), build_store(home, PROJECT, agent_id, conversation("list the files"))
+
+
+def test_a_message_blob_over_the_value_limit_is_left_out_with_a_warning(tmp_path):
+    """The last message's blob over the 64 MB limit per value (written by SQLite: Python never
+    holds it): left out with a warning, the messages before it read (before: the 64 MB were
+    read and parsed)."""
+    env, path = chat_store(tmp_path, "huge")
+    with sqlite3.connect(path) as writer:
+        writer.execute("""UPDATE blobs SET data = CAST('{"role": "assistant", "content": "' ||"""
+                       """ printf('%.*c', ?, 'x') || '"}' AS BLOB) WHERE CAST(data AS TEXT) LIKE '%Two files%'""",
+                       (sqlite_ro.MAX_VALUE_BYTES,))
+    doc = translate_file(cursor, path, env)
+    assert "1 value(s) of the message blobs held more than 64 MB each and were left out" in doc["extra"]["warnings"]
+    assert [s["source"] for s in doc["steps"]] == ["system", "user", "agent"]
+    assert doc_counts(doc) == {"user": 1, "calls": 2, "results": 2}
+
+
+def test_a_wrapper_blob_with_a_million_fields_is_not_looked_through(tmp_path):
+    """A message blob of a million empty protobuf fields before its JSON: only the first
+    WRAPPER_FIELDS are looked into, so the blob is undecodable, with a warning (before: a
+    million fields parsed into a list, as a 64 MB blob would be thirty million)."""
+    env, path = chat_store(tmp_path, "wrapper")
+    with sqlite3.connect(path) as writer:
+        writer.execute("UPDATE blobs SET data = CAST(replace(printf('%.*c', 1000000, 'x'), 'x', "
+                       "char(8) || char(0)) AS BLOB) || CAST(data AS BLOB) "
+                       "WHERE CAST(data AS TEXT) LIKE '%Two files%'")
+    doc = translate_file(cursor, path, env)
+    assert any("1 message blob(s) could not be decoded" in w for w in doc["extra"]["warnings"])
+    assert [s["source"] for s in doc["steps"]] == ["system", "user", "agent"]
+
+
+def test_a_session_over_the_rows_limit_is_cut_with_a_warning(tmp_path, monkeypatch):
+    """With the rows one document may read lowered to 4: the root blob's entries are read up to
+    4, and the meta row, the root and 2 message blobs are read; the document says both
+    (before: no limit)."""
+    env, path = chat_store(tmp_path, "rows")
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 4, raising=False)
+    doc = translate_file(cursor, path, env)
+    warnings = " ".join(doc["extra"]["warnings"])
+    assert "root blob names more than 4 entries" in warnings
+    assert "the message blobs after the first 0 were not read" in warnings
+    assert [s["source"] for s in doc["steps"]] == ["system", "user"]

@@ -7,13 +7,16 @@ Golden file: `UPDATE_GOLDEN=1 pytest tests/test_agent_droid.py` rewrites tests/g
 
 import json
 import os
+import re
 import shutil
 
 from agents import droid
-from helpers import (SAMPLES, assert_golden, assert_valid, base_env, cli, doc_counts, read_jsonl,
+from agents.base import one_line
+from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, doc_counts, read_jsonl,
                      scan_all, scoped_ids, totals, translate_all, tree_digest, write_jsonl)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "droid", "agent-sessions")
+LIVE_HOME = os.path.join(LIVE, "droid-0.215.0")
 
 # A session in the shape Droid writes (field names from the session_start type and the settings
 # files quoted by Droid readers): thinking, a failed tool call, a reminder before the prompt.
@@ -54,6 +57,9 @@ def store_home(tmp_path):
     return home
 
 
+REMINDERS = re.compile(r"^(\s*<system-reminder>.*?</system-reminder>)+", re.S)  # what opens a user text
+
+
 def native_counts(path):
     records = read_jsonl(path)
     if droid.dialect(records) == "stream-json":
@@ -61,8 +67,7 @@ def native_counts(path):
                 "calls": sum(1 for r in records if r["type"] == "tool_call"),
                 "results": sum(1 for r in records if r["type"] == "tool_result")}
     blocks = [(r["message"]["role"], b) for r in records if r["type"] == "message" for b in r["message"]["content"]]
-    prompts = [b for role, b in blocks if role == "user" and b["type"] == "text"
-               and droid.split_reminder(b["text"])[1]]
+    prompts = [b for role, b in blocks if role == "user" and b["type"] == "text" and REMINDERS.sub("", b["text"]).strip()]
     return {"user": len(prompts), "calls": sum(1 for _, b in blocks if b["type"] == "tool_use"),
             "results": sum(1 for _, b in blocks if b["type"] == "tool_result")}
 
@@ -89,6 +94,41 @@ def test_rich_session(tmp_path):
     assert doc["agent"]["model_name"] == "claude-sonnet-4-5"
     assert scoped_ids(env, "/tmp/agents/proj-droid", "droid") == {RICH_ID}
     assert_golden(doc, "droid", "rich-session")
+
+
+def merged_first_messages(records: list) -> list:
+    """A session with its typed prompt moved into the message of reminders before it (the other
+    way the reminders come: opening the prompt's own message), under a session id of its own."""
+    assert records[0]["type"] == "session_start"
+    first, second = [i for i, r in enumerate(records) if r.get("type") == "message"][:2]
+    merged = json.loads(json.dumps(records[first]))
+    merged["message"]["content"] += records[second]["message"]["content"]
+    start = {**records[0], "id": records[0]["id"] + "-merged"}
+    return [start] + records[1:first] + [merged] + records[second + 1:]
+
+
+def test_live_sessions_open_with_the_typed_prompt(tmp_path):
+    """Droid 0.215.0 opens every session with a user message of six `<system-reminder>` blocks,
+    then the typed prompt. The first message listed is the prompt; the reminders are one system
+    step (`extra.kind` "reminder") before the prompt's user step. So too when the reminders open
+    the prompt's own message."""
+    home = shutil.copytree(LIVE_HOME, tmp_path / "home")
+    sessions = sorted((home / ".factory" / "sessions").glob("*/*.jsonl"))
+    records = read_jsonl(sessions[0])
+    write_jsonl(sessions[0].parent / "merged.jsonl", merged_first_messages(records))
+    env = base_env(tmp_path, home=str(home))
+    translated = translate_all(droid, env)
+    assert len(translated) == 4
+    for session, doc in translated:
+        prompt = next(b["text"] for r in read_jsonl(session.source) if r.get("type") == "message"
+                      for b in r["message"]["content"] if b["text"].startswith("SCENARIO "))
+        assert session.title == one_line(prompt)
+        steps = [(s["source"], (s.get("extra") or {}).get("kind"), s["message"]) for s in doc["steps"][:2]]
+        assert steps[0][:2] == ("system", "reminder") and steps[0][2].count("<system-reminder>") == 6
+        assert steps[1] == ("user", None, prompt)
+        assert [s["message"] for s in doc["steps"] if s["source"] == "user"] == [prompt]
+    listed = [json.loads(line) for line in cli("list", "--all", "--json", env=env).stdout.splitlines()]
+    assert all(row["first_message"].startswith("SCENARIO droid-") for row in listed)
 
 
 def test_scan_reads_the_head(tmp_path):

@@ -18,7 +18,7 @@ import sqlite3
 import pytest
 
 import catalog
-from agents import goose
+from agents import goose, sqlite_ro
 from atif.serialize import loads
 from helpers import (SAMPLES, assert_damaged_database_is_reported, assert_golden, assert_valid,
                      base_env, copy_database, doc_counts, read_jsonl, tree_digest)
@@ -272,3 +272,37 @@ def test_golden(tmp_path):
     env, db = goose_home(tmp_path)
     doc = all_documents(db, env)["20260101_1"]
     assert_golden(doc, "goose", "built-db-20260101_1")
+
+
+# bounds on what is read --------------------------------------------------------------------------
+def test_a_message_over_the_value_limit_is_left_out_with_a_warning(tmp_path):
+    """The first prompt's content over the 64 MB limit per value (written by SQLite: Python
+    never holds it): the listing falls back to the session name, the document leaves the
+    message out with a warning and keeps the rest (before: the 64 MB were read, parsed and
+    listed)."""
+    env, db = goose_home(tmp_path)
+    connection = sqlite3.connect(db)
+    connection.execute("""UPDATE messages SET content_json = '[{"type": "text", "text": "' ||"""
+                       """ printf('%.*c', ?, 'x') || '"}]' WHERE message_id = 'u1'""",
+                       (sqlite_ro.MAX_VALUE_BYTES,))
+    connection.commit()
+    connection.close()
+    [session] = [s for s in goose.scan(db, env) if s.native_id == "20260101_1"]
+    assert session.title == "fix the build"
+    doc = goose.translate(session, env)
+    assert_valid(doc)
+    assert "1 value(s) of the messages held more than 64 MB each and were left out" in doc["extra"]["warnings"]
+    assert doc["steps"][0]["source"] == "agent"
+    assert doc["steps"][-1]["message"] == "Done: a.txt is empty and the build fails."
+
+
+def test_a_session_over_the_rows_limit_is_cut_with_a_warning(tmp_path, monkeypatch):
+    """With the rows one document may read lowered to 4, the sub-agent session read first takes
+    them (its row, 2 messages) and the parent's messages are not read: it says so (before:
+    no limit)."""
+    env, db = goose_home(tmp_path)
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 4, raising=False)
+    [session] = [s for s in goose.scan(db, env) if s.native_id == "20260101_1"]
+    doc = goose.translate(session, env)
+    assert_valid(doc)
+    assert "the messages after the first 0 were not read" in " ".join(doc["extra"]["warnings"])

@@ -162,5 +162,49 @@ def test_tool_result_failures():
         "exit_code": 2, "is_error": True}
     assert hermes.tool_result_extra('{"error": "no such file"}') == {"is_error": True}
     assert hermes.tool_result_extra("plain text") is None
-    assert hermes.decode_content('\x01json:[{"type": "text", "text": "hi"}]') == [{"type": "text", "text": "hi"}]
-    assert hermes.decode_content('\x00json:{"broken') == '\x00json:{"broken'
+    assert hermes.decode_content('\x01json:[{"type": "text", "text": "hi"}]') == (
+        [{"type": "text", "text": "hi"}], True)
+    assert hermes.decode_content('\x00json:{"broken') == ('\x00json:{"broken', False)
+
+
+# bounds on what is read --------------------------------------------------------------------------
+def writable_live_home(tmp_path) -> tuple[dict, str]:
+    env = base_env(tmp_path)
+    shutil.copytree(os.path.join(LIVE_HOME, ".hermes"), os.path.join(env["HOME"], ".hermes"))
+    return env, os.path.join(env["HOME"], ".hermes", "state.db")
+
+
+def test_huge_and_deeply_nested_values_are_left_out_with_a_warning(tmp_path):
+    """In the first session: the second prompt over the 64 MB limit per value (written by
+    SQLite: Python never holds it), a tool result's structured content and a call list nested
+    100,000 levels deep. Each is left out (the deep content kept as its text) with a warning,
+    and the rest is read (before: the deep JSON raised RecursionError and the whole session
+    was a failure)."""
+    env, db = writable_live_home(tmp_path)
+    deep = "printf('%.*c', 100000, '[') || printf('%.*c', 100000, ']')"
+    connection = sqlite3.connect(db)
+    connection.execute("UPDATE messages SET content = printf('%.*c', ?, 'x') WHERE id = 7",
+                       (sqlite_ro.MAX_VALUE_BYTES + 1,))
+    connection.execute(f"UPDATE messages SET content = char(1) || 'json:' || {deep} WHERE id = 3")
+    connection.execute(f"UPDATE messages SET tool_calls = {deep} WHERE id = 8")
+    connection.commit()
+    connection.close()
+    [session] = [s for s in hermes.scan(db, env) if s.native_id == CONTINUED]
+    doc = hermes.translate(session, env)
+    assert_valid(doc)
+    assert {"1 value(s) of the messages held more than 64 MB each and were left out",
+            "some messages' structured content is not readable JSON: kept as the text it is",
+            "unreadable tool_calls JSON on an assistant message"} <= set(doc["extra"]["warnings"])
+    assert doc["steps"][-1]["message"].startswith("SCENARIO-DONE hermes-1b")
+    assert sum(len(s.get("tool_calls", [])) for s in doc["steps"]) == 3
+
+
+def test_a_session_over_the_rows_limit_is_cut_with_a_warning(tmp_path, monkeypatch):
+    """With the rows one document may read lowered to 3 (the session row, 2 messages), the
+    session is read up to there and says where it was cut (before: no limit)."""
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 3, raising=False)
+    [session] = [s for s in hermes.scan(LIVE_DB, {}) if s.native_id == CONTINUED]
+    doc = hermes.translate(session, {})
+    assert_valid(doc)
+    assert "the messages after the first 2 were not read" in " ".join(doc["extra"]["warnings"])
+    assert [s["source"] for s in doc["steps"]] == ["system", "user", "agent"]

@@ -379,6 +379,47 @@ def test_list_and_show_leave_the_store_untouched(tmp_path, layout):
     assert tree_digest(home) == before   # same files (no new -wal/-shm), bytes and mtimes
 
 
+# bounds on what is read --------------------------------------------------------------------------
+SCENARIO = "ses_dd6f4592cffeEi2zVz5av3tUd1"
+TEXT_PARTS = ("prt_2290bab980010sB8BBfXmjdESw", "prt_2290bac7b001ZmViBaYGkb8T51")  # its 1st, 2nd replies
+
+
+def agent_calls(doc: dict) -> list[str]:
+    return [c["function_name"] for s in doc["steps"] for c in s.get("tool_calls", [])]
+
+
+def test_a_huge_or_deeply_nested_part_is_left_out_with_a_warning(tmp_path):
+    """One part's data over the 64 MB limit per value (written by SQLite: Python never holds
+    it), another nested 100,000 levels deep: both are left out, each with a warning, and the
+    rest of the session is read (before: the huge part was read and parsed, the deep one
+    dropped without a word)."""
+    home = writable_copy(tmp_path)
+    db = os.path.join(home, DATA, "opencode.db")
+    connection = sqlite3.connect(db)
+    connection.execute("""UPDATE part SET data = '{"type": "text", "text": "' || printf('%.*c', ?, 'x')"""
+                       """ || '"}' WHERE id = ?""", (sqlite_ro.MAX_VALUE_BYTES, TEXT_PARTS[0]))
+    connection.execute("UPDATE part SET data = printf('%.*c', 100000, '[') || printf('%.*c', 100000, ']')"
+                       " WHERE id = ?", (TEXT_PARTS[1],))
+    connection.commit()
+    connection.close()
+    doc = translate(opencode, db, SCENARIO)
+    assert_valid(doc)
+    assert {"1 value(s) of the parts held more than 64 MB each and were left out",
+            "2 part(s) whose data is not a readable JSON object were skipped"} <= set(doc["extra"]["warnings"])
+    assert agent_calls(doc) == ["bash", "read"]
+    assert doc["steps"][-1]["message"].startswith("SCENARIO-DONE opencode-3")
+
+
+def test_a_session_over_the_rows_limit_is_cut_with_a_warning(monkeypatch):
+    """With the rows one document may read lowered to 6 (the session row, 4 messages, 1 part),
+    the session is read up to there and says where it was cut (before: no limit)."""
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 6, raising=False)
+    doc = translate(opencode, LIVE_DB, SCENARIO)
+    assert_valid(doc)
+    assert "the parts after the first 1 were not read" in " ".join(doc["extra"]["warnings"])
+    assert agent_calls(doc) == []
+
+
 def test_dependencies_include_the_wal(tmp_path):
     assert opencode.dependencies(LIVE_DB, {}) == [LIVE_DB, LIVE_DB + "-wal"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 from types import SimpleNamespace
@@ -482,3 +483,24 @@ def test_a_side_file_that_cannot_be_read_skips_its_session_with_a_warning(tmp_pa
     summary = orjson.loads(result.stdout)
     siblings = [s for s in sessions if os.path.dirname(s.source) == os.path.dirname(sessions[0].source)]
     assert summary["failed"] == len(siblings) and summary["archived"] == len(sessions) - len(siblings)
+
+
+def test_archive_schedule_installs_this_programs_daily_archive_and_unschedule_removes_it(tmp_path):
+    """Through the crontab (no systemd user instance): fake `systemctl` and `crontab` alone on
+    $PATH (tests/test_schedule.py), so the real user's are never touched."""
+    import sys as system
+
+    import test_schedule
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    test_schedule.tool(fake, "systemctl", test_schedule.SYSTEMCTL)
+    test_schedule.tool(fake, "crontab", test_schedule.CRONTAB)
+    env = {**by_agent("claude").build(tmp_path), "PATH": str(fake), "FAKE_NO_SYSTEMD": "1",
+           "FAKE_LOG": str(tmp_path / "calls"), "FAKE_CRONTAB": str(tmp_path / "crontab")}
+    result = run_main(env, ["archive", "--schedule"])
+    assert result.returncode == 0, result.stderr
+    script = os.path.join(os.path.dirname(os.path.abspath(archive.__file__)), "trajectoriz.py")
+    assert shlex.join([system.executable, script, "archive"]) in (tmp_path / "crontab").read_text()
+    assert run_main(env, ["archive", "--unschedule"]).returncode == 0
+    assert not (tmp_path / "crontab").exists() or "archive" not in (tmp_path / "crontab").read_text()

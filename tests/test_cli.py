@@ -84,17 +84,35 @@ def test_show_export_and_ids_compose(store, tmp_path):
     assert json.loads(step.stdout)["step_id"] == 2
 
 
-def test_export_removes_files_of_sessions_that_are_gone(store, tmp_path):
+def test_export_adds_and_updates_and_removes_only_with_delete(store, tmp_path):
+    """Before: every `*_*_*.atif.json` this run did not write was removed, so a session its agent
+    had deleted vanished from the folder, and so did a second project's files."""
     env, projects = store
     out = tmp_path / "out"
     cli("export", "--all", "--out", str(out), env=env)
-    assert len(os.listdir(out)) == 4
+    sessions = sorted(n for n in os.listdir(out) if n.endswith(".atif.json"))
+    assert len(sessions) == 3
     shutil.rmtree(os.path.join(env["HOME"], ".claude", "projects", "-tmp-agents-proj-claude-other"))
     (out / "notes.txt").write_text("mine")
-    cli("export", "--all", "--out", str(out), env=env)
-    assert sorted(os.listdir(out))[-1] == "notes.txt" and len(os.listdir(out)) == 4
+    (out / "2026-01-01_claude_cl-00000000.atif.json").write_text("mine too")  # named like ours, not ours
+    assert cli("export", "--all", "--out", str(out), env=env).returncode == 0
+    assert set(sessions) <= set(os.listdir(out)), "export removed a file without --delete"
+    assert "3 session(s)" in (out / "README.md").read_text()
+    done = cli("export", "--all", "--delete", "--out", str(out), env=env)
+    assert done.returncode == 0 and b"removed 1" in done.stderr
+    left = sorted(n for n in os.listdir(out) if n.endswith(".atif.json"))
+    assert len(left) == 3 and "2026-01-01_claude_cl-00000000.atif.json" in left
+    assert (out / "notes.txt").read_text() == "mine"
     readme = (out / "README.md").read_text()
     assert "2 session(s)" in readme and "jq" in readme
+
+
+def test_a_second_projects_export_keeps_the_firsts(store, tmp_path):
+    env, projects = store
+    out = tmp_path / "out"
+    cli("export", "--dir", str(projects / "proj-claude"), "--out", str(out), env=env)
+    cli("export", "--dir", str(projects / "proj-claude-other"), "--out", str(out), env=env)
+    assert len([n for n in os.listdir(out) if n.endswith(".atif.json")]) == 3
 
 
 @pytest.mark.parametrize("args,message", [

@@ -126,3 +126,17 @@ def test_a_cache_folder_another_user_owns_is_never_used(tmp_path):
     run_everything(env, project, str(tmp_path / "out"))
     assert os.listdir(cache) == []
     assert stat.S_IMODE(os.stat(cache).st_mode) == 0o777  # not ours to change
+
+
+def test_the_mountpoint_memory_creates_is_owner_only(tmp_path):
+    from test_memory import FUSE_PROBLEM, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    env, project = secret_store(tmp_path)
+    point = os.path.join(project, "memory")
+    try:
+        mount(env, project)
+    finally:
+        take_down(point)
+    assert stat.S_IMODE(os.stat(point).st_mode) == 0o700

@@ -140,11 +140,11 @@ def plant_sqlite(path: str) -> int:
               if not r[0].startswith("sqlite_")]
     for table in tables:
         for column in [c[1] for c in connection.execute(f'PRAGMA table_info("{table}")')]:
-            rows = connection.execute(f'SELECT rowid, "{column}" FROM "{table}"').fetchall()
-            for rowid, value in rows:
+            values = [r[0] for r in connection.execute(f'SELECT DISTINCT "{column}" FROM "{table}"')]
+            for value in values:  # by value: a WITHOUT ROWID table has no rowid to name a row by
                 planted_value = plant_value(value)
                 if planted_value is not None:
-                    connection.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (planted_value, rowid))
+                    connection.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE "{column}" = ?', (planted_value, value))
                     planted += 1
     connection.commit()
     connection.close()

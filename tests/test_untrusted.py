@@ -245,3 +245,22 @@ def test_commands_that_use_every_core_work_without_a_writable_dev_shm(tmp_path):
                             env=env, cwd=project, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "FAILED" not in result.stdout, result.stdout + result.stderr
     assert "internal error" not in result.stderr, result.stderr
+
+
+def test_a_crush_project_listed_inside_a_stopped_fuse_mount_hangs_nothing(tmp_path, stopped_fuse):
+    """Crush's projects.json names data folders; one that leads into a stopped FUSE mount (or
+    holds a NUL) must not be looked at."""
+    env, project = store(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(stopped_fuse / "sub")
+    listed = {"projects": [{"path": str(link / "p"), "data_dir": str(link / "p" / ".crush")},
+                           {"path": "/x\u0000y", "data_dir": ".crush"}]}
+    data = os.path.join(env["HOME"], ".local", "share", "crush")
+    os.makedirs(data)
+    with open(os.path.join(data, "projects.json"), "w") as handle:
+        json.dump(listed, handle)
+    try:
+        result = cli("list", "--all", env=env, cwd=project, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("list --all hung on a Crush project listed inside a stopped FUSE mount")
+    assert result.returncode == 0, result.stderr
