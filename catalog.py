@@ -3,6 +3,8 @@
 Discovery asks every agent module for its sources, re-scans only the sources whose fingerprint
 changed since the last run (`index` cache), gives each session a short id that is unique in
 the whole catalog, and sorts newest first. Nothing here parses a session beyond its head.
+The archive (archive.py) is one more source of each agent: a session it holds whose native
+record is gone is listed from its archived discovery record, with the same id and file name.
 
 A native id found in two sources of one agent is one session (a copy, an older format beside
 the newer one): the first source wins. For agents that keep sessions in per-project folders
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import agents
+import archive
 import cache
 import mounts
 import safepath
@@ -98,12 +101,23 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
                 if identity not in seen:  # one session in two sources: the first wins
                     seen.add(identity)
                     sessions.append(session)
+        sessions.extend(_archived_only(module, env, seen, per_project))
         fresh[module.NAME] = {"version": module_version(module), "sources": kept}
     if use_cache and _changed(index, fresh, names):
         cache.save(env, cache.INDEX_FILE, {**index, **fresh})
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)
+
+
+def _archived_only(module, env, seen: set, per_project: bool) -> list[Session]:
+    """The module's archived sessions that no live source holds any more (the live one wins)."""
+    def listed(native_id: str, cwd: str | None) -> bool:
+        return (native_id, cwd if per_project else None) in seen
+
+    found = archive.sessions_of(env, module.NAME, listed)
+    seen.update((s.native_id, s.cwd if per_project else None) for s in found)
+    return found
 
 
 def looking_in(env, project: str | None):

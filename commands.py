@@ -8,6 +8,7 @@ import sys
 
 
 import agents
+import archive
 import cache
 import catalog
 import documents
@@ -87,12 +88,14 @@ def known_facts(sessions: list, env, translate: bool) -> list:
 def listing_record(session) -> dict:
     """A session as `list --json` and `search --json` print it. First message and model were
     made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
-    printable (a file name that is not UTF-8) and redacted too."""
+    printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
+    archive, its native record being gone."""
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": catalog.listing_text(session.native_id),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
-              "file": catalog.file_name(session), "source": catalog.listing_text(session.source)}
+              "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
+              "archived": archive.marked(session)}
     return record
 
 

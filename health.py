@@ -1,7 +1,8 @@
 """`trajectoriz agents`: the health of every agent store this machine holds.
 
 For each known agent: the store paths found, how many sessions and how many bytes of native
-data they hold, how many sessions translate with warnings and how many fail (grouped by kind of
+data they hold (and how many of its sessions are served from the archive only, their native
+record gone), how many sessions translate with warnings and how many fail (grouped by kind of
 problem, with the first reason of each kind), and which native formats and agent versions were
 seen. Every session is translated, through `documents.translate`, the path every command uses,
 so a problem shows here exactly as it would in `show` or the mount. Sessions are translated in
@@ -18,6 +19,7 @@ from collections import Counter
 
 
 import agents
+import archive
 import catalog
 import documents
 import parallel
@@ -36,7 +38,8 @@ def summarize(session, env) -> dict:
     extra = doc.get("extra") or {}
     return {"error": extra.get("error"), "warnings": list(extra.get("warnings") or []),
             "version": (doc.get("agent") or {}).get("version") or "unknown",
-            "format": session.extra.get("format") or "unknown", "id": session.short_id}
+            "format": session.extra.get("format") or "unknown", "id": session.short_id,
+            "archived": archive.marked(session)}
 
 
 def summarize_all(sessions: list, env) -> list[dict]:
@@ -88,6 +91,7 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
         "agent": name, "atif_name": getattr(module, "ATIF_NAME", name),
         "store": catalog.listing_text(os.path.commonpath(sources)) if sources else None,
         "sources": len(sources), "sessions": len(summaries),
+        "archived_only": sum(1 for s in summaries if s["archived"]),
         "native_bytes": native_bytes(module, sources, env),
         "sessions_with_warnings": len(warned), "sessions_failed": len(failed),
         "warnings": group_problems([(s["id"], w) for s in warned for w in s["warnings"]])[:MAX_KINDS],
@@ -146,7 +150,8 @@ def markdown(rows: list[dict], env) -> str:
 
 def _table_row(row: dict, env) -> list[str]:
     store = f"`{cell(short_path(row['store'], env))}`" if row["store"] else "not found"
-    return [row["agent"], store, str(row["sessions"]), human_bytes(row["native_bytes"]),
+    sessions = str(row["sessions"]) + (f" ({row['archived_only']} archived)" if row["archived_only"] else "")
+    return [row["agent"], store, sessions, human_bytes(row["native_bytes"]),
             str(row["sessions_with_warnings"]), str(row["sessions_failed"]),
             cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40), cell(row["retention"], 100)]
 

@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one JSON object per agent (all store paths, problem groups, counts)")
 
     _memory_parser(commands)
+    _archive_parsers(commands)
 
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
@@ -200,6 +201,36 @@ def _memory_parser(commands) -> None:
                            "exit 0 only when it is mounted and answering")
 
 
+def _archive_parsers(commands) -> None:
+    keep = commands.add_parser(
+        "archive", help="keep every session in trajectoriz's archive, beyond its agent's clean-up",
+        description="Copy what every session needs to be translated again (its native files, "
+                    "compressed; a database store's own rows) into ${XDG_DATA_HOME:-~/.local/"
+                    "share}/trajectoriz/archive, so that list, show, search, export and the "
+                    "memory mount still serve it after its agent deleted it (Claude Code and "
+                    "Gemini CLI delete sessions after 30 days). Incremental: only what changed "
+                    "since the last run is read; a mounted memory/ archives its project's "
+                    "sessions as it sees them.")
+    what = keep.add_mutually_exclusive_group()
+    what.add_argument("--verify", action="store_true",
+                      help="read every archived file back and check it; exit 1 when some are damaged")
+    what.add_argument("--schedule", action="store_true",
+                      help="run `trajectoriz archive` every day from now on (a systemd user timer, "
+                           "else a crontab line)")
+    what.add_argument("--unschedule", action="store_true", help="stop the daily run --schedule set up")
+    keep.add_argument("--json", action="store_true", help="one JSON object summing up the run")
+
+    forget = commands.add_parser(
+        "forget", help="remove sessions from the archive and from every cache, for good",
+        description="Remove sessions from trajectoriz's archive and from its caches (documents, "
+                    "search texts, facts), and never archive them again: the way to "
+                    "purge a secret. The agents' own stores are not touched: a session its "
+                    "agent still holds is still shown from there.")
+    forget.add_argument("ids", nargs="*", metavar="ID", help="session ids, as list and search show them")
+    forget.add_argument("--before", metavar="DATE",
+                        help="also every session started before DATE (YYYY-MM-DD, an ISO time, or Nd)")
+
+
 def _filter_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
     command.add_argument("--since", metavar="DATE",
@@ -230,6 +261,7 @@ HANDLERS = {
     "export": ("commands", "run_export"), "validate": ("commands", "run_validate"),
     "search": ("search", "run_search"), "stats": ("stats", "run_stats"),
     "agents": ("health", "run"), "memory": ("memory", "run_memory"),
+    "archive": ("archiving", "run_archive"), "forget": ("forget", "run_forget"),
 }
 
 

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import archive
 import cache
 import catalog
 import documents
@@ -564,11 +565,20 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
     copy = copy_session(second, "22222222-3333-4444-8555-666666666666")
     added = next(n for n, s in expected_sessions(env, proj).items() if s.source == copy)
     assert wait_for(lambda: added in client("ls", point).stdout.split(), 10)
-    assert client("cat", os.path.join(point, added)).stdout.encode() == cli("show", added, env=env).stdout
-    os.remove(copy)
-    assert client("stat", os.path.join(point, added)).returncode != 0  # at once
+    added_bytes = cli("show", added, env=env).stdout
+    assert client("cat", os.path.join(point, added)).stdout.encode() == added_bytes
+    assert wait_for(lambda: archived_ids(env) >= {"22222222-3333-4444-8555-666666666666"}, 10)
+    os.remove(copy)  # the mount archived it as it appeared: it stays, served from the archive
+    assert client("cat", os.path.join(point, added)).stdout.encode() == added_bytes  # at once
+    records = [json.loads(line) for line in cli("list", "--dir", proj, "--json", env=env).stdout.splitlines()]
+    assert [r["archived"] for r in records if r["file"] == added] == [True]
+    assert cli("forget", added, env=env).returncode == 0  # gone for good
     assert wait_for(lambda: added not in client("ls", point).stdout.split(), 10)
     assert sizes_seen_by_ls(point) == {**listed(env, proj), "README.md": os.path.getsize(os.path.join(point, "README.md"))}
+
+
+def archived_ids(env) -> set:
+    return {entry["record"][1] for entry in archive.read_index(env)["sessions"].values()}
 
 
 HOLDER = r"""

@@ -176,7 +176,7 @@ def test_json_records(store):
     (record,) = found(store, "claude-3")
     listed = {r["id"]: r for r in sessions(store)}[record["id"]]
     assert set(record) == {"id", "agent", "date", "started", "native_id", "cwd", "model",
-                           "first_message", "file", "source"}
+                           "first_message", "file", "source", "archived"}
     assert record == {k: listed[k] for k in record}
 
 
