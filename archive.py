@@ -74,6 +74,7 @@ import shutil
 import sys
 import threading
 
+import agents
 import cache
 from agents.base import Session, home
 
@@ -235,6 +236,21 @@ def restored(key: str, item: list) -> Session | None:
         return None
     session.extra = {**session.extra, "archived": {"key": key, "identity": item[2]}}
     return session
+
+
+def key_of(session: Session, module=None) -> str:
+    """A session's key in the archive (`session_key`, per project for the agents that keep
+    sessions per project)."""
+    module = module or agents.load(session.agent)
+    per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
+    return session_key(session.agent, session.native_id, session.cwd if per_project else None)
+
+
+def holds(env):
+    """A predicate: whether the archive holds a session (some version of it), read from the
+    index's listing only."""
+    keys = {key for items in _listing(env).values() for key, _ in items}
+    return lambda session: marked(session) or key_of(session) in keys
 
 
 def marked(session: Session) -> bool:

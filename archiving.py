@@ -169,7 +169,7 @@ class Writer:
 
     def archive_session(self, session, settled_before_ns: int | None = None) -> None:
         module = agents.load(session.agent)
-        key = key_of(session, module)
+        key = archive.key_of(session, module)
         entry = self.index["sessions"].get(key)
         if key in self.index["forgotten"] or "scan_error" in session.extra:
             self.summary.skipped += 1
@@ -555,12 +555,6 @@ def _newest(fingerprint: list) -> int:
     return max((entry[1] for entry in fingerprint if entry), default=0)
 
 
-def key_of(session, module=None) -> str:
-    module = module or agents.load(session.agent)
-    per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
-    return archive.session_key(session.agent, session.native_id, session.cwd if per_project else None)
-
-
 def discovery_record(session) -> list:
     """The session as live discovery saw it, without what the catalog adds to it (twins are
     marked again when the archived session is listed)."""
@@ -578,7 +572,7 @@ def pending(env, sessions: list, settled_before_ns: int | None = None) -> list:
     found, memo = [], {}
     for session in sessions:
         module = agents.load(session.agent)
-        key = key_of(session, module)
+        key = archive.key_of(session, module)
         if key in index["forgotten"] or "scan_error" in session.extra:
             continue
         entry = index["sessions"].get(key)
@@ -611,7 +605,7 @@ def archived_copy(session, env):
     """The archived copy of a live session its agent has just deleted (the mount serves it until
     the next discovery lists it from the archive); None when there is none."""
     index = archive.load(env)
-    key = key_of(session)
+    key = archive.key_of(session)
     entry = index["sessions"].get(key)
     if entry is None:
         return None

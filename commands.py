@@ -58,7 +58,8 @@ def write(text: str | bytes) -> None:
 def run_list(args, env) -> int:
     import orjson
 
-    _, sessions, project = selected(args, env)
+    found, sessions, project = selected(args, env)
+    retention_note(found, env)
     rows = list(zip(sessions, known_facts(sessions, env, args.steps)))
     if args.json:
         write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
@@ -70,6 +71,15 @@ def run_list(args, env) -> int:
                    cell(s.title, 80)] for s, f in rows])
     write(f"## Sessions of {where} — {len(rows)} session(s)\n\n{body}\n")
     return 0
+
+
+def retention_note(found: catalog.Catalog, env) -> None:
+    """One line on stderr when agents will delete, within a week, sessions not archived yet."""
+    import retention
+
+    line = retention.warning(retention.at_risk(found.sessions, archive.holds(env), env))
+    if line:
+        print(f"trajectoriz: {line}", file=sys.stderr)
 
 
 def known_facts(sessions: list, env, translate: bool) -> list:

@@ -31,7 +31,7 @@ def run_forget(args, env) -> int:
         raise UserError("name the sessions to forget (ID ...) or --before DATE")
     chosen = chosen_sessions(args, env)
     with archiving.Writer(env) as writer:
-        removed = writer.forget(list(dict.fromkeys(archiving.key_of(s) for s in chosen)))
+        removed = writer.forget(list(dict.fromkeys(archive.key_of(s) for s in chosen)))
     purge_caches(env, chosen)
     still_live = sum(1 for s in chosen if not archive.marked(s))
     print(f"Forgot {len(chosen)} session(s): {removed} removed from the archive, and every cached "

@@ -69,7 +69,8 @@ def run_memory(args, env) -> int:
         return 0
     if args.foreground:
         return serve(fuse, project, point, env)
-    catalog.discover(env)  # the index, built here: the server then finds it warm (see below)
+    commands.retention_note(catalog.discover(catalog.looking_in(env, project)), env)  # the index, built
+    # here: the server then finds it warm (see below)
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
           f"Unmount with: trajectoriz memory --unmount {args.mountpoint}")

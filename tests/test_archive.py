@@ -117,7 +117,7 @@ def mount_files(env, projects: set) -> dict:
 
 
 def observed(env, cwd: str, anchor: str, tmp_path, round_name: str) -> SimpleNamespace:
-    records = [orjson.loads(line) for line in ok(env, "list", "--all", "--json", cwd=cwd).splitlines()]
+    records = [orjson.loads(line) for line in ok(env, "list", "--all", "--json", "--steps", cwd=cwd).splitlines()]
     flags = archived_flags(records)
     shown = {r["id"]: ok(env, "show", r["id"], cwd=cwd) for r in records}
     hits = run_main(env, ["search", "--content", anchor, "--json", "--limit", "0"], cwd=cwd)
@@ -326,7 +326,7 @@ def test_the_mount_archives_a_session_being_recorded_again_once_it_settles(tmp_p
     session = catalog.Scope(project, env).filter(catalog.discover(env).sessions)[0]
     append_user_message(session.source, "one more thing")  # being recorded: changed just now
     fs._refresh()
-    key = archiving.key_of(session)
+    key = archive.key_of(session)
     assert archive.read_index(env)["sessions"][key]["fingerprint"] != cache.fingerprint([session.source])
     os.utime(session.source, ns=(LONG_AGO_NS + 10**9, LONG_AGO_NS + 10**9))  # it settled
     fs._refresh()
@@ -441,7 +441,7 @@ def test_a_session_deleted_after_discovery_listed_it_is_not_archived_empty(tmp_p
         assert writer.summary.failed == 2
     index = archive.read_index(env)
     for session in sessions[:2]:
-        files = index["sessions"][archiving.key_of(session)]["files"]
+        files = index["sessions"][archive.key_of(session)]["files"]
         assert [f[0] for f in files] == [session.source]  # as archived before
     assert ok(env, "show", first.short_id) != b"" and b"a change to archive" not in ok(env, "show", first.short_id)
 
@@ -452,7 +452,7 @@ def test_a_failure_document_names_the_original_paths_not_the_private_copy(tmp_pa
     session = catalog.discover(env).sessions[0]
     delete_natively(env, [session], [])
     index = archive.read_index(env)
-    index["sessions"][archiving.key_of(session)]["files"] = []  # an entry that lost its transcript
+    index["sessions"][archive.key_of(session)]["files"] = []  # an entry that lost its transcript
     cache.write_private(archive.index_path(env), archive.encode_index(index))
     doc = json.loads(ok(env, "show", session.short_id))
     assert doc["extra"]["error"] == f"FileNotFoundError: [Errno 2] No such file or directory: {session.source!r}"

@@ -354,3 +354,21 @@ def test_the_warning_line():
     assert retention.warning({"gemini": 1, "claude": 2}) == (
         "3 session(s) not archived yet will be deleted by their agent within 7 days "
         "(claude 2, gemini 1): run `trajectoriz archive`")
+
+
+def test_list_says_which_sessions_are_about_to_be_lost_until_they_are_archived(tmp_path, env):
+    """The one line of `list` (and `memory`): a Claude session 29 days old is deleted within the
+    week unless archived; after `trajectoriz archive`, nothing is said."""
+    from helpers import run_main
+
+    proj = project(tmp_path, "app")
+    folder = os.path.join(env["HOME"], ".claude", "projects", "-src-app")
+    for name, days in (("old", 29), ("new", 3)):
+        aged(write_jsonl(os.path.join(folder, f"{name}.jsonl"), [
+            {"type": "user", "cwd": proj, "sessionId": name, "timestamp": "2026-01-01T00:00:00Z",
+             "message": {"role": "user", "content": f"the {name} one"}}]), days)
+    listed = run_main(env, ["list"], cwd=proj)
+    assert listed.returncode == 0
+    assert b"1 session(s) not archived yet will be deleted by their agent within 7 days (claude 1)" in listed.stderr
+    assert run_main(env, ["archive"], cwd=proj).returncode == 0
+    assert b"will be deleted" not in run_main(env, ["list"], cwd=proj).stderr
