@@ -26,7 +26,7 @@ import os
 import sqlite3
 from contextlib import closing
 
-from agents import session_totals, sqlite_ro
+from agents import session_totals, sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, chat_content, env_dir, epoch,
                          iso, join_result, json_arguments, one_line)
 from atif.build import TrajectoryBuilder
@@ -293,3 +293,20 @@ def tool_result_extra(content) -> dict | None:
     if payload.get("error") or (exit_code not in (None, 0)):
         extra["is_error"] = True
     return extra or None
+
+
+# the archive's interface (archive.py): one session's rows as a database of their own -------------
+def extract(session: Session, env) -> bytes:
+    """The store's schema with only this session's rows (`session_rows`): not the other
+    sessions', nor their search index, delegations or gateway routes."""
+    return sqlite_extract.image(session.source, session_rows, session.locator)
+
+
+def extract_signature(session: Session, env) -> str | None:
+    return sqlite_extract.signature(session.source, session_rows, session.locator)
+
+
+def session_rows(connection) -> list[tuple[str, str]]:
+    """What `translate` reads of a session: its row, its messages and its usage per model.
+    Children are sessions of their own (Hermes links no call to them), archived on their own."""
+    return [("sessions", "id = ?"), ("messages", "session_id = ?"), ("session_model_usage", "session_id = ?")]
