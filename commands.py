@@ -171,7 +171,7 @@ def run_export(args, env) -> int:
     removed = _remove_files(out, earlier - written) if args.delete else 0
     kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
     cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
-    cache.write_private(os.path.join(out, "README.md"), guide.readme(project or "every project", len(kept), mounted=False))
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0

@@ -33,6 +33,7 @@ import orjson
 import cache
 import catalog
 import commands
+import invocation
 import memoryfs
 import mounts
 import parallel
@@ -168,7 +169,7 @@ def serve(fuse, project: str, point: str, env) -> int:
         state = orjson.dumps({"pid": os.getpid(), "point": point, "project": project})
         written.append(write_private_file(env, _state_name(point), state))
 
-    fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
+    fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=invocation.self_command(),
                            workers=parallel.cores(), caller=lambda: fuse.fuse_get_context()[2])
     print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
           file=sys.stderr, flush=True)
@@ -184,13 +185,6 @@ def serve(fuse, project: str, point: str, env) -> int:
     return 0
 
 
-def self_command() -> list[str]:
-    """How to run trajectoriz again: the frozen executable alone, or Python and the script."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable]
-    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trajectoriz.py")]
-
-
 def start_background(project: str, point: str, env) -> None:
     """Start the server as `--foreground` in a session of its own, and return once the mount
     answers; raise a UserError with the server's reason when it does not. run_memory has just
@@ -198,7 +192,7 @@ def start_background(project: str, point: str, env) -> None:
     big opencode database), and the short-lived launcher, not the server, should carry that
     peak of memory."""
     log = new_log(env, point)
-    command = [*self_command(), "memory", point, "--foreground", "--dir", project]
+    command = [*invocation.self_command(), "memory", point, "--foreground", "--dir", project]
     with open(log or os.devnull, "ab") as output:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                                  cwd="/", env={**env, "PYINSTALLER_RESET_ENVIRONMENT": "1"},

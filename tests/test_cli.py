@@ -169,3 +169,21 @@ def test_empty_home_lists_nothing(tmp_path):
     env = base_env(tmp_path)
     result = cli("list", "--all", env=env)
     assert result.returncode == 0 and "0 session(s)" in result.stdout.decode()
+
+
+def test_the_readme_beside_the_files_fits_the_directory(store, tmp_path):
+    """Before: its searches lacked --local, it assumed trajectoriz on PATH, listed agents that had
+    no session there, and an export of every project said "this project" in its body."""
+    import invocation
+
+    env, projects = store
+    project = str(projects / "proj-claude")
+    cli("export", "--dir", project, "--out", str(tmp_path / "one"), env=env)
+    readme = (tmp_path / "one" / "README.md").read_text()
+    assert f"# Trajectory memory of {project}" in readme and "sessions of this project (2 session(s))" in readme
+    assert "written by claude (2)," in readme and "codex" not in readme and "opencode" not in readme
+    assert f"{invocation.shown_command()} search --local \"words" in readme
+    cli("export", "--all", "--out", str(tmp_path / "all"), env=env)
+    everything = (tmp_path / "all" / "README.md").read_text()
+    assert "# Trajectory memory of every project" in everything and "this project" not in everything
+    assert "--local" in everything.split("## jq")[0] and "search \"words" in everything
