@@ -150,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
     check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
     check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
+    parser.subcommands = commands.choices  # main() reports a command's unknown option with its usage
     return parser
 
 
@@ -279,7 +280,10 @@ def main(argv=None) -> int:
 
         return warmup.run_worker(os.environ)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser: its usage, not the whole program's
+        after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
+        (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not args.command:
         parser.print_help()
         return EXIT_ERROR
