@@ -152,8 +152,14 @@ def stats(paths, memo: dict | None = None) -> list:
     return found
 
 
+NS_LIMIT = 2 ** 63 - 1  # a fingerprint is stored as JSON too (orjson: 64-bit integers only)
+
+
 def fingerprint_of(stat_results: list) -> list:
-    return [[st.st_size, st.st_mtime_ns] if st is not None else None for st in stat_results]
+    """[size, mtime_ns] per stat result; an mtime past 2262 (any file's mtime can be set so, and
+    tmpfs and btrfs hold any) is cut to the signed 64-bit range."""
+    return [[st.st_size, max(-NS_LIMIT, min(st.st_mtime_ns, NS_LIMIT))] if st is not None else None
+            for st in stat_results]
 
 
 def _decode(name: str, data: bytes):

@@ -232,14 +232,23 @@ def assign_short_ids(sessions: list[Session]) -> None:
         session.short_id = f"{prefixes[session.agent]}-{digest[:width]}"
 
 
+def local_time(session: Session) -> datetime | None:
+    """When the session started, in local time; None when unknown, or when no date can be
+    made of what the store (or a file's mtime) says: year 0, after 9999, not a number."""
+    try:
+        return datetime.fromtimestamp(session.started) if session.started is not None else None
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
+
+
 def local_date(session: Session) -> str:
-    if session.started is None:
-        return "unknown"
-    return datetime.fromtimestamp(session.started).strftime("%Y-%m-%d")
+    moment = local_time(session)
+    return "unknown" if moment is None else moment.strftime("%Y-%m-%d")
 
 
 def file_name(session: Session) -> str:
-    date = local_date(session) if session.started is not None else "0000-00-00"
+    moment = local_time(session)
+    date = moment.strftime("%Y-%m-%d") if moment is not None else "0000-00-00"
     return f"{date}_{session.agent}_{session.short_id}.atif.json"
 
 

@@ -1,0 +1,134 @@
+"""Red team, second round: attacks on the guarantees of README.md ("Guarantees") by someone who
+controls the content and names of session files and databases, and environment variables a
+user may plausibly have set. Each test is one attack that worked on main before its fix (or
+is marked xfail, strict, when the fix is larger than this round)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import base_env, cli, run_main
+from test_untrusted import SESSION, claude_session, listing, store
+
+
+def claude_with_first_timestamp(home: str, folder: str, cwd: str, session_id: str, timestamp_json: str) -> str:
+    """The recorded Claude session with the timestamp of every record replaced by the raw JSON
+    text `timestamp_json`."""
+    path = claude_session(home, folder, session_id + ".jsonl", cwd, session_id)
+    with open(path, encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    lines = []
+    for record in records:
+        text = json.dumps(record)
+        if "timestamp" in record:
+            text = text.replace(json.dumps(record["timestamp"]), timestamp_json, 1)
+        lines.append(text)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+# 5. one bad entry: timestamps ------------------------------------------------------------------
+@pytest.mark.parametrize("timestamp", ["1e400", "Infinity"])
+def test_an_infinite_timestamp_hangs_no_command(tmp_path, timestamp):
+    """`1e400` is valid JSON; orjson refuses it, the standard library's json (the fallback) reads
+    it as inf, and `epoch()` divided inf by 1000 until it would be below 1e11: forever."""
+    env, project = store(tmp_path)
+    claude_with_first_timestamp(env["HOME"], "-proj", project, "3e400000-0000-4000-8000-000000000000", timestamp)
+    for args in (["list", "--all"], ["show", "3e400000-0000-4000-8000-000000000000"]):
+        try:
+            result = cli(*args, env=env, cwd=project, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{' '.join(args)} hung on a session whose timestamps are {timestamp}")
+        assert result.returncode == 0, result.stderr
+    assert len(listing(env, "--all", cwd=project)) == 2
+
+
+@pytest.mark.parametrize("timestamp", [
+    '"0001-01-01T00:00:00"',            # naive: local time before year 1 in UTC+ zones -> ValueError
+    '"0001-01-01T00:00:00+14:00"',      # before year 1: fromtimestamp fails in list
+    '"9999-12-31T23:59:59-14:00"',      # after year 9999
+    '"\u00b2"',                         # str.isdigit() is true, int() refuses it
+    "1" + "0" * 400,                    # an integer no float holds
+])
+def test_an_out_of_range_timestamp_is_no_exit(tmp_path, timestamp):
+    env, project = store(tmp_path)
+    claude_with_first_timestamp(env["HOME"], "-proj", project, "0dd00000-0000-4000-8000-000000000000", timestamp)
+    for args in (["list", "--all"], ["list"], ["list", "--json"], ["search", "SCENARIO"],
+                 ["search", "--content", "note.txt"], ["export", "--out", str(tmp_path / "out")],
+                 ["show", "--markdown", "0dd00000-0000-4000-8000-000000000000"]):
+        result = run_main(env, args, cwd=project)
+        assert result.returncode == 0, (args, result.stderr)
+    rows = listing(env, "--all", cwd=project)
+    assert len(rows) == 2
+    odd = next(r for r in rows if r["native_id"].startswith("0dd"))
+    assert odd["first_message"].startswith("SCENARIO")  # read, not an "(unreadable session)"
+    assert len(list((tmp_path / "out").glob("*.atif.json"))) == 2
+
+
+@pytest.fixture
+def tmpfs_path():
+    """A folder on tmpfs, whose times go past year 9999 (ext4's stop at 2446)."""
+    import shutil
+    import tempfile
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    folder = tempfile.mkdtemp(dir="/dev/shm", prefix="attacks-")
+    try:
+        yield __import__("pathlib").Path(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_far_future_mtime_is_no_exit(tmpfs_path):
+    """A session with no timestamp starts at its file's mtime, which an unpacked archive (or
+    `touch`) may set to any time tmpfs or btrfs hold: one past year 9999 made `list` and the
+    mount fail in datetime.fromtimestamp; its nanoseconds (over 64 bits past year 2554) made
+    orjson fail when it named the cached document ("internal error" from every command)."""
+    env, project = store(tmpfs_path)
+    path = claude_with_first_timestamp(env["HOME"], "-proj", project, "0ff00000-0000-4000-8000-000000000000", "null")
+    os.utime(path, (1e13, 1e13))
+    if os.stat(path).st_mtime < 1e12:
+        pytest.skip("this file system cannot hold such a time")
+    for args in (["list", "--all"], ["list"], ["search", "SCENARIO"], ["stats"], ["agents"],
+                 ["search", "--content", "note.txt"], ["export", "--out", str(tmpfs_path / "o")],
+                 ["show", "--markdown", "0ff00000-0000-4000-8000-000000000000"]):
+        result = run_main(env, args, cwd=project)
+        assert result.returncode == 0, (args, result.stderr)
+    fs = __import__("memoryfs").MemoryFS(project, env)
+    names = [n for n, _, _ in fs.readdir("/", None) if n.endswith(".atif.json")]
+    assert len(names) == 2
+    for name in names:
+        assert fs.getattr("/" + name)["st_size"] > 0
+
+
+# 5. terminal escape sequences ------------------------------------------------------------------
+ESCAPES = "\u001b]0;owned\u0007\u001b]52;c;cm0gLXJmIH4K\u0007\u001b[2J\u009b31m\r"
+
+
+def test_show_markdown_never_drives_the_terminal(tmp_path):
+    """`show --markdown` printed messages, tool output and the recorded working directory as
+    they were: an OSC 52 sequence in a tool's output wrote the user's clipboard, OSC 0 set the
+    window title, CSI cleared the screen, a carriage return hid what came before it."""
+    env, project = store(tmp_path)
+    path = claude_session(env["HOME"], "-esc", "e5c00000-0000-4000-8000-000000000000.jsonl",
+                          project + "/sub" + ESCAPES, "e5c00000-0000-4000-8000-000000000000")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("note.txt", "note.txt" + json.dumps(ESCAPES)[1:-1]))
+    result = run_main(env, ["show", "--markdown", "e5c00000-0000-4000-8000-000000000000"], cwd=project)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode("utf-8")
+    assert "note.txt" in out
+    bad = sorted({c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f})
+    assert not bad, f"control characters printed: {bad!r}"
+    for args in (["list", "--all"], ["search", "--content", "note.txt"], ["agents"], ["stats", "--all"]):
+        shown = run_main(env, args, cwd=project).stdout.decode("utf-8")
+        assert "\u001b" not in shown and "\u0007" not in shown, args
+
