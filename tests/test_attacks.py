@@ -132,3 +132,90 @@ def test_show_markdown_never_drives_the_terminal(tmp_path):
         shown = run_main(env, args, cwd=project).stdout.decode("utf-8")
         assert "\u001b" not in shown and "\u0007" not in shown, args
 
+
+
+# 5. hostile SQLite -----------------------------------------------------------------------------
+def hostile_opencode_home(tmp_path, script: str) -> dict:
+    """The live opencode store, checkpointed into one file (a copy: ours to change), then
+    changed by `script`."""
+    import shutil
+    import sqlite3
+
+    from helpers import LIVE
+
+    env = base_env(tmp_path)
+    data = os.path.join(env["HOME"], ".local", "share", "opencode")
+    os.makedirs(data)
+    source = os.path.join(LIVE, "opencode-1.18.33", ".local", "share", "opencode", "opencode.db")
+    staging = str(tmp_path / "staging")
+    os.makedirs(staging)
+    for suffix in ("", "-wal"):
+        shutil.copy2(source + suffix, os.path.join(staging, "opencode.db" + suffix))
+    db = sqlite3.connect(os.path.join(staging, "opencode.db"))  # our own copy
+    db.execute("PRAGMA journal_mode=DELETE")
+    db.executescript(script)
+    db.commit()
+    db.close()
+    shutil.copy2(os.path.join(staging, "opencode.db"), os.path.join(data, "opencode.db"))
+    return env
+
+
+ENDLESS = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c)"
+
+
+@pytest.mark.parametrize("script", [
+    # the session table replaced by a view whose rows never come: SQLite runs a store's views
+    "ALTER TABLE session RENAME TO session_real;"
+    f"CREATE VIEW session AS {ENDLESS} SELECT s.* FROM session_real s, c WHERE c.n < 0;",
+    # the message table too (read by the listing's subqueries and by every translation)
+    "ALTER TABLE message RENAME TO message_real;"
+    f"CREATE VIEW message AS {ENDLESS} SELECT m.* FROM message_real m, c WHERE c.n < 0;",
+], ids=["session view", "message view"])
+def test_a_sqlite_view_that_never_ends_hangs_no_command(tmp_path, script):
+    env = hostile_opencode_home(tmp_path, script)
+    for args in (["list", "--all"], ["agents"]):
+        try:
+            result = cli(*args, env=env, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{' '.join(args)} hung on an opencode store whose tables are endless views")
+        assert result.returncode == 0, (args, result.stderr)
+
+
+def test_a_sqlite_generated_column_that_costs_hours_is_cut_short(tmp_path):
+    """A generated column is computed on every read: Crush's listing sorts a session's user
+    messages to take the first one's `parts`, so SQLite builds `parts` for each of them; 100 MB
+    for each of 3,000 rows of a store of kilobytes kept `list` busy for many minutes (the 64 MB
+    cap on a value is checked once SQLite has built it). Every statement on a snapshot now has
+    a deadline (sqlite_ro.QUERY_SECONDS, lowered here to keep the test short)."""
+    import sqlite3
+    import sys
+
+    import test_agent_crush
+    from helpers import ROOT
+
+    env = base_env(tmp_path)
+    project = str(tmp_path / "proj-crush")
+    path = test_agent_crush.build_database(project)
+    db = sqlite3.connect(path)  # our own store, built just now
+    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'"
+                              " AND sql IS NOT NULL").fetchall():
+        db.execute(f'DROP INDEX "{name}"')  # a sort of every user message then builds each one's parts
+    db.executescript("""
+        ALTER TABLE messages RENAME COLUMN parts TO parts_old;
+        ALTER TABLE messages ADD COLUMN parts TEXT GENERATED ALWAYS AS (printf('%.*c', 100000000, 'x')) VIRTUAL;
+        INSERT INTO messages (id, session_id, role, parts_old, created_at, updated_at)
+            SELECT 'flood-' || c.n, (SELECT id FROM sessions WHERE coalesce(parent_session_id, '') = '' LIMIT 1), 'user', '[]', c.n, c.n
+            FROM (WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000)
+                  SELECT n FROM c) c;
+    """)
+    db.commit()
+    db.close()
+    program = ("import sys; sys.path.insert(0, sys.argv[1]); import agents.sqlite_ro as s; "
+               "s.QUERY_SECONDS = 2; import trajectoriz; sys.exit(trajectoriz.main(sys.argv[2:]))")
+    try:
+        result = subprocess.run([sys.executable, "-c", program, ROOT, "list", "--all"], env=env,
+                                cwd=project, capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("list --all spent minutes in one SQLite query over a store of kilobytes")
+    assert result.returncode == 0, result.stderr
+    assert b"unreadable session" in result.stdout  # the store's failure is visible, as for any damage
