@@ -294,3 +294,38 @@ def test_a_secret_cut_by_the_first_message_limit_stays_out(tmp_path):
         outputs += [open(os.path.join(folder, name), "rb").read() for name in files]
     assert not [data for data in outputs if head in data]
     assert b"SCENARIO word word" in outputs[1]  # the first message is still listed
+
+
+# 4. private folders ----------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder another user's")
+def test_a_cache_folder_inside_another_users_folder_is_never_used(tmp_path):
+    """XDG_CACHE_HOME=/tmp/cache, where another user made /tmp/cache first: trajectoriz made its
+    own folder in it, private and ours, and used it; but the owner of /tmp/cache can rename
+    what is in it, and swapped our folder for a symlink to a folder of ours once the check was
+    made (a mount serves for days on one check): the cache, then written there, went where the
+    other user chose (and the documents read back were theirs)."""
+    import cache
+
+    shared = tmp_path / "cache"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    os.chown(shared, 65534, 65534)  # nobody's
+    target = tmp_path / "victim"
+    target.mkdir(mode=0o700)
+    env = base_env(tmp_path)
+    env["XDG_CACHE_HOME"] = str(shared)
+    cache._checked.clear()
+    try:
+        folder = cache.cache_dir(env)
+        cache.save(env, "probe.json", {"written": True})
+        if os.path.isdir(folder):  # the other user's move
+            os.rename(folder, str(shared / "moved"))
+            os.symlink(str(target), folder)
+        cache.save(env, "probe.json", {"written": True})
+        assert not (target / "probe.json").exists(), "the cache was written where another user pointed it"
+        assert not os.path.lexists(shared / "moved" / "probe.json"), "a cache in another user's folder was used"
+        result = run_main(env, ["list", "--all"])
+        assert result.returncode == 0, result.stderr
+        assert os.listdir(target) == []
+    finally:
+        cache._checked.clear()
