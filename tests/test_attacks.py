@@ -329,3 +329,27 @@ def test_a_cache_folder_inside_another_users_folder_is_never_used(tmp_path):
         assert os.listdir(target) == []
     finally:
         cache._checked.clear()
+
+
+# 3. secrets: what a marker tells -----------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="markers hash the secret alone (sha256, 32 bits shown): a "
+                   "reader of the mount confirms a guessed password offline; needs a keyed hash "
+                   "(HMAC with a random per-user key kept in the private cache folder)")
+def test_a_redaction_marker_is_no_oracle_for_a_guessed_password(tmp_path):
+    """`«REDACTED:password:<first 8 hex of sha256(secret)>»`: for a password of words and digits,
+    a dictionary of a few million guesses finds the one whose hash starts so (32 bits leave
+    about one false match per 4 billion), without ever reaching the machine again: an agent
+    reading memory/ under a prompt injection, or anyone given an export, has the password."""
+    import hashlib
+
+    password = "Summer2024!Acme"
+    env, project = store(tmp_path)
+    path = os.path.join(env["HOME"], ".claude", "projects", "-proj", SESSION + ".jsonl")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("note.txt back", "note.txt back (DB_PASSWORD=" + password + ")"))
+    shown = run_main(env, ["show", SESSION], cwd=project).stdout
+    assert b"REDACTED:password:" in shown and password.encode() not in shown
+    guess = hashlib.sha256(password.encode()).hexdigest()[:8]
+    assert guess.encode() not in shown, "the marker confirms the guessed password"
