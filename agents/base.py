@@ -231,8 +231,10 @@ def open_binary(path: str):
     """A binary file object; `.zst` files are decompressed as they are read (within SESSION_LIMIT).
     Only regular files are opened: a FIFO or a device named like a session would block or never
     end."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # before the open: opening a device is already an act
+        raise OSError(errno.EINVAL, "not a regular file", path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for one meanwhile
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", path)
     handle = os.fdopen(fd, "rb")

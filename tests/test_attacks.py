@@ -353,3 +353,31 @@ def test_a_redaction_marker_is_no_oracle_for_a_guessed_password(tmp_path):
     assert b"REDACTED:password:" in shown and password.encode() not in shown
     guess = hashlib.sha256(password.encode()).hexdigest()[:8]
     assert guess.encode() not in shown, "the marker confirms the guessed password"
+
+
+# 5. devices and FIFOs --------------------------------------------------------------------------
+def test_a_fifo_beside_a_store_is_never_opened(tmp_path, monkeypatch):
+    """A FIFO (or, through a symlink, a device: a tape that rewinds, /dev/watchdog) named like a
+    SQLite store's -wal file was opened, then found not regular and closed: opening a device
+    is already an act (README: "FIFOs and devices named like sessions are never opened")."""
+    import stat as stat_module
+
+    env = hostile_opencode_home(tmp_path, "")
+    wal = os.path.join(env["HOME"], ".local", "share", "opencode", "opencode.db-wal")
+    os.mkfifo(wal)
+    opened = []
+    real_open = os.open
+
+    def recording_open(path, flags, *args, **kwargs):
+        try:
+            if stat_module.S_ISFIFO(os.stat(path).st_mode):
+                opened.append(path)
+        except (OSError, TypeError, ValueError):
+            pass
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    result = run_main(env, ["list", "--all"])
+    monkeypatch.undo()
+    assert result.returncode == 0, result.stderr
+    assert not opened, f"opened: {opened}"
