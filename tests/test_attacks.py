@@ -381,3 +381,29 @@ def test_a_fifo_beside_a_store_is_never_opened(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert result.returncode == 0, result.stderr
     assert not opened, f"opened: {opened}"
+
+
+def test_an_aider_token_count_of_hundreds_of_digits_fails_no_session(tmp_path):
+    """`> Tokens: <400 digits> sent`: float() reads it as inf, int(round(inf)) raised
+    OverflowError (only ValueError was caught), and the whole run became a failure document."""
+    import shutil
+
+    import agents.aider as aider
+    from test_agent_aider import LIVE_AIDER
+
+    env = base_env(tmp_path)
+    project = tmp_path / "proj-aider"
+    project.mkdir()
+    source = os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE)
+    with open(source, encoding="utf-8") as handle:
+        text = handle.read()
+    assert "> Tokens: " in text
+    target = project / aider.HISTORY_FILE
+    target.write_text(__import__("re").sub(r"> Tokens: \S+ sent", "> Tokens: " + "1" * 400 + " sent", text, count=1))
+    shutil.copy2(os.path.join(os.path.dirname(source), ".aider.input.history"), project)
+    env["PWD"] = str(project)
+    rows = listing(env, "--all", cwd=str(project))
+    assert rows
+    for row in rows:
+        doc = json.loads(run_main(env, ["show", row["id"]], cwd=str(project)).stdout)
+        assert "error" not in doc["extra"], doc["extra"]["error"]
