@@ -463,6 +463,8 @@ def exclude_from_git(point: str) -> None:
     if found is None:
         return
     top, common = found
+    if not os.path.isfile(os.path.join(common, "HEAD")):
+        return  # not a repository (a `.git` file may name any folder: a store, say): write nothing
     entry = "/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", os.path.relpath(point, top)) + "/"
     exclude = os.path.join(common, "info", "exclude")
     try:
@@ -474,7 +476,7 @@ def exclude_from_git(point: str) -> None:
         if entry in existing.splitlines():
             return
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as handle:
+        with os.fdopen(os.open(exclude, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as handle:
             handle.write(("" if not existing or existing.endswith("\n") else "\n") + entry + "\n")
     except OSError:
         pass  # a read-only repository: git will show the directory, nothing worse

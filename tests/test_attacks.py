@@ -407,3 +407,40 @@ def test_an_aider_token_count_of_hundreds_of_digits_fails_no_session(tmp_path):
     for row in rows:
         doc = json.loads(run_main(env, ["show", row["id"]], cwd=str(project)).stdout)
         assert "error" not in doc["extra"], doc["extra"]["error"]
+
+
+def test_a_native_id_holding_a_secret_is_no_oracle(tmp_path):
+    """The native id comes from the store (Claude: the file name). It was printed by `list
+    --json` redacted, but matched raw: `show <prefix>` and `search --regex` answered yes or no
+    on each next character of a secret in it."""
+    env, project = store(tmp_path)
+    secret = "ghp_" + "Zk3vQ9wT2mLx8RbN4cYp7HdJ5sGf1AeUo6Wi"
+    claude_session(env["HOME"], "-proj", secret + ".jsonl", project, "4e5f0000-0000-4000-8000-000000000000")
+    rows = listing(env, "--all")
+    assert len(rows) == 2 and all(secret[:8] not in json.dumps(r) for r in rows)
+    for probe in (secret[:10], secret):
+        assert run_main(env, ["show", probe], cwd=project).returncode == 2
+    assert run_main(env, ["search", "--regex", "ghp_Zk3v"], cwd=project).returncode == 1
+    odd = next(r for r in rows if "REDACTED" in r["native_id"])
+    assert run_main(env, ["show", odd["id"]], cwd=project).returncode == 0
+    assert run_main(env, ["show", odd["native_id"]], cwd=project).returncode == 0  # the id as printed
+
+
+def test_a_git_file_naming_another_folder_makes_memory_write_nothing_there(tmp_path):
+    """`.git` may be a file saying `gitdir: <anywhere>`: memory added its mountpoint to
+    `<anywhere>/info/exclude`, creating it — inside an agent's store, say."""
+    import memory
+
+    elsewhere = tmp_path / "store"
+    elsewhere.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".git").write_text(f"gitdir: {elsewhere}\n")
+    memory.exclude_from_git(str(project / "memory"))
+    assert list(elsewhere.iterdir()) == []
+    real = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(real)], check=True)
+    os.remove(real / ".git" / "info" / "exclude")
+    memory.exclude_from_git(str(real / "memory"))
+    assert (real / ".git" / "info" / "exclude").read_text() == "/memory/\n"
+    assert oct(os.stat(real / ".git" / "info" / "exclude").st_mode & 0o777) == "0o600"

@@ -53,6 +53,7 @@ def make_store(root) -> tuple[dict, str, str]:
         subprocess.run(["git", "init", "-q", proj], check=True, capture_output=True)
     else:
         os.makedirs(os.path.join(proj, ".git", "info"))  # what memory looks for, without git
+        open(os.path.join(proj, ".git", "HEAD"), "w").write("ref: refs/heads/main\n")
     pattern = re.compile(r"/tmp/agents/proj-[a-z]+(-other)?")
     for name in HOMES:
         shutil.copytree(os.path.join(LIVE, name), env["HOME"], dirs_exist_ok=True)
