@@ -31,6 +31,7 @@ import agents
 import archive
 import cache
 import catalog
+import invocation
 from agents.base import listdir
 from errors import UserError
 
@@ -626,7 +627,7 @@ def run_archive(args, env) -> int:
     if args.schedule or args.unschedule:
         import schedule
 
-        said = schedule.install(scheduled_command(), env) if args.schedule else schedule.remove(env)
+        said = schedule.install([*invocation.self_command(), "archive"], env) if args.schedule else schedule.remove(env)
         print(f"trajectoriz: {said}", file=sys.stderr)
         return 0
     import parallel
@@ -644,15 +645,6 @@ def run_archive(args, env) -> int:
         print(f"trajectoriz: warning: {problem}", file=sys.stderr)
     _print_summary(args, summary, totals, env)
     return 0
-
-
-def scheduled_command() -> list[str]:
-    """The daily job: `archive`, run as this process runs (the frozen executable, or Python and
-    the script beside this module, as memory.self_command, which this module cannot import:
-    the mount imports this one)."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable, "archive"]
-    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trajectoriz.py"), "archive"]
 
 
 def archive_totals(index: dict) -> dict:

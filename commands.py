@@ -65,12 +65,49 @@ def run_list(args, env) -> int:
         write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))
         return 0
-    where = "every project" if project is None else project
-    body = table(["ID", "Agent", "Date", "Steps", "First message"],
-                 [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
-                   cell(s.title, 80)] for s, f in rows])
-    write(f"## Sessions of {where} — {len(rows)} session(s)\n\n{body}\n")
+    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "First message"]
+    body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
+                            *([project_cell(s, env)] if project is None else []), cell(s.title, 80)]
+                           for s, f in rows])
+    write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
+    if not rows:
+        write(f"\n{empty_hint(found, project, env)}\n")
     return 0
+
+
+def where_shown(project: str | None, args) -> str:
+    """The heading's project; saying so when it is a folder outside any git work tree (the
+    current directory is then the project)."""
+    if project is None:
+        return "every project"
+    if not getattr(args, "dir", None) and not catalog.is_work_tree(project):
+        return f"{project} (no git work tree here: the current directory is the project)"
+    return project
+
+
+def project_cell(session, env) -> str:
+    """A session's working directory for a table of several projects: ~ for $HOME, long ones
+    cut from the left."""
+    if not session.cwd:
+        return "(none recorded)"
+    home = env.get("HOME", "").rstrip(os.sep)
+    cwd = catalog.listing_text(session.cwd)
+    if home and (cwd == home or cwd.startswith(home + os.sep)):
+        cwd = "~" + cwd[len(home):]
+    return cell(cwd if len(cwd) <= 40 else "…" + cwd[-39:])
+
+
+def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
+    """What to try when a listing is empty: where the sessions are, or that no store was found."""
+    if not found.sessions:
+        home = env.get("HOME", "~")
+        return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
+                f"agent keeps them (and the variables that move them).")
+    elsewhere = len(found.sessions)
+    unplaced = sum(1 for s in found.sessions if not s.cwd)
+    note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
+    return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
+            f"`trajectoriz list --all` lists them all, with their projects.")
 
 
 def retention_note(found: catalog.Catalog, env) -> None:
@@ -101,7 +138,7 @@ def listing_record(session) -> dict:
     printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
     archive, its native record being gone."""
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-              "started": session.started, "native_id": catalog.listing_text(session.native_id),
+              "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
@@ -171,7 +208,7 @@ def run_export(args, env) -> int:
     removed = _remove_files(out, earlier - written) if args.delete else 0
     kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
     cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
-    cache.write_private(os.path.join(out, "README.md"), guide.readme(project or "every project", len(kept), mounted=False))
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0

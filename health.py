@@ -94,6 +94,7 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
         "archived_only": sum(1 for s in summaries if s["archived"]),
         "native_bytes": native_bytes(module, sources, env),
         "sessions_with_warnings": len(warned), "sessions_failed": len(failed),
+        "sessions_without_cwd": sum(1 for s in found.by_agent(name) if not s.cwd),
         "warnings": group_problems([(s["id"], w) for s in warned for w in s["warnings"]])[:MAX_KINDS],
         "failures": group_problems([(s["id"], s["error"]) for s in failed])[:MAX_KINDS],
         "store_problems": [catalog.listing_text(f"{p.source or '(store)'}: {p.reason}")
@@ -158,6 +159,9 @@ def _table_row(row: dict, env) -> list[str]:
 
 def _problem_lines(row: dict) -> list[str]:
     lines = [f"- **{row['agent']}**: {cell(p, 200)}" for p in row["store_problems"]]
+    if row["sessions_without_cwd"]:
+        lines.append(f"- **{row['agent']}**: {row['sessions_without_cwd']} session(s) recorded no working "
+                     f"directory, so they are in no project (`list --all` shows them)")
     for label, groups in (("failed", row["failures"]), ("warning", row["warnings"])):
         for group in groups:
             lines.append(f"- **{row['agent']}** {label} in {group['sessions']} session(s), first "

@@ -84,7 +84,7 @@ class Listing:
     def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
         self.files = {catalog.file_name(s): s for s in sessions}
         self.position = {name: i for i, name in enumerate(self.files)}
-        self.readme = guide.readme(project, len(sessions), mounted=True)
+        self.readme = guide.readme(project, list(self.files), mounted=True)
         same = previous is not None and previous.files.keys() == self.files.keys()
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
@@ -148,7 +148,7 @@ class MemoryFS:
 
     def __init__(self, project: str, env, on_ready=None, worker_command: list[str] | None = None,
                  workers: int = 1, caller=None):
-        """`worker_command` runs trajectoriz (memory.self_command): with it, `workers` processes
+        """`worker_command` runs trajectoriz (invocation.self_command): with it, `workers` processes
         render ahead of a walk over the directory; without it, everything is rendered here.
         `caller()` names the thread whose request is being answered (libfuse's context)."""
         self._project = project

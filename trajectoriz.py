@@ -150,12 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
     check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
     check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
+    parser.subcommands = commands.choices  # main() reports a command's unknown option with its usage
     return parser
 
 
 MEMORY_DESCRIPTION = """\
 Mount the sessions of the current project (its git work tree, or the current
-directory; --dir P for another) at MOUNTPOINT as a read-only directory:
+directory; --dir P for another) as a read-only directory at MOUNTPOINT: by
+default memory/ in the current project's root, from any of its subdirectories
+(--status and --unmount look there too). It holds:
 
   README.md                        what the files hold, with jq recipes
   <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
@@ -174,7 +177,7 @@ is added to .git/info/exclude (never to .gitignore)."""
 
 MEMORY_EPILOG = """\
 examples:
-  trajectoriz memory                     # ./memory, sessions of this project
+  trajectoriz memory                     # at memory/ in the work tree's root
   ls -l memory/ && jq '.final_metrics' memory/*_claude_*.atif.json
   trajectoriz memory --unmount           # also heals "Transport endpoint is not connected"
 
@@ -187,8 +190,9 @@ def _memory_parser(commands) -> None:
         "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
         description=MEMORY_DESCRIPTION, epilog=MEMORY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    memory.add_argument("mountpoint", nargs="?", default="memory", metavar="MOUNTPOINT",
-                        help="where to mount (default: ./memory, created if missing)")
+    memory.add_argument("mountpoint", nargs="?", metavar="MOUNTPOINT",
+                        help="where to mount (default: memory/ at the root of the current project, "
+                             "its git work tree or the current directory; created if missing)")
     memory.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
     mode = memory.add_mutually_exclusive_group()
     mode.add_argument("--foreground", action="store_true",
@@ -279,7 +283,10 @@ def main(argv=None) -> int:
 
         return warmup.run_worker(os.environ)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser: its usage, not the whole program's
+        after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
+        (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not args.command:
         parser.print_help()
         return EXIT_ERROR

@@ -23,6 +23,7 @@ import sqlite3
 import struct
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -38,6 +39,9 @@ SNAPSHOT_ATTEMPTS = 30              # reads of a store that keeps changing under
 SNAPSHOT_PATIENCE = 5.0             # seconds spent on them, at most
 QUIET_NS = 50_000_000               # see `_quiet_for`
 QUIET_COARSE_NS = 2_100_000_000
+
+QUERY_SECONDS = 60.0                # one statement on a snapshot, at most (`_Bounded`)
+WATCH_SECONDS = 0.5                 # how often the deadlines are looked at
 
 MAX_VALUE_BYTES = 64 << 20          # one TEXT or BLOB value read into Python
 MAX_SESSION_ROWS = 200_000          # rows read for one document, its sub-agent sessions included
@@ -312,11 +316,57 @@ def _resize(image: bytearray, size: int) -> None:
         image.extend(bytes(size - len(image)))
 
 
+class _Bounded(sqlite3.Connection):
+    """A connection whose every statement (`execute`, and the reading of its rows) is
+    interrupted once it has run QUERY_SECONDS: a store's schema is untrusted, and a generated
+    column (100 MB computed for every row read, in one step of SQLite's machine) would make
+    one SELECT run for hours. The interruption is SQLite's OperationalError, a DatabaseError
+    like any damaged store's. A watcher thread (`_watch`) interrupts the overdue statements."""
+
+    deadline = float("inf")
+
+    def execute(self, *args):
+        self.deadline = time.monotonic() + QUERY_SECONDS
+        _watch(self)
+        return super().execute(*args)
+
+
+_watched: "weakref.WeakSet[_Bounded]" = weakref.WeakSet()
+_watcher_pid = None
+
+
+def _watch(connection: _Bounded) -> None:
+    """Have the watcher look at `connection`, starting it in this process if need be."""
+    global _watcher_pid
+    _watched.add(connection)
+    if _watcher_pid != os.getpid():
+        _watcher_pid = os.getpid()
+        threading.Thread(target=_interrupt_overdue, name="sqlite-deadline", daemon=True).start()
+
+
+def _interrupt_overdue() -> None:
+    while True:
+        time.sleep(WATCH_SECONDS)
+        now = time.monotonic()
+        for connection in list(_watched):
+            if connection.deadline < now:
+                connection.deadline = float("inf")
+                try:
+                    connection.interrupt()
+                except Exception:  # closed meanwhile
+                    pass
+
+
 def connect(path: str) -> sqlite3.Connection:
-    """A read-only, in-memory connection to the store's committed state at one moment."""
-    connection = sqlite3.connect(":memory:", check_same_thread=False)
+    """A read-only, in-memory connection to the store's committed state at one moment. The
+    store's views are dropped from the copy (no agent's store has any; a query naming one
+    would run whatever it says), and every statement is bounded in time (`_Bounded`)."""
+    connection = sqlite3.connect(":memory:", check_same_thread=False, factory=_Bounded)
     try:
         connection.deserialize(snapshot(path))
+        views = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+        for name in views:
+            connection.execute(f"DROP VIEW {quoted(name)}")  # in our copy only
         connection.execute("PRAGMA query_only=1")
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:

@@ -55,8 +55,8 @@ def test_list_table_shape(store):
     result = cli("list", "--all", "--steps", env=env)
     lines = result.stdout.decode().splitlines()
     assert lines[0] == "## Sessions of every project — 3 session(s)"
-    assert lines[2] == "| ID | Agent | Date | Steps | First message |"
-    row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| SCENARIO claude-\d\w? in .*\|$")
+    assert lines[2] == "| ID | Agent | Date | Steps | Project | First message |"
+    row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| \S*proj-claude(-other)? \| SCENARIO claude-\d\w? in .*\|$")
     assert all(row.match(line) for line in lines[4:]), lines[4:]
 
 
@@ -169,3 +169,56 @@ def test_empty_home_lists_nothing(tmp_path):
     env = base_env(tmp_path)
     result = cli("list", "--all", env=env)
     assert result.returncode == 0 and "0 session(s)" in result.stdout.decode()
+
+
+def test_the_readme_beside_the_files_fits_the_directory(store, tmp_path):
+    """Before: its searches lacked --local, it assumed trajectoriz on PATH, listed agents that had
+    no session there, and an export of every project said "this project" in its body."""
+    import invocation
+
+    env, projects = store
+    project = str(projects / "proj-claude")
+    cli("export", "--dir", project, "--out", str(tmp_path / "one"), env=env)
+    readme = (tmp_path / "one" / "README.md").read_text()
+    assert f"# Trajectory memory of {project}" in readme and "sessions of this project (2 session(s))" in readme
+    assert "written by claude (2)," in readme and "codex" not in readme and "opencode" not in readme
+    assert f"{invocation.shown_command()} search --local \"words" in readme
+    cli("export", "--all", "--out", str(tmp_path / "all"), env=env)
+    everything = (tmp_path / "all" / "README.md").read_text()
+    assert "# Trajectory memory of every project" in everything and "this project" not in everything
+    assert "--local" in everything.split("## jq")[0] and "search \"words" in everything
+
+
+def test_an_unknown_option_of_a_command_gets_that_commands_usage(store):
+    """Before: `list --bogus` printed the whole program's usage."""
+    env, _ = store
+    result = cli("list", "--bogus", env=env)
+    assert result.returncode == 2
+    assert b"usage: trajectoriz list" in result.stderr and b"unrecognized arguments: --bogus" in result.stderr
+    assert b"usage: trajectoriz list" not in cli("--bogus", "list", env=env).stderr
+
+
+def test_empty_listings_say_where_the_sessions_are(store, tmp_path):
+    env, projects = store
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    here = cli("list", env=env, cwd=str(elsewhere)).stdout.decode()
+    assert f"## Sessions of {elsewhere} (no git work tree here: the current directory is the project) — 0" in here
+    assert "None of the 3 session(s) found ran in" in here and "list --all" in here
+    nothing = base_env(tmp_path / "empty")
+    empty = cli("list", env=nothing, cwd=str(elsewhere)).stdout.decode()
+    assert "No agent's sessions were found under" in empty and "trajectoriz agents" in empty
+    inside = cli("list", env=env, cwd=str(projects / "proj-claude" / "src")).stdout.decode()
+    assert "no git work tree" not in inside
+
+
+def test_agents_says_which_sessions_are_in_no_project(store):
+    env, _ = store
+    folder = os.path.join(env["HOME"], ".claude", "projects", "-tmp-agents-proj-claude-other")
+    path = os.path.join(folder, os.listdir(folder)[0])
+    with open(path, encoding="utf-8") as handle:
+        text = re.sub(r'"cwd":"[^"]*",?', "", handle.read())
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    report = cli("agents", env=env).stdout.decode()
+    assert "1 session(s) recorded no working directory, so they are in no project" in report
