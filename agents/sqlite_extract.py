@@ -6,11 +6,11 @@ pairs, each condition an SQL expression over the store in which every `?` stands
 session's id; the first pair selects the session's own row. `tree` gives the condition for a
 session and its sub-agent sessions.
 
-The image has the store's schema (tables, then the rows, then indexes, triggers and views: a
-trigger must not fire on the copy) and only those rows, each with its rowid: a query that
-orders by rowid, or scans, reads them in the order the store gave. SQLite copies the rows from
-the store's snapshot into the image (an attached in-memory database): no value goes through
-Python.
+The image has the store's schema as `sqlite_ro.connect` copies it (no views), tables first,
+then the rows, then indexes and triggers (a trigger must not fire on the copy), and only those
+rows, each with its rowid: a query that orders by rowid, or scans, reads them in the order the
+store gave. SQLite copies the rows from the store's snapshot into the image (an attached
+in-memory database): no value goes through Python.
 
 The signature is a digest of the rows' values and rowids, of their columns and of the
 conditions: any change of a row changes it (an "updated" timestamp would not do: Crush stamps

@@ -374,7 +374,8 @@ def test_an_extract_keeps_its_rows_with_their_rowids_whatever_the_schema(tmp_pat
     inserted, a view, a generated column, a column named `rowid` (the rowid goes by `_rowid_`),
     a WITHOUT ROWID table, a virtual table of a module SQLite does not have; and sessions that
     are each other's parents. The image holds the session's rows, rowids included, and nothing
-    else; the trigger is there and fired on none of them."""
+    else; the trigger is there and fired on none of them; the view and the virtual table are
+    left out (sqlite_ro drops views from its copy of a store)."""
     db = str(tmp_path / "store.db")
     with closing(sqlite3.connect(db)) as connection:
         connection.executescript("""
@@ -405,7 +406,7 @@ def test_an_extract_keeps_its_rows_with_their_rowids_whatever_the_schema(tmp_pat
         for table, query in queries.items():
             assert copy.execute(query).fetchall() == [r for r in store.execute(query) if "other" not in r]
         names = {row[0] for row in copy.execute("SELECT name FROM sqlite_master")}
-        assert {"scramble", "everything"} <= names and "hostile" not in names
+        assert "scramble" in names and not {"everything", "hostile"} & names
 
 
 @pytest.mark.parametrize("agent", ["opencode", "kilo"])
