@@ -457,11 +457,17 @@ def _copies_folder(path: str, env) -> str:
 @contextlib.contextmanager
 def _locked(folder: str):
     """The folder's lock, held while a copy is looked for, made or removed (flock: released if
-    the process dies)."""
-    fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                 cache.PRIVATE_FILE)
+    the process dies; the descriptor is not inherited by the programs it starts)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                     cache.PRIVATE_FILE)
+    except OSError as exc:
+        raise StoreError(f"cannot lock {folder}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise StoreError(f"cannot lock {folder}: {exc.strerror or exc}") from None
         yield
     finally:
         os.close(fd)

@@ -335,6 +335,24 @@ def test_a_wal_restarted_while_it_is_read_is_read_again(tmp_path, hook_reads, ki
     assert (n, logged, ledger) == (4, 4, (4, 4))
 
 
+def test_a_checkpoint_after_the_wal_is_read_is_not_mixed_in(tmp_path, hook_reads, kind):
+    """Transaction 1 in the WAL; once the WAL is read, the agent commits transaction 2 and
+    checkpoints it into the database file (PASSIVE: the WAL keeps its header). The database
+    was read before the WAL, so it cannot hold transaction 2: the image is transaction 1's.
+    Read in the other order, by either path, the file's pages of transaction 2 are mixed with
+    the WAL's of transaction 1 ("database disk image is malformed"); the order held before the
+    copy on disk too: checked here for both."""
+    db, connection = ledger_store(tmp_path)
+    transaction(connection, 1)
+
+    def write_then_checkpoint():
+        transaction(connection, 2)
+        connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    hook_reads(db + "-wal", write_then_checkpoint)
+    assert snapshot_state(db) == 1
+
+
 def test_a_wal_truncated_while_the_file_is_read_is_read_again(tmp_path, hook_reads, kind):
     """Transaction 1 in the WAL; half way through the read of the database file, the agent
     copies it into the file and truncates the WAL. The torn read is not used (before: the
@@ -736,15 +754,19 @@ def test_a_snapshot_costs_twice_the_database_at_most(tmp_path):
 
 
 def test_a_store_the_disk_has_no_room_to_copy_is_reported_and_never_read(tmp_path):
-    """An opencode.db bigger than the free space of the file system its copy would go to (a
-    sparse file): `trajectoriz agents` says so, with the room a copy must leave, its process
-    never grows by more than a few MB, and nothing is left in the cache (before: a store over
-    MAX_STORE_BYTES, 1 GiB, was refused however much room there was)."""
+    """An opencode.db just over MEMORY_BYTES (a sparse file) whose copy would leave less than
+    KEEP_FREE_BYTES free (raised here to all but 32 MB of the free space, so that a regression
+    writes a small copy, not one that fills the disk): `trajectoriz agents` says so, with the
+    room a copy must leave, its process never grows by more than a few MB, and nothing is left
+    in the cache (before: a store was refused only over MAX_STORE_BYTES, 1 GiB, however much
+    room there was, and read whole below it)."""
     env = base_env(tmp_path)
     db = copy_into(env["HOME"], LIVE_DB, ".local/share/opencode/opencode.db")
-    found = os.statvfs(str(tmp_path))
-    os.truncate(db, found.f_bavail * found.f_frsize + (1 << 30))
+    os.truncate(db, sqlite_ro.MEMORY_BYTES + 4096)
     body = ("import tempfile, trajectoriz\n"
+            "from agents import sqlite_ro\n"
+            f"found = os.statvfs({str(tmp_path)!r})\n"
+            "sqlite_ro.KEEP_FREE_BYTES = found.f_bavail * found.f_frsize - (32 << 20)\n"
             "out = tempfile.TemporaryFile()\n"
             "saved = os.dup(1)\n"
             "os.dup2(out.fileno(), 1)\n"
@@ -756,7 +778,8 @@ def test_a_store_the_disk_has_no_room_to_copy_is_reported_and_never_read(tmp_pat
     found = peak_rss(body, env=env)
     [row] = found["result"]
     assert "too big to read in memory" in row["store_problems"][0]
-    assert f"would leave less than {sqlite_ro.KEEP_FREE_BYTES >> 30} GB free" in row["store_problems"][0]
+    assert "and a copy of it in" in row["store_problems"][0]
+    assert " GB free there (" in row["store_problems"][0]
     assert found["growth"] < 64 << 20, found["growth"] >> 20
     assert copies(env["XDG_CACHE_HOME"]) == []
 
