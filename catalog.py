@@ -3,6 +3,8 @@
 Discovery asks every agent module for its sources, re-scans only the sources whose fingerprint
 changed since the last run (`index` cache), gives each session a short id that is unique in
 the whole catalog, and sorts newest first. Nothing here parses a session beyond its head.
+The archive (archive.py) is one more source of each agent: a session it holds whose native
+record is gone is listed from its archived discovery record, with the same id and file name.
 
 A native id found in two sources of one agent is one session (a copy, an older format beside
 the newer one): the first source wins. For agents that keep sessions in per-project folders
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import agents
+import archive
 import cache
 import mounts
 import safepath
@@ -98,12 +101,29 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
                 if identity not in seen:  # one session in two sources: the first wins
                     seen.add(identity)
                     sessions.append(session)
+        sessions.extend(_archived_only(module, env, seen, per_project))
         fresh[module.NAME] = {"version": module_version(module), "sources": kept}
     if use_cache and _changed(index, fresh, names):
         cache.save(env, cache.INDEX_FILE, {**index, **fresh})
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)
+
+
+def _archived_only(module, env, seen: set, per_project: bool) -> list[Session]:
+    """The module's archived sessions that no live source holds any more (the live one wins)."""
+    def listed(native_id: str, cwd: str | None) -> bool:
+        return (native_id, cwd if per_project else None) in seen
+
+    found = archive.sessions_of(env, module.NAME, listed)
+    seen.update((s.native_id, s.cwd if per_project else None) for s in found)
+    return found
+
+
+def looking_in(env, project: str | None):
+    """The environment for discovering `project`'s sessions: the stores kept inside projects are
+    looked for in it (and above it), as they are in the current directory (`agents.projects`)."""
+    return env if project is None else {**env, "PWD": project}
 
 
 def _sources(module, env, sessions_so_far: list):
@@ -159,6 +179,9 @@ def untrusted(session: Session) -> Session:
         session.cwd = None
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
+    redacted_id = listing_text(session.native_id)
+    if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
+        session.extra = {**session.extra, "shown_id": redacted_id}
     session.title = listing_text(session.title if isinstance(session.title, str) else "")
     session.model = listing_text(session.model) if isinstance(session.model, str) else None
     if warnings:
@@ -168,6 +191,12 @@ def untrusted(session: Session) -> Session:
 
 def listing_text(text: str) -> str:
     return printable(redact_text(text)[0])
+
+
+def shown_id(session: Session) -> str:
+    """The native id as printed and matched (`show ID`, search): redacted when it holds a
+    secret, so that no prefix match can reveal one character by character."""
+    return session.extra.get("shown_id") or session.native_id
 
 
 # identity ------------------------------------------------------------------------------------------
@@ -212,14 +241,23 @@ def assign_short_ids(sessions: list[Session]) -> None:
         session.short_id = f"{prefixes[session.agent]}-{digest[:width]}"
 
 
+def local_time(session: Session) -> datetime | None:
+    """When the session started, in local time; None when unknown, or when no date can be
+    made of what the store (or a file's mtime) says: year 0, after 9999, not a number."""
+    try:
+        return datetime.fromtimestamp(session.started) if session.started is not None else None
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
+
+
 def local_date(session: Session) -> str:
-    if session.started is None:
-        return "unknown"
-    return datetime.fromtimestamp(session.started).strftime("%Y-%m-%d")
+    moment = local_time(session)
+    return "unknown" if moment is None else moment.strftime("%Y-%m-%d")
 
 
 def file_name(session: Session) -> str:
-    date = local_date(session) if session.started is not None else "0000-00-00"
+    moment = local_time(session)
+    date = moment.strftime("%Y-%m-%d") if moment is not None else "0000-00-00"
     return f"{date}_{session.agent}_{session.short_id}.atif.json"
 
 
@@ -229,14 +267,14 @@ def find(catalog: Catalog, ident: str) -> Session:
     ident = ident.strip()
     if ident.endswith(".atif.json"):
         ident = os.path.basename(ident)[: -len(".atif.json")].rsplit("_", 1)[-1]
-    matches = [s for s in catalog.sessions if s.short_id == ident or s.native_id == ident]
+    matches = [s for s in catalog.sessions if s.short_id == ident or shown_id(s) == ident]
     if not matches and "-" in ident:
         prefix, _, hex_part = ident.partition("-")
         if hex_part and all(c in "0123456789abcdef" for c in hex_part.lower()):
             matches = [s for s in catalog.sessions if s.short_id.split("-", 1)[0] == prefix
                        and full_hash(s).startswith(hex_part.lower())]
     if not matches and len(ident) >= 4:
-        matches = [s for s in catalog.sessions if s.native_id.startswith(ident)]
+        matches = [s for s in catalog.sessions if shown_id(s).startswith(ident)]
     if not matches:
         raise UserError(f"no session with id {ident!r} (try: trajectoriz list --all, or trajectoriz search)")
     if len(matches) > 1:

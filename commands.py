@@ -8,6 +8,7 @@ import sys
 
 
 import agents
+import archive
 import cache
 import catalog
 import documents
@@ -30,8 +31,11 @@ def chosen_project(args) -> str:
 
 
 def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
-    """The catalog, the sessions the command is about, and the project (None for --all)."""
-    found = catalog.discover(env)
+    """The catalog, the sessions the command is about, and the project (None for --all). The
+    project is where discovery looks for stores kept inside projects (Aider, Crush), wherever
+    the command runs."""
+    project = None if getattr(args, "all", False) else chosen_project(args)
+    found = catalog.discover(catalog.looking_in(env, project))
     sessions = found.sessions
     agent = getattr(args, "agent", None)
     if agent:
@@ -39,9 +43,8 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
         if agent not in known:
             raise UserError(f"unknown agent {agent!r} (known: {', '.join(known)})")
         sessions = [s for s in sessions if s.agent == agent]
-    if getattr(args, "all", False):
+    if project is None:
         return found, sessions, None
-    project = chosen_project(args)
     return found, catalog.Scope(project, env).filter(sessions), project
 
 
@@ -55,34 +58,91 @@ def write(text: str | bytes) -> None:
 def run_list(args, env) -> int:
     import orjson
 
-    _, sessions, project = selected(args, env)
-    facts = documents.Facts(env)
-    try:
-        rows = list(zip(sessions, facts.of_all(sessions)))
-    finally:
-        facts.save()
+    found, sessions, project = selected(args, env)
+    retention_note(found, env)
+    rows = list(zip(sessions, known_facts(sessions, env, args.steps)))
     if args.json:
-        write(b"".join(orjson.dumps(listing_record(s, f)) + b"\n" for s, f in rows))
+        write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
+                       + b"\n" for s, f in rows))
         return 0
-    where = "every project" if project is None else project
-    body = table(["ID", "Agent", "Date", "Steps", "First message"],
-                 [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]),
-                   cell(s.title, 80)] for s, f in rows])
-    write(f"## Sessions of {where} — {len(rows)} session(s)\n\n{body}\n")
+    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "First message"]
+    body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
+                            *([project_cell(s, env)] if project is None else []), cell(s.title, 80)]
+                           for s, f in rows])
+    write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
+    if not rows:
+        write(f"\n{empty_hint(found, project, env)}\n")
     return 0
 
 
-def listing_record(session, facts: dict | None = None) -> dict:
+def where_shown(project: str | None, args) -> str:
+    """The heading's project; saying so when it is a folder outside any git work tree (the
+    current directory is then the project)."""
+    if project is None:
+        return "every project"
+    if not getattr(args, "dir", None) and not catalog.is_work_tree(project):
+        return f"{project} (no git work tree here: the current directory is the project)"
+    return project
+
+
+def project_cell(session, env) -> str:
+    """A session's working directory for a table of several projects: ~ for $HOME, long ones
+    cut from the left."""
+    if not session.cwd:
+        return "(none recorded)"
+    home = env.get("HOME", "").rstrip(os.sep)
+    cwd = catalog.listing_text(session.cwd)
+    if home and (cwd == home or cwd.startswith(home + os.sep)):
+        cwd = "~" + cwd[len(home):]
+    return cell(cwd if len(cwd) <= 40 else "…" + cwd[-39:])
+
+
+def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
+    """What to try when a listing is empty: where the sessions are, or that no store was found."""
+    if not found.sessions:
+        home = env.get("HOME", "~")
+        return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
+                f"agent keeps them (and the variables that move them).")
+    elsewhere = len(found.sessions)
+    unplaced = sum(1 for s in found.sessions if not s.cwd)
+    note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
+    return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
+            f"`trajectoriz list --all` lists them all, with their projects.")
+
+
+def retention_note(found: catalog.Catalog, env) -> None:
+    """One line on stderr when agents will delete, within a week, sessions not archived yet."""
+    import retention
+
+    line = retention.warning(retention.at_risk(found.sessions, archive.holds(env), env))
+    if line:
+        print(f"trajectoriz: {line}", file=sys.stderr)
+
+
+def known_facts(sessions: list, env, translate: bool) -> list:
+    """Each session's document facts (steps, size) when a document was rendered before and its
+    session did not change since, else None: a listing renders nothing (`--steps` translates
+    the others, on every core)."""
+    facts = documents.Facts(env)
+    if not translate:
+        return [facts.get(s, documents.cache_stamp(s, env)) for s in sessions]
+    try:
+        return facts.of_all(sessions)
+    finally:
+        facts.save()
+
+
+def listing_record(session) -> dict:
     """A session as `list --json` and `search --json` print it. First message and model were
     made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
-    printable (a file name that is not UTF-8) and redacted too."""
+    printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
+    archive, its native record being gone."""
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-              "started": session.started, "native_id": catalog.listing_text(session.native_id),
+              "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
-              "file": catalog.file_name(session), "source": catalog.listing_text(session.source)}
-    if facts:
-        record["steps"], record["bytes"] = facts["steps"], facts["size"]
+              "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
+              "archived": archive.marked(session)}
     return record
 
 
@@ -93,7 +153,9 @@ def run_show(args, env) -> int:
     session = catalog.find(catalog.discover(env), args.id)
     redact = not args.no_redact
     if not (args.markdown or args.subagent or args.steps or args.step is not None):
-        write(documents.render(session, env, redact))
+        facts = documents.Facts(env, redact)  # what it rendered, `list` shows without rendering
+        write(facts.rendered(session)[1])
+        facts.save()
         return 0
     import transcript
 
@@ -146,7 +208,7 @@ def run_export(args, env) -> int:
     removed = _remove_files(out, earlier - written) if args.delete else 0
     kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
     cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
-    cache.write_private(os.path.join(out, "README.md"), guide.readme(project or "every project", len(kept), mounted=False))
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0

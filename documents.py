@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import agents
+import archive
 import cache
 import catalog
 import doccache
@@ -61,9 +62,20 @@ def stamps(session: Session, env) -> tuple[list, list]:
     files' ctimes, so that a session made unreadable (chmod changes no content, no mtime) is
     read again, and says so, rather than served from the cache."""
     module = agents.load(session.agent)
+    if archive.marked(session):
+        stamp = archived_stamp(session, env, module, True)
+        return stamp, stamp + [[]]
     found = cache.stats(catalog.dependencies(module, session.source, env))
     stamp = [cache.fingerprint_of(found), catalog.module_version(module), VERSION, True]
     return stamp, stamp + [[st.st_ctime_ns if st is not None else None for st in found]]
+
+
+def archived_stamp(session: Session, env, module, redact: bool) -> list:
+    """The stamp of an archived session's rendering: its native files' fingerprint when
+    archived, and the archive entry's identity beside the translator's version, so that a
+    rendering from other archived bytes has another name in the document cache."""
+    version = f"{catalog.module_version(module)}+archived:{session.extra['archived']['identity']}"
+    return [archive.fingerprint(session, env), version, VERSION, redact]
 
 
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
@@ -85,7 +97,10 @@ def _translated(session: Session, env) -> dict:
     try:
         if "scan_error" in session.extra:
             raise RuntimeError(session.extra["scan_error"])
-        doc = module.translate(session, env)
+        if archive.marked(session):
+            doc = archive.translate(module, session, env)  # from its archived bytes
+        else:
+            doc = module.translate(session, env)
     except Exception as exc:  # any defect in a store or a translator: report, don't crash
         doc = failure_document(session, module, f"{type(exc).__name__}: {exc}")
     ours = {"short_id": session.short_id, "agent": session.agent, "source": session.source,
@@ -118,6 +133,8 @@ def cache_stamp(session: Session, env, redact: bool = True) -> list:
     """What a cached rendering is valid for: the native files' fingerprint, the translator
     and trajectoriz versions, and whether secrets were redacted."""
     module = agents.load(session.agent)
+    if archive.marked(session):
+        return archived_stamp(session, env, module, redact)
     fp = cache.fingerprint(catalog.dependencies(module, session.source, env))
     return [fp, catalog.module_version(module), VERSION, redact]
 

@@ -1,8 +1,13 @@
 """The README.md that sits beside the session files (in the mount and in an export): written
-for an agent that just found the directory and knows nothing about trajectoriz."""
+for an agent that just found the directory and knows nothing about trajectoriz: it names the
+agents whose sessions are there, and gives the exact command that runs trajectoriz (which need
+not be on the agent's PATH)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
+import invocation
 
 MOUNTED = """It is a read-only view that `trajectoriz` generates when a file is read: nothing here is
 stored, a session still being recorded shows its new steps the next time its file is opened,
@@ -12,16 +17,20 @@ EXPORTED = """These are plain files written by `trajectoriz export`: they change
 and editing them changes nothing in the agents' own files."""
 
 
-def readme(project: str, count: int, mounted: bool) -> bytes:
-    """The guide for a `memory` mount (`mounted`) or an `export` directory."""
+def readme(project: str | None, names: list[str], mounted: bool) -> bytes:
+    """The guide for a `memory` mount (`mounted`) or an `export` folder holding the session files
+    `names`, of `project` (None: sessions of every project, an `export --all`)."""
     origin = MOUNTED if mounted else EXPORTED
     reading_all = ("translates every session (once: sizes and recent files are cached)" if mounted
                    else "reads every session")
-    return f"""# Trajectory memory of {project}
+    whose = "this project" if project else "every project"
+    title = project or "every project"
+    scope = " --local" if project else ""
+    me = invocation.shown_command()
+    return f"""# Trajectory memory of {title}
 
-This directory holds the past coding-agent sessions of this project ({count} session(s)):
-one file per session, written by Claude Code, Codex, Gemini CLI, opencode, Copilot CLI and
-other agents, all translated into one format.
+This directory holds the past coding-agent sessions of {whose} ({len(names)} session(s)):
+one file per session, {written_by(names)}, all translated into one format.
 {origin}
 
 ## File names
@@ -29,9 +38,11 @@ other agents, all translated into one format.
     <date>_<agent>_<id>.atif.json      e.g. 2026-06-10_claude_cl-eb1c6529.atif.json
 
 - `date`: the day the session started (local time).
-- `agent`: the agent that recorded it (claude, codex, gemini, opencode, copilot, ...).
+- `agent`: the agent that recorded it ({", ".join(sorted(agents_of(names))) or "claude, codex, ..."}).
 - `id`: the session's short id, the same id `trajectoriz search`, `trajectoriz show` and
   `trajectoriz list` print.
+
+trajectoriz is run here as `{me}` (below: `trajectoriz`).
 
 ## What a file holds
 
@@ -55,10 +66,11 @@ Secrets that looked like API keys, tokens or passwords were replaced by `«REDAC
 
 ## Finding a session without reading them all
 
-    trajectoriz search "words from the first prompt"    # fast: first messages, ids, agents
-    trajectoriz search --content "error text"           # slower: every message and tool output
+    {me} search{scope} "words from the first prompt"   # fast: first messages, ids, agents
+    {me} search{scope} --content "error text"          # slower: every message and tool output
     ls | grep <id>                                       # then read that one file
 
+{"`--local` keeps the search to this project: an id found without it may belong to another project, and its file is not here." if project else "Without `--local`, search looks at every project, as this directory does."}
 Reading every file (`grep -r` over this directory) {reading_all};
 prefer the search above, then open one file.
 
@@ -71,3 +83,15 @@ prefer the search above, then open one file.
     jq '.final_metrics' FILE                                            # tokens and cost
     jq -r '.steps[].observation.results[]?.content | strings' FILE | grep -n "Traceback"
 """.encode()
+
+
+def agents_of(names: list[str]) -> Counter:
+    """Sessions per agent, from the file names (`<date>_<agent>_<id>.atif.json`)."""
+    return Counter(name.split("_")[1] for name in names if name.count("_") >= 2)
+
+
+def written_by(names: list[str]) -> str:
+    counts = agents_of(names)
+    if not counts:
+        return "none yet"
+    return "written by " + ", ".join(f"{agent} ({count})" for agent, count in counts.most_common())

@@ -1,7 +1,8 @@
 """`trajectoriz agents`: the health of every agent store this machine holds.
 
 For each known agent: the store paths found, how many sessions and how many bytes of native
-data they hold, how many sessions translate with warnings and how many fail (grouped by kind of
+data they hold (and how many of its sessions are served from the archive only, their native
+record gone), how many sessions translate with warnings and how many fail (grouped by kind of
 problem, with the first reason of each kind), and which native formats and agent versions were
 seen. Every session is translated, through `documents.translate`, the path every command uses,
 so a problem shows here exactly as it would in `show` or the mount. Sessions are translated in
@@ -18,9 +19,11 @@ from collections import Counter
 
 
 import agents
+import archive
 import catalog
 import documents
 import parallel
+import retention
 from output import cell, table
 
 WORKERS = 2
@@ -35,7 +38,8 @@ def summarize(session, env) -> dict:
     extra = doc.get("extra") or {}
     return {"error": extra.get("error"), "warnings": list(extra.get("warnings") or []),
             "version": (doc.get("agent") or {}).get("version") or "unknown",
-            "format": session.extra.get("format") or "unknown", "id": session.short_id}
+            "format": session.extra.get("format") or "unknown", "id": session.short_id,
+            "archived": archive.marked(session)}
 
 
 def summarize_all(sessions: list, env) -> list[dict]:
@@ -87,8 +91,10 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
         "agent": name, "atif_name": getattr(module, "ATIF_NAME", name),
         "store": catalog.listing_text(os.path.commonpath(sources)) if sources else None,
         "sources": len(sources), "sessions": len(summaries),
+        "archived_only": sum(1 for s in summaries if s["archived"]),
         "native_bytes": native_bytes(module, sources, env),
         "sessions_with_warnings": len(warned), "sessions_failed": len(failed),
+        "sessions_without_cwd": sum(1 for s in found.by_agent(name) if not s.cwd),
         "warnings": group_problems([(s["id"], w) for s in warned for w in s["warnings"]])[:MAX_KINDS],
         "failures": group_problems([(s["id"], s["error"]) for s in failed])[:MAX_KINDS],
         "store_problems": [catalog.listing_text(f"{p.source or '(store)'}: {p.reason}")
@@ -105,7 +111,9 @@ def report(env) -> list[dict]:
     by_agent: dict = {name: [] for name in agents.names()}
     for session, summary in zip(found.sessions, summaries):
         by_agent[session.agent].append(summary)
-    return [agent_report(name, found, by_agent[name], env) for name in agents.names()]
+    policies = retention.policies(found.sessions, env)
+    return [{**agent_report(name, found, by_agent[name], env), "retention": policies[name]}
+            for name in agents.names()]
 
 
 # output -------------------------------------------------------------------------------------------
@@ -131,7 +139,7 @@ def short_path(path: str, env, limit: int = 60) -> str:
 
 def markdown(rows: list[dict], env) -> str:
     headers = ["Agent", "Store", "Sessions", "Native data", "With warnings", "Failed", "Formats",
-               "Versions"]
+               "Versions", "Retention"]
     body = table(headers, [_table_row(r, env) for r in rows])
     found = sum(1 for r in rows if r["sources"])
     lines = [f"## Agent stores — {found} of {len(rows)} agent(s) found", "", body]
@@ -143,13 +151,17 @@ def markdown(rows: list[dict], env) -> str:
 
 def _table_row(row: dict, env) -> list[str]:
     store = f"`{cell(short_path(row['store'], env))}`" if row["store"] else "not found"
-    return [row["agent"], store, str(row["sessions"]), human_bytes(row["native_bytes"]),
+    sessions = str(row["sessions"]) + (f" ({row['archived_only']} archived)" if row["archived_only"] else "")
+    return [row["agent"], store, sessions, human_bytes(row["native_bytes"]),
             str(row["sessions_with_warnings"]), str(row["sessions_failed"]),
-            cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40)]
+            cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40), cell(row["retention"], 100)]
 
 
 def _problem_lines(row: dict) -> list[str]:
     lines = [f"- **{row['agent']}**: {cell(p, 200)}" for p in row["store_problems"]]
+    if row["sessions_without_cwd"]:
+        lines.append(f"- **{row['agent']}**: {row['sessions_without_cwd']} session(s) recorded no working "
+                     f"directory, so they are in no project (`list --all` shows them)")
     for label, groups in (("failed", row["failures"]), ("warning", row["warnings"])):
         for group in groups:
             lines.append(f"- **{row['agent']}** {label} in {group['sessions']} session(s), first "

@@ -23,6 +23,7 @@ import ctypes.util
 import hashlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ import orjson
 import cache
 import catalog
 import commands
+import invocation
 import memoryfs
 import mounts
 import parallel
@@ -57,23 +59,35 @@ KNOWN_FAILURES = (  # what libfuse prints (to the log) -> the cause and the fix
 
 
 def run_memory(args, env) -> int:
-    point = os.path.abspath(args.mountpoint)
+    point = mountpoint(args.mountpoint)
     if args.unmount:
         return run_unmount(point, env)
     if args.status:
         return run_status(point, env)
     project = commands.chosen_project(args)
     fuse = load_fuse()
-    if not prepare(point, project, args.mountpoint, env):
+    unmount = shlex.join(["trajectoriz", "memory", "--unmount", *([args.mountpoint] if args.mountpoint else [])])
+    if not prepare(point, project, unmount, env):
         print(f"Trajectory memory for {project} is already mounted at {point}.")
         return 0
     if args.foreground:
         return serve(fuse, project, point, env)
-    catalog.discover(env)  # the index, built here: the server then finds it warm (see below)
+    commands.retention_note(catalog.discover(catalog.looking_in(env, project)), env)  # the index, built
+    # here: the server then finds it warm (see below)
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
-          f"Unmount with: trajectoriz memory --unmount {args.mountpoint}")
+          f"Unmount with: {unmount}")
     return 0
+
+
+def mountpoint(given: str | None) -> str:
+    """MOUNTPOINT as given, else memory/ at the root of the current project (its git work tree,
+    or the current directory): the same folder from any of its subdirectories, so that a mount,
+    its --status and its --unmount agree wherever they run. --dir does not move it: it chooses
+    the sessions, not where they are mounted."""
+    if given is not None:
+        return os.path.abspath(given)
+    return os.path.join(catalog.project_root(os.getcwd()), "memory")
 
 
 # FUSE itself --------------------------------------------------------------------------------------
@@ -129,9 +143,10 @@ def mount_options() -> dict:
 
 
 # mounting -----------------------------------------------------------------------------------------
-def prepare(point: str, project: str, shown: str, env) -> bool:
+def prepare(point: str, project: str, unmount: str, env) -> bool:
     """Make `point` ready to mount on: heal a dead mount there, create the directory, keep it out
-    of git. False when trajectory memory of this project is already mounted there."""
+    of git. False when trajectory memory of this project is already mounted there. `unmount`:
+    the command that unmounts it, as the user would type it."""
     current = mounts.find(point)
     if current is not None:
         health = probe(point)
@@ -141,7 +156,7 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
         if not (ours and health in ("stale", "hung")):  # only our own dead mounts heal
             state = "" if health == "ok" else f", {health}"
             raise UserError(f"{point} is already a mount point ({current.fstype}{state}): unmount it "
-                            f"first (trajectoriz memory --unmount {shown}) or choose another directory")
+                            f"first ({unmount}) or choose another directory")
         recover(point, env, health)
     if os.path.lexists(point) and not os.path.isdir(point):
         raise UserError(f"{point} exists and is not a directory")
@@ -167,7 +182,7 @@ def serve(fuse, project: str, point: str, env) -> int:
         state = orjson.dumps({"pid": os.getpid(), "point": point, "project": project})
         written.append(write_private_file(env, _state_name(point), state))
 
-    fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=self_command(),
+    fs = memoryfs.MemoryFS(project, env, on_ready=ready, worker_command=invocation.self_command(),
                            workers=parallel.cores(), caller=lambda: fuse.fuse_get_context()[2])
     print(f"Serving trajectory memory for {project} at {point} (Ctrl-C or SIGTERM unmounts).",
           file=sys.stderr, flush=True)
@@ -183,13 +198,6 @@ def serve(fuse, project: str, point: str, env) -> int:
     return 0
 
 
-def self_command() -> list[str]:
-    """How to run trajectoriz again: the frozen executable alone, or Python and the script."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable]
-    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trajectoriz.py")]
-
-
 def start_background(project: str, point: str, env) -> None:
     """Start the server as `--foreground` in a session of its own, and return once the mount
     answers; raise a UserError with the server's reason when it does not. run_memory has just
@@ -197,7 +205,7 @@ def start_background(project: str, point: str, env) -> None:
     big opencode database), and the short-lived launcher, not the server, should carry that
     peak of memory."""
     log = new_log(env, point)
-    command = [*self_command(), "memory", point, "--foreground", "--dir", project]
+    command = [*invocation.self_command(), "memory", point, "--foreground", "--dir", project]
     with open(log or os.devnull, "ab") as output:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                                  cwd="/", env={**env, "PYINSTALLER_RESET_ENVIRONMENT": "1"},
@@ -468,6 +476,8 @@ def exclude_from_git(point: str) -> None:
     if found is None:
         return
     top, common = found
+    if not os.path.isfile(os.path.join(common, "HEAD")):
+        return  # not a repository (a `.git` file may name any folder: a store, say): write nothing
     entry = "/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", os.path.relpath(point, top)) + "/"
     exclude = os.path.join(common, "info", "exclude")
     try:
@@ -479,7 +489,7 @@ def exclude_from_git(point: str) -> None:
         if entry in existing.splitlines():
             return
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as handle:
+        with os.fdopen(os.open(exclude, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as handle:
             handle.write(("" if not existing or existing.endswith("\n") else "\n") + entry + "\n")
     except OSError:
         pass  # a read-only repository: git will show the directory, nothing worse

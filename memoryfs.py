@@ -55,6 +55,8 @@ import threading
 import time
 from collections import OrderedDict
 
+import archive
+import archiving
 import catalog
 import documents
 import guide
@@ -64,6 +66,7 @@ from agents import sqlite_ro
 README = "README.md"
 RESCAN_SECONDS = 2.0
 RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
+ARCHIVE_SECONDS = 0.25  # of archiving the project's sessions per rescan, at most
 CACHE_BYTES = 64 * 1024 * 1024
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 DIR_MODE = stat.S_IFDIR | 0o555
@@ -81,7 +84,7 @@ class Listing:
     def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
         self.files = {catalog.file_name(s): s for s in sessions}
         self.position = {name: i for i, name in enumerate(self.files)}
-        self.readme = guide.readme(project, len(sessions), mounted=True)
+        self.readme = guide.readme(project, list(self.files), mounted=True)
         same = previous is not None and previous.files.keys() == self.files.keys()
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
@@ -145,11 +148,11 @@ class MemoryFS:
 
     def __init__(self, project: str, env, on_ready=None, worker_command: list[str] | None = None,
                  workers: int = 1, caller=None):
-        """`worker_command` runs trajectoriz (memory.self_command): with it, `workers` processes
+        """`worker_command` runs trajectoriz (invocation.self_command): with it, `workers` processes
         render ahead of a walk over the directory; without it, everything is rendered here.
         `caller()` names the thread whose request is being answered (libfuse's context)."""
         self._project = project
-        self._env = env
+        self._env = catalog.looking_in(env, project)
         self._scope = catalog.Scope(project, env)
         self._facts = documents.Facts(env)
         self._cache = ByteCache()
@@ -165,6 +168,7 @@ class MemoryFS:
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
+        self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
@@ -191,6 +195,22 @@ class MemoryFS:
             self._facts.save()
         except Exception as exc:  # keep serving the last good listing
             print(f"trajectoriz: rescan failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        self._archive_some()
+
+    def _archive_some(self) -> None:
+        """Archive the project's sessions as the mount sees them, from this thread (requests are
+        never kept waiting), a bounded slice per pass; a session being recorded is archived
+        again once it settles."""
+        live = [s for s in self._listing.files.values() if not archive.marked(s)]
+        settled = time.time_ns() - SETTLED_SECONDS * 1_000_000_000
+        try:
+            archiving.archive_some(self._env, live, ARCHIVE_SECONDS, settled)
+            self._archive_problem = None
+        except Exception as exc:  # a full disk, say: the mount keeps serving, and says it once
+            problem = f"trajectoriz: archiving failed: {type(exc).__name__}: {exc}"
+            if problem != self._archive_problem:
+                print(problem, file=sys.stderr, flush=True)
+            self._archive_problem = problem
 
     def init(self, path):
         self._thread = threading.Thread(target=self._rescan_forever, name="rescan", daemon=True)
@@ -273,8 +293,12 @@ class MemoryFS:
         return handles[0]
 
     def _session(self, listing: Listing, path: str):
+        """The session of a file name; a live one deleted since the listing was made is served
+        from the archive when it holds it, else it is gone."""
         session = listing.files.get(path[1:])
-        if session is None or not os.path.lexists(session.source):
+        if session is not None and not (archive.marked(session) or os.path.lexists(session.source)):
+            session = archiving.archived_copy(session, self._env)
+        if session is None:
             raise _error(errno.ENOENT)
         return session
 

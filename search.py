@@ -268,10 +268,11 @@ def run_search(args, env) -> int:
     query = Query(args.query, args.regex)
     if args.limit < 0 or args.offset < 0:
         raise UserError("--limit and --offset take a number >= 0")
-    sessions, _ = scoped(args, env)
+    sessions, project = scoped(args, env)
+    args.every_project = project is None  # the tables then say where each session ran
     if args.content:
         return content_search(args, env, query, sessions)
-    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{s.native_id}\n{s.agent}")]
+    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{catalog.shown_id(s)}\n{s.agent}")]
     shown = page(found, args.offset, args.limit)
     if args.json:
         import orjson
@@ -281,8 +282,10 @@ def run_search(args, env) -> int:
         more_note(len(found), args, sys.stderr)
     else:
         heading = f"## Search: {code(query.text)} — {len(found)} result(s)\n"
-        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), cell(s.title, 80)] for s in shown]
-        body = "\n" + table(["ID", "Agent", "Date", "First message"], rows) + "\n" if found else ""
+        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), *where_ran(s, args, env), cell(s.title, 80)]
+                for s in shown]
+        headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "First message"]
+        body = "\n" + table(headers, rows) + "\n" if found else ""
         write(heading + body)
         more_note(len(found), args, sys.stdout)
     return 0 if found else 1
@@ -336,7 +339,7 @@ def content_search(args, env, query: Query, sessions: list) -> int:
                 facts.put(session, totals)
             for position, hit in enumerate(hits or (), total):
                 if position >= args.offset and (end is None or position < end):
-                    emit_hit(session, hit, args.json, first_row=not (args.json or printed))
+                    emit_hit(session, hit, args, env, first_row=not (args.json or printed))
                     printed += 1
             total += count
             shown.value = total
@@ -355,20 +358,27 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     return 0 if total else 1
 
 
-def emit_hit(session, hit: tuple, as_json: bool, first_row: bool) -> None:
+def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:
     import orjson
 
     step, path, label, text = hit
-    if as_json:
+    if args.json:
         record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
                   "step": step, "subagent": path or None, "field": label, "snippet": text,
                   "file": catalog.file_name(session)}
         write(orjson.dumps(record) + b"\n")
         return
     where = f"{step} (sub-agent {path})" if path else str(step)
-    row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), where, cell(text, 240)]
-    heading = "\n" + table(["ID", "Agent", "Date", "Step", "Snippet"], []) + "\n" if first_row else ""
+    row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), *where_ran(session, args, env),
+           where, cell(text, 240)]
+    headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Step", "Snippet"]
+    heading = "\n" + table(headers, []) + "\n" if first_row else ""
     write(heading + "| " + " | ".join(row) + " |\n")
+
+
+def where_ran(session, args, env) -> list[str]:
+    """The Project cell of a row, in a search of every project (none in a project's search)."""
+    return [commands.project_cell(session, env)] if args.every_project else []
 
 
 def summary(total: int, matched: int, args) -> None:

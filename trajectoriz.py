@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "tree, or the current directory) unless --all or --dir says otherwise.")
     _scope_options(listing)
     listing.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
+    listing.add_argument("--steps", action="store_true",
+                         help="give every session's step count and size, translating the sessions "
+                              "not rendered before (on every core); without it a listing translates "
+                              "nothing and leaves those cells blank (null in --json)")
     listing.add_argument("--json", action="store_true", help="one JSON object per session, for scripts")
 
     show = commands.add_parser(
@@ -138,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one JSON object per agent (all store paths, problem groups, counts)")
 
     _memory_parser(commands)
+    _archive_parsers(commands)
 
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec",
@@ -145,12 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
     check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
     check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
+    parser.subcommands = commands.choices  # main() reports a command's unknown option with its usage
     return parser
 
 
 MEMORY_DESCRIPTION = """\
 Mount the sessions of the current project (its git work tree, or the current
-directory; --dir P for another) at MOUNTPOINT as a read-only directory:
+directory; --dir P for another) as a read-only directory at MOUNTPOINT: by
+default memory/ in the current project's root, from any of its subdirectories
+(--status and --unmount look there too). It holds:
 
   README.md                        what the files hold, with jq recipes
   <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
@@ -169,7 +177,7 @@ is added to .git/info/exclude (never to .gitignore)."""
 
 MEMORY_EPILOG = """\
 examples:
-  trajectoriz memory                     # ./memory, sessions of this project
+  trajectoriz memory                     # at memory/ in the work tree's root
   ls -l memory/ && jq '.final_metrics' memory/*_claude_*.atif.json
   trajectoriz memory --unmount           # also heals "Transport endpoint is not connected"
 
@@ -182,8 +190,9 @@ def _memory_parser(commands) -> None:
         "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
         description=MEMORY_DESCRIPTION, epilog=MEMORY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    memory.add_argument("mountpoint", nargs="?", default="memory", metavar="MOUNTPOINT",
-                        help="where to mount (default: ./memory, created if missing)")
+    memory.add_argument("mountpoint", nargs="?", metavar="MOUNTPOINT",
+                        help="where to mount (default: memory/ at the root of the current project, "
+                             "its git work tree or the current directory; created if missing)")
     memory.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
     mode = memory.add_mutually_exclusive_group()
     mode.add_argument("--foreground", action="store_true",
@@ -194,6 +203,36 @@ def _memory_parser(commands) -> None:
     mode.add_argument("--status", action="store_true",
                       help="say whether MOUNTPOINT is mounted, stale or free, with the server's pid; "
                            "exit 0 only when it is mounted and answering")
+
+
+def _archive_parsers(commands) -> None:
+    keep = commands.add_parser(
+        "archive", help="keep every session in trajectoriz's archive, beyond its agent's clean-up",
+        description="Copy what every session needs to be translated again (its native files, "
+                    "compressed; a database store's own rows) into ${XDG_DATA_HOME:-~/.local/"
+                    "share}/trajectoriz/archive, so that list, show, search, export and the "
+                    "memory mount still serve it after its agent deleted it (Claude Code and "
+                    "Gemini CLI delete sessions after 30 days). Incremental: only what changed "
+                    "since the last run is read; a mounted memory/ archives its project's "
+                    "sessions as it sees them.")
+    what = keep.add_mutually_exclusive_group()
+    what.add_argument("--verify", action="store_true",
+                      help="read every archived file back and check it; exit 1 when some are damaged")
+    what.add_argument("--schedule", action="store_true",
+                      help="run `trajectoriz archive` every day from now on (a systemd user timer, "
+                           "else a crontab line)")
+    what.add_argument("--unschedule", action="store_true", help="stop the daily run --schedule set up")
+    keep.add_argument("--json", action="store_true", help="one JSON object summing up the run")
+
+    forget = commands.add_parser(
+        "forget", help="remove sessions from the archive and from every cache, for good",
+        description="Remove sessions from trajectoriz's archive and from its caches (documents, "
+                    "search texts, facts), and never archive them again: the way to "
+                    "purge a secret. The agents' own stores are not touched: a session its "
+                    "agent still holds is still shown from there.")
+    forget.add_argument("ids", nargs="*", metavar="ID", help="session ids, as list and search show them")
+    forget.add_argument("--before", metavar="DATE",
+                        help="also every session started before DATE (YYYY-MM-DD, an ISO time, or Nd)")
 
 
 def _filter_options(command: argparse.ArgumentParser) -> None:
@@ -226,6 +265,7 @@ HANDLERS = {
     "export": ("commands", "run_export"), "validate": ("commands", "run_validate"),
     "search": ("search", "run_search"), "stats": ("stats", "run_stats"),
     "agents": ("health", "run"), "memory": ("memory", "run_memory"),
+    "archive": ("archiving", "run_archive"), "forget": ("forget", "run_forget"),
 }
 
 
@@ -243,7 +283,10 @@ def main(argv=None) -> int:
 
         return warmup.run_worker(os.environ)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser: its usage, not the whole program's
+        after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
+        (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not args.command:
         parser.print_help()
         return EXIT_ERROR

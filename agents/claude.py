@@ -651,3 +651,15 @@ def first_prompt(records: list[dict]) -> str | None:
             if isinstance(content, str):
                 return content
     return None
+
+
+# the archive's interface (archive.py) ---------------------------------------------------------------
+def archive_dependencies(session: Session, env) -> list[str]:
+    """What translation reads besides `dependencies` (which discovery stats for every session,
+    so it stays at the transcripts): the spilled tool outputs in `<session>/tool-results/`, the
+    sub-agents' `.meta.json`, and the 2.0.x sibling `agent-*.jsonl` transcripts of the session."""
+    spilled = os.path.join(glob.escape(session.source[: -len(".jsonl")]), "tool-results", "*")
+    subagents = dependencies(session.source, env)[1:]
+    siblings = [path for _, path, _ in subagent_files(session) if path not in subagents]
+    metas = [path[: -len(".jsonl")] + ".meta.json" for path in subagents]
+    return sorted(glob.glob(spilled)) + [m for m in metas if os.path.isfile(m)] + siblings

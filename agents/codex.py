@@ -1059,3 +1059,12 @@ class Translator:
                       "entered_review_mode": on_review, "exited_review_mode": on_review,
                       "undo_completed": on_undo, "thread_name_updated": on_thread_name,
                       "context_compacted": compacted}
+
+
+# the archive's interface (archive.py) ---------------------------------------------------------------
+def archive_dependencies(session: Session, env) -> list[str]:
+    """The parent's rollout of a fork or a sub-agent: its turns tell the history the child
+    copied from it from the child's own (`ForkGate`), so an archived child keeps it beside it."""
+    parent = as_str(session.extra.get("parent_session_id"))
+    found = find_rollout(env, parent) if parent else None
+    return [found] if found else []

@@ -43,6 +43,7 @@ import struct
 import threading
 import time
 import urllib.parse
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -60,6 +61,9 @@ SNAPSHOT_PATIENCE = 5.0             # seconds spent on them, at most ...
 MIN_ATTEMPTS = 3                    # ... unless fewer reads were made (a big store's take longer)
 QUIET_NS = 50_000_000               # see `_quiet_for`
 QUIET_COARSE_NS = 2_100_000_000
+
+QUERY_SECONDS = 60.0                # one statement on a snapshot, at most (`_Bounded`)
+WATCH_SECONDS = 0.5                 # how often the deadlines are looked at
 
 COPIES = "sqlite-v1"                # the cache's folder of copies of big stores
 COPY_CHUNK = 1 << 20                # bytes of the store held at once while it is copied
@@ -545,6 +549,8 @@ def _make_copy(path: str, folder: str, copy: str) -> None:
             _one_moment(path, lambda store, spoiled: _read_into_files(store, out, wal, spoiled))
             _apply_wal(path, out, wal)
             _finish(path, out)
+            _without_views(temporary + ".tmp")
+            os.fsync(out.fileno())  # a copy renamed into place is whole on disk, even after a crash
         os.replace(temporary + ".tmp", copy)
     except OSError as exc:
         raise StoreError(f"cannot copy {path} into {folder}: {exc.strerror or exc}") from None
@@ -623,22 +629,74 @@ def _write_pages(out, wal_fd: int, offsets: dict[int, int], db_pages: int, page_
 
 def _finish(path: str, out) -> None:
     """The copy checked to be SQLite and made a journal-mode database (no WAL of its own: SQLite
-    then reads it as it is, and looks for no file beside it), then synced: a copy renamed into
-    place is whole on disk, even after a crash."""
+    then reads it as it is, and looks for no file beside it)."""
     out.seek(0)
     if not out.read(100).startswith(SQLITE_MAGIC):
         raise StoreError(f"{path} is empty or not a SQLite database")
     out.seek(18)
     out.write(b"\x01\x01")
     out.flush()
-    os.fsync(out.fileno())
+
+
+def _without_views(copy: str) -> None:
+    """The store's views dropped from the copy before it is used, as from an image in memory
+    (`_drop_views`): opened by SQLite for writing, our own file, with no journal (a copy cut
+    short is a temporary file, never used); a copy without views is not written to."""
+    connection = sqlite3.connect(copy, isolation_level=None, factory=_Bounded)
+    try:
+        connection.execute("PRAGMA journal_mode=OFF")
+        _drop_views(connection)
+    finally:
+        connection.close()
 
 
 # connections -----------------------------------------------------------------------------------
+class _Bounded(sqlite3.Connection):
+    """A connection whose every statement (`execute`, and the reading of its rows) is
+    interrupted once it has run QUERY_SECONDS: a store's schema is untrusted, and a generated
+    column (100 MB computed for every row read, in one step of SQLite's machine) would make
+    one SELECT run for hours. The interruption is SQLite's OperationalError, a DatabaseError
+    like any damaged store's. A watcher thread (`_watch`) interrupts the overdue statements."""
+
+    deadline = float("inf")
+
+    def execute(self, *args):
+        self.deadline = time.monotonic() + QUERY_SECONDS
+        _watch(self)
+        return super().execute(*args)
+
+
+_watched: "weakref.WeakSet[_Bounded]" = weakref.WeakSet()
+_watcher_pid = None
+
+
+def _watch(connection: _Bounded) -> None:
+    """Have the watcher look at `connection`, starting it in this process if need be."""
+    global _watcher_pid
+    _watched.add(connection)
+    if _watcher_pid != os.getpid():
+        _watcher_pid = os.getpid()
+        threading.Thread(target=_interrupt_overdue, name="sqlite-deadline", daemon=True).start()
+
+
+def _interrupt_overdue() -> None:
+    while True:
+        time.sleep(WATCH_SECONDS)
+        now = time.monotonic()
+        for connection in list(_watched):
+            if connection.deadline < now:
+                connection.deadline = float("inf")
+                try:
+                    connection.interrupt()
+                except Exception:  # closed meanwhile
+                    pass
+
+
 def connect(path: str, env=None) -> sqlite3.Connection:
     """A read-only connection to the store's committed state at one moment: in memory, or for a
-    store over MEMORY_BYTES through its copy on disk (`_connect_copy`, in the cache folder of `env`,
-    this process's environment by default)."""
+    store over MEMORY_BYTES through its copy on disk (`_connect_copy`, in the cache folder of
+    `env`, this process's environment by default). The store's views are not in either image
+    (`_drop_views`), and every statement is bounded in time (`_Bounded`)."""
     try:
         image = snapshot(path)
     except TooBig:
@@ -657,13 +715,22 @@ def connect(path: str, env=None) -> sqlite3.Connection:
 
 
 def _in_memory(image: bytearray) -> sqlite3.Connection:
-    connection = sqlite3.connect(":memory:", check_same_thread=False)
+    connection = sqlite3.connect(":memory:", check_same_thread=False, factory=_Bounded)
     try:
         connection.deserialize(image)
+        _drop_views(connection)
     except sqlite3.DatabaseError:
         connection.close()
         raise
     return connection
+
+
+def _drop_views(connection: sqlite3.Connection) -> None:
+    """The store's views dropped from our image (no agent's store has any; a query naming one
+    would run whatever it says: an endless recursion, for one)."""
+    views = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+    for name in views:
+        connection.execute(f"DROP VIEW {quoted(name)}")  # in our copy only
 
 
 def _on_disk(copy: str) -> sqlite3.Connection:
@@ -677,7 +744,7 @@ def _on_disk(copy: str) -> sqlite3.Connection:
     return connection
 
 
-class OnDisk(sqlite3.Connection):
+class OnDisk(_Bounded):
     """A connection to a copy on disk (`_on_disk`), as `shared` tells them apart."""
 
 

@@ -559,6 +559,85 @@ def bench_redaction(report, me, translation, runs) -> dict:
     return costs
 
 
+def archive_folder(me: Program) -> str:
+    return os.path.join(me.env["HOME"], ".local", "share", "trajectoriz", "archive")
+
+
+def archive_run(me: Program) -> dict:
+    """One `archive --json` run's summary."""
+    done = subprocess.run(me.cmd("archive", "--json"), env=me.env, capture_output=True, check=True)
+    return json.loads(done.stdout)
+
+
+def folder_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names)
+
+
+def grown_copy(source: str, size: int) -> bytes:
+    """About `size` bytes of JSONL to append to a transcript: its own last records (whole lines),
+    which compress as the rest of it does."""
+    with open(source, "rb") as handle:
+        handle.seek(max(0, os.path.getsize(source) - size))
+        tail = handle.read()
+    return tail.split(b"\n", 1)[-1] if b"\n" in tail[:-1] else tail
+
+
+def bench_archive(report, me, largest, runs) -> dict:
+    """The archive (issue 14): first run, a run with nothing new, an append; the archive folder
+    lives in the corpus's $HOME while measured and is removed afterwards."""
+    rows = report.section("Archive", ["Operation", "trajectoriz", "figure"], [
+        "`trajectoriz archive` over the whole corpus: first run into an empty archive (native MB "
+        "read and stored per second of wall time), a run with nothing new (fingerprints "
+        "compared, nothing read), and a run after 1 MB was appended to the largest transcript "
+        "(the bytes it read and the archive's growth). Target: a run with nothing new in at most "
+        "1 s for 5,000 sessions."])
+    folder = archive_folder(me)
+    clear = lambda: shutil.rmtree(folder, ignore_errors=True)  # noqa: E731
+    try:
+        first = measure(me.cmd("archive"), me.env, max(1, min(runs, 3)), clear)
+        summary = archive_run(me)  # the last first run left the archive: its totals
+        native, stored = summary["archive_native_bytes"], summary["archive_stored_bytes"]
+        rows.append(["first run", first.text(), f"{speed(native, first.median)} MB/s of native data"])
+        rows.append(["archive size / native size", "—",
+                     f"{mb(folder_bytes(folder))} / {mb(native)} = {folder_bytes(folder) / native:.3f}"
+                     f" (data {stored / native:.3f})"])
+        noop = measure(me.cmd("archive"), me.env, runs)
+        rows.append([f"run with nothing new ({summary['sessions_seen']} sessions)", noop.text(), ""])
+        appended = bench_append(me, largest, folder, runs)
+        rows.append(["run after a 1 MB append to the largest transcript", appended["timing"].text(),
+                     f"{mb(appended['read'])} read, the archive grew by {appended['grown'] / 1e3:.0f} kB"])
+    finally:
+        clear()
+        try:
+            os.rmdir(os.path.dirname(folder))  # trajectoriz's data folder, if the archive was all
+        except OSError:
+            pass
+    return {"noop": noop, "sessions": summary["sessions_seen"]}
+
+
+def bench_append(me: Program, largest, folder: str, runs: int) -> dict:
+    """Each run appends 1 MB to the largest transcript, then archives; the transcript is put
+    back (bytes and mtime) afterwards."""
+    source = largest[2]
+    original = os.stat(source)
+    chunk = grown_copy(source, 1024 * 1024)
+    seconds, read, grown = [], 0, 0
+    try:
+        for _ in range(max(1, min(runs, 3))):
+            with open(source, "ab") as handle:
+                handle.write(chunk)
+            before = folder_bytes(folder)
+            started = time.perf_counter()
+            summary = archive_run(me)
+            seconds.append(time.perf_counter() - started)
+            read, grown = summary["bytes_native"], folder_bytes(folder) - before
+    finally:
+        with open(source, "r+b") as handle:
+            handle.truncate(original.st_size)
+        os.utime(source, ns=(original.st_atime_ns, original.st_mtime_ns))
+    return {"timing": Timing(seconds, []), "read": read, "grown": grown}
+
+
 def pct(with_: float, without: float) -> str:
     return f"{(with_ / without - 1) * 100:+.0f}%" if without else "—"
 
@@ -608,6 +687,14 @@ def target_rows(discovery, translation, show, mount, redaction, project_count) -
     return rows
 
 
+def archive_target(archived: dict) -> list[str]:
+    """Judged on a corpus of 5,000 sessions or more only (a run's start-up does not scale)."""
+    noop, count = archived["noop"], archived["sessions"]
+    judged = count >= 5000 and not noop.failure
+    return ["`archive` with nothing new: at most 1 s for 5,000 sessions", f"{noop.text()} for {count} sessions",
+            verdict(noop.median <= 1 if judged else None)]
+
+
 # main ---------------------------------------------------------------------------------------------------
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -641,7 +728,10 @@ def main(argv=None) -> int:
         bench_startup(report, me, args.tree, runs)
         print("redaction", file=sys.stderr)
         redaction = bench_redaction(report, me, translation, runs)
+        print("archive", file=sys.stderr)
+        archived = bench_archive(report, me, translation["largest"], runs)
         targets += target_rows(discovery, translation, show, mount, redaction, project_count)
+        targets.append(archive_target(archived))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     intro = ["# Benchmark results", "",

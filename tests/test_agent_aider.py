@@ -208,3 +208,19 @@ def test_golden(tmp_path):
     doc = documents(path, env)[0][1]
     doc["session_id"] = "<hash of the transcript path and run index>"
     assert_golden(doc, "aider", "live-proj-aider-run0")
+
+
+def test_dir_finds_the_projects_own_store_from_anywhere(tmp_path):
+    """`--dir P` is the project wherever the command runs: its Aider history is found though the
+    command runs elsewhere and no other agent names P (before: 0 sessions)."""
+    here = project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE))
+    project = os.path.dirname(here)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**base_env(tmp_path), "PWD": str(elsewhere)}
+    expected = native_run_count(open(here, encoding="utf-8").read())
+    listed = cli("list", "--json", "--dir", project, env=env, cwd=str(elsewhere))
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == expected > 0, listed.stderr
+    exported = cli("export", "--dir", project, "--out", str(tmp_path / "out"), env=env, cwd=str(elsewhere))
+    assert exported.returncode == 0, exported.stderr
+    assert len(list((tmp_path / "out").glob("*_aider_*.atif.json"))) == expected

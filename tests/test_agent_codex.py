@@ -504,7 +504,7 @@ def test_live_sessions_land_in_their_projects(tmp_path):
 def test_cli_lists_and_shows_the_live_store_without_touching_it(tmp_path):
     before = tree_digest(LIVE_HOME)
     env = base_env(tmp_path, home=LIVE_HOME)
-    listed = cli("list", "--all", "--json", env=env)
+    listed = cli("list", "--all", "--json", "--steps", env=env)
     assert listed.returncode == 0, listed.stderr.decode()
     records = [json.loads(line) for line in listed.stdout.splitlines()]
     codex_records = [r for r in records if r["agent"] == "codex"]

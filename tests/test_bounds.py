@@ -130,7 +130,7 @@ def test_a_zstd_bomb_is_read_to_its_limit_in_bounded_memory(tmp_path):
         write_zstd(os.path.join(archived, os.path.basename(source) + ".zst"), handle.read(), 4 << 30)
     assert os.path.getsize(bomb) < 1 << 20
 
-    result = run_measured(env, "list", "--all", "--json")
+    result = run_measured(env, "list", "--all", "--json", "--steps")
     assert_bounded(result)
     rows = listed(result)
     assert rows[expected["session_id"]]["steps"] == len(expected["steps"])

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from helpers import LIVE, base_env, cli
+from helpers import LIVE, base_env, cli, run_main
 
 LIVE_CLAUDE = os.path.join(LIVE, "claude-2.1.332", ".claude")
 
@@ -52,17 +52,17 @@ def test_list_scopes_to_the_git_project_of_the_current_directory(store):
 
 def test_list_table_shape(store):
     env, projects = store
-    result = cli("list", "--all", env=env)
+    result = cli("list", "--all", "--steps", env=env)
     lines = result.stdout.decode().splitlines()
     assert lines[0] == "## Sessions of every project — 3 session(s)"
-    assert lines[2] == "| ID | Agent | Date | Steps | First message |"
-    row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| SCENARIO claude-\d\w? in .*\|$")
+    assert lines[2] == "| ID | Agent | Date | Steps | Project | First message |"
+    row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| \S*proj-claude(-other)? \| SCENARIO claude-\d\w? in .*\|$")
     assert all(row.match(line) for line in lines[4:]), lines[4:]
 
 
 def test_show_export_and_ids_compose(store, tmp_path):
     env, _ = store
-    records = listing(env, "--all")
+    records = listing(env, "--all", "--steps")
     out = tmp_path / "out"
     exported = cli("export", "--all", "--out", str(out), env=env)
     assert exported.returncode == 0, exported.stderr
@@ -115,6 +115,26 @@ def test_a_second_projects_export_keeps_the_firsts(store, tmp_path):
     assert len([n for n in os.listdir(out) if n.endswith(".atif.json")]) == 3
 
 
+def test_a_listing_translates_nothing(store, monkeypatch):
+    """The Steps column comes from documents rendered before, never from rendering: before,
+    `list` translated every session of the listing to count its steps."""
+    import documents
+
+    env, _ = store
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "documents-v2")
+    monkeypatch.setattr(documents, "_translated", lambda *a: pytest.fail("list translated a session"))
+    rows = [json.loads(line) for line in run_main(env, ["list", "--all", "--json"]).stdout.splitlines()]
+    assert len(rows) == 3 and all(r["steps"] is None and r["bytes"] is None for r in rows)
+    assert not os.path.exists(cache) or os.listdir(cache) == []
+    monkeypatch.undo()
+    shown = run_main(env, ["show", rows[0]["id"]]).stdout
+    again = {r["id"]: r for r in map(json.loads, run_main(env, ["list", "--all", "--json"]).stdout.splitlines())}
+    assert again[rows[0]["id"]]["steps"] == len(json.loads(shown)["steps"]) and again[rows[0]["id"]]["bytes"] == len(shown)
+    assert [r["steps"] for i, r in again.items() if i != rows[0]["id"]] == [None, None]
+    table = run_main(env, ["list", "--all"]).stdout.decode()
+    assert table.count("| claude | 2026-11-29 |  |") == 2
+
+
 @pytest.mark.parametrize("args,message", [
     (["show", "cl-ffffffff"], "no session with id 'cl-ffffffff'"),
     (["list", "--dir", "/no/such/dir"], "--dir /no/such/dir: no such directory"),
@@ -149,3 +169,56 @@ def test_empty_home_lists_nothing(tmp_path):
     env = base_env(tmp_path)
     result = cli("list", "--all", env=env)
     assert result.returncode == 0 and "0 session(s)" in result.stdout.decode()
+
+
+def test_the_readme_beside_the_files_fits_the_directory(store, tmp_path):
+    """Before: its searches lacked --local, it assumed trajectoriz on PATH, listed agents that had
+    no session there, and an export of every project said "this project" in its body."""
+    import invocation
+
+    env, projects = store
+    project = str(projects / "proj-claude")
+    cli("export", "--dir", project, "--out", str(tmp_path / "one"), env=env)
+    readme = (tmp_path / "one" / "README.md").read_text()
+    assert f"# Trajectory memory of {project}" in readme and "sessions of this project (2 session(s))" in readme
+    assert "written by claude (2)," in readme and "codex" not in readme and "opencode" not in readme
+    assert f"{invocation.shown_command()} search --local \"words" in readme
+    cli("export", "--all", "--out", str(tmp_path / "all"), env=env)
+    everything = (tmp_path / "all" / "README.md").read_text()
+    assert "# Trajectory memory of every project" in everything and "this project" not in everything
+    assert "--local" in everything.split("## jq")[0] and "search \"words" in everything
+
+
+def test_an_unknown_option_of_a_command_gets_that_commands_usage(store):
+    """Before: `list --bogus` printed the whole program's usage."""
+    env, _ = store
+    result = cli("list", "--bogus", env=env)
+    assert result.returncode == 2
+    assert b"usage: trajectoriz list" in result.stderr and b"unrecognized arguments: --bogus" in result.stderr
+    assert b"usage: trajectoriz list" not in cli("--bogus", "list", env=env).stderr
+
+
+def test_empty_listings_say_where_the_sessions_are(store, tmp_path):
+    env, projects = store
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    here = cli("list", env=env, cwd=str(elsewhere)).stdout.decode()
+    assert f"## Sessions of {elsewhere} (no git work tree here: the current directory is the project) — 0" in here
+    assert "None of the 3 session(s) found ran in" in here and "list --all" in here
+    nothing = base_env(tmp_path / "empty")
+    empty = cli("list", env=nothing, cwd=str(elsewhere)).stdout.decode()
+    assert "No agent's sessions were found under" in empty and "trajectoriz agents" in empty
+    inside = cli("list", env=env, cwd=str(projects / "proj-claude" / "src")).stdout.decode()
+    assert "no git work tree" not in inside
+
+
+def test_agents_says_which_sessions_are_in_no_project(store):
+    env, _ = store
+    folder = os.path.join(env["HOME"], ".claude", "projects", "-tmp-agents-proj-claude-other")
+    path = os.path.join(folder, os.listdir(folder)[0])
+    with open(path, encoding="utf-8") as handle:
+        text = re.sub(r'"cwd":"[^"]*",?', "", handle.read())
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    report = cli("agents", env=env).stdout.decode()
+    assert "1 session(s) recorded no working directory, so they are in no project" in report

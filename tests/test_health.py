@@ -130,3 +130,22 @@ def test_the_pool_gives_the_serial_answer(planted, monkeypatch):
 ])
 def test_problem_kinds(reason, kind):
     assert health.problem_kind(reason) == kind
+
+
+def test_each_agent_says_how_long_it_keeps_sessions(tmp_path):
+    """The retention column, as each agent's own settings set it (retention.py reads them)."""
+    env = base_env(tmp_path)
+    shutil.copytree(os.path.join(LIVE, "claude-2.1.332"), env["HOME"], dirs_exist_ok=True)
+
+    def retention_of(agent):
+        result = cli("agents", "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        return next(r for r in map(json.loads, result.stdout.splitlines()) if r["agent"] == agent)["retention"]
+
+    assert "30 days (default)" in retention_of("claude")
+    with open(os.path.join(env["HOME"], ".claude", "settings.json"), "w") as handle:
+        json.dump({"cleanupPeriodDays": 90}, handle)
+    assert "90 days" in retention_of("claude") and retention_of("codex") == "keeps everything"
+    assert "30d" in retention_of("gemini")
+    table = cli("agents", env=env).stdout.decode()
+    assert "| Retention |" in table and "90 days" in table

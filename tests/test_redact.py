@@ -654,3 +654,14 @@ def test_names_that_are_not_utf8_come_out_as_replacement_characters(tmp_path):
     for out in shown:
         json.loads(out)
         assert b"caf?.txt" not in out
+
+
+@pytest.mark.parametrize("before", [150, 185, 195, 1590])
+def test_a_first_message_cut_for_a_listing_shows_no_part_of_a_secret(before):
+    """The listing's cut came before redaction: `ghp_N1fHW93R…` (too short to be recognized)
+    was printed for a token that straddled it."""
+    from agents.base import one_line
+
+    secret = dict(TOKENS)["github"]
+    line = one_line("x" * before + " " + secret + " and more words after it" * 80)
+    assert secret[:8] not in line and line.endswith("…")

@@ -148,6 +148,10 @@ def test_everywhere_by_default_local_and_dir_narrow_it(store):
 
 
 # shapes ---------------------------------------------------------------------------------------------
+def project_cell(cwd: str) -> str:
+    return cwd if len(cwd) <= 40 else "…" + cwd[-39:]
+
+
 def test_markdown_shape_escapes_pipes_and_cuts_long_text(store):
     result = run(store, "search", "tokens per trajectory")
     assert result.returncode == 0
@@ -159,10 +163,12 @@ def test_markdown_shape_escapes_pipes_and_cuts_long_text(store):
     assert lines == [
         "## Search: `tokens per trajectory` — 1 result(s)",
         "",
-        "| ID | Agent | Date | First message |",
-        "|---|---|---|---|",
-        f"| `{record['id']}` | claude | 2026-11-29 | {cut} |",
+        "| ID | Agent | Date | Project | First message |",
+        "|---|---|---|---|---|",
+        f"| `{record['id']}` | claude | 2026-11-29 | {project_cell(record['cwd'])} | {cut} |",
     ]
+    local = run(store, "search", "--dir", record["cwd"], "tokens per trajectory").stdout.decode()
+    assert "| ID | Agent | Date | First message |" in local  # one project: no Project column
 
 
 def test_no_result_prints_the_header_and_exits_1(store):
@@ -176,7 +182,7 @@ def test_json_records(store):
     (record,) = found(store, "claude-3")
     listed = {r["id"]: r for r in sessions(store)}[record["id"]]
     assert set(record) == {"id", "agent", "date", "started", "native_id", "cwd", "model",
-                           "first_message", "file", "source"}
+                           "first_message", "file", "source", "archived"}
     assert record == {k: listed[k] for k in record}
 
 
@@ -241,9 +247,9 @@ def test_content_matches_per_step_with_snippets_and_sub_agents(store):
     lines = result.stdout.decode().splitlines()
     sessions_count = len(sessions(store))
     assert lines[:4] == [f"## Search: `survey src/web` — content of {sessions_count} session(s)", "",
-                         "| ID | Agent | Date | Step | Snippet |", "|---|---|---|---|---|"]
+                         "| ID | Agent | Date | Project | Step | Snippet |", "|---|---|---|---|---|---|"]
     rows = [line for line in lines if line.startswith("| `")]
-    assert [row.split(" | ")[3] for row in rows] == ["5", "1 (sub-agent 1)"]
+    assert [row.split(" | ")[4] for row in rows] == ["5", "1 (sub-agent 1)"]
     # the snippet: where it matched, then up to 50 characters before and 80 after the first word
     assert rows[0].endswith("| call: Agent description: Survey the web module subagent_type: "
                             "general-purpose prompt: Survey src/web and report… |")
