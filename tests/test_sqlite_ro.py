@@ -561,6 +561,34 @@ def test_a_wal_that_grows_the_database_past_its_files_is_an_error(tmp_path, kind
     assert copies(str(tmp_path / "cache")) == []
 
 
+ENDLESS = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c)"
+
+
+def test_the_store_s_views_are_not_in_its_image(tmp_path, kind):
+    """A store with a view where a table is expected, one that never ends: the image has no
+    view, in memory or on disk (the copy's dropped before it is used), so the name is no table
+    at all (before on disk: the copy kept it, and any query naming it ran forever)."""
+    db = str(tmp_path / "views.db")
+    connection = sqlite3.connect(db)
+    connection.executescript(f"CREATE TABLE session_real(n); CREATE VIEW session AS {ENDLESS} SELECT n FROM c;")
+    connection.close()
+    image = sqlite_ro.connect(db)
+    assert image.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone() == (0,)
+    with pytest.raises(sqlite3.OperationalError, match="no such table: session"):
+        image.execute("SELECT n FROM session")
+
+
+def test_a_statement_past_its_deadline_is_interrupted(tmp_path, monkeypatch, kind):
+    """Every statement on an image is interrupted once it has run QUERY_SECONDS (lowered here
+    to 0.2 s), in memory and on disk: a recursion that would count for minutes ends in an
+    OperationalError (before on disk: it ran to its end)."""
+    monkeypatch.setattr(sqlite_ro, "QUERY_SECONDS", 0.2)
+    db, connection = ledger_store(tmp_path)
+    image = sqlite_ro.connect(db)
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        image.execute(ENDLESS.replace("FROM c)", "FROM c WHERE n < 3e8)") + " SELECT count(*) FROM c").fetchone()
+
+
 def on_disk(tmp_path, monkeypatch) -> str:
     """Every store taken for a big one, copied under the test's cache, whose path it returns."""
     cache = str(tmp_path / "cache")
