@@ -748,7 +748,7 @@ class OnDisk(_Bounded):
     """A connection to a copy on disk (`_on_disk`), as `shared` tells them apart."""
 
 
-SHARED_BYTES = 256 * 1024 * 1024
+SHARED_BYTES = 128 * 1024 * 1024  # with two reads of a store at MEMORY_BYTES, a process stays under 300 MB
 _shared_lock = threading.Lock()
 _shared: OrderedDict = OrderedDict()  # path -> (stamp, bytes, connection, pid), least recent first
 
