@@ -106,7 +106,7 @@ SESSION_FIELDS = ("id", "parent_session_id", "title", "message_count", "prompt_t
 
 def scan(source: str, env) -> list[Session]:
     """Top-level sessions (sub-agent sessions are embedded in their parents), in one query."""
-    with sqlite_ro.listing(source) as connection:
+    with sqlite_ro.listing(source, env) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
             f"SELECT {fields}, " + sqlite_ro.capped(
@@ -152,7 +152,7 @@ def first_text(raw) -> str:
 def translate(session: Session, env) -> dict:
     session_id = session.locator or session.native_id
     try:
-        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
+        connection = sqlite_ro.shared(session.source, env)  # one snapshot for all of the store's sessions
     except sqlite_ro.StoreError as exc:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:

@@ -71,7 +71,7 @@ def dependencies(source: str, env) -> list[str]:
 
 
 def scan(source: str, env) -> list[Session]:
-    return scan_database(source) if source.endswith(".db") else [scan_legacy(source)]
+    return scan_database(source, env) if source.endswith(".db") else [scan_legacy(source)]
 
 
 def utc_epoch(value) -> float | None:
@@ -81,8 +81,8 @@ def utc_epoch(value) -> float | None:
     return epoch(value)
 
 
-def scan_database(path: str) -> list[Session]:
-    with sqlite_ro.listing(path) as connection:
+def scan_database(path: str, env) -> list[Session]:
+    with sqlite_ro.listing(path, env) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
             f"SELECT {fields}, " + sqlite_ro.capped(
@@ -194,14 +194,14 @@ def database_messages(connection, session_id: str, budget) -> list[Message]:
 # translation --------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
     if session.source.endswith(".db"):
-        return translate_database(session)
+        return translate_database(session, env)
     return translate_legacy(session)
 
 
-def translate_database(session: Session) -> dict:
+def translate_database(session: Session, env) -> dict:
     session_id = session.locator or session.native_id
     try:
-        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
+        connection = sqlite_ro.shared(session.source, env)  # one snapshot for all of the store's sessions
     except sqlite_ro.StoreError as exc:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:

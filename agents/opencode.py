@@ -108,20 +108,20 @@ def family_dependencies(source: str) -> list[str]:
 
 
 # the SQLite store -------------------------------------------------------------------------------
-def open_database(path: str) -> sqlite3.Connection:
+def open_database(path: str, env) -> sqlite3.Connection:
     """A snapshot of the database (WAL applied), kept while its files are unchanged
     (`sqlite_ro.shared`): translating every session of a large store must not copy it once per
     session."""
-    return sqlite_ro.shared(path)
+    return sqlite_ro.shared(path, env)
 
 
 class DbStore:
     """Rows of the SQLite store as the same dicts the JSON store reads. What one document reads
     is bounded (`sqlite_ro.RowBudget`); what was left out is in `take_warnings()`."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, env):
         self.path = path
-        self.db = open_database(path)
+        self.db = open_database(path, env)
         tables = ("session", "message", "part", "project")
         self.columns = {table: sqlite_ro.columns(self.db, table) for table in tables}
         if not self.columns["session"] or not self.columns["message"]:
@@ -343,12 +343,12 @@ class JsonStore:
 # scan -------------------------------------------------------------------------------------------
 def family_scan(source: str, env, family: Family) -> list[Session]:
     if is_database(source):
-        return scan_database(source, family)
+        return scan_database(source, env, family)
     return scan_json(source, family)
 
 
-def scan_database(source: str, family: Family) -> list[Session]:
-    rows = [row for row in DbStore(source).listing() if isinstance(row["id"], str) and row["id"]]
+def scan_database(source: str, env, family: Family) -> list[Session]:
+    rows = [row for row in DbStore(source, env).listing() if isinstance(row["id"], str) and row["id"]]
     parents = {row["id"]: row["parent_id"] for row in rows}
     return [listed(family, source, row, row["first_text"], row["model"], "sqlite")
             for row in rows if is_top_level(row["id"], parents)]
@@ -413,7 +413,7 @@ def prompt_text(parts: list[dict]) -> str:
 # translation ------------------------------------------------------------------------------------
 def family_translate(session: Session, env, family: Family) -> dict:
     if is_database(session.source):
-        store = DbStore(session.source)
+        store = DbStore(session.source, env)
         row = store.session(session.locator or session.native_id)
     else:
         store = JsonStore(storage_of(session.source))
