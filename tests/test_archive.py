@@ -446,8 +446,8 @@ def test_a_hermes_continuation_is_archived_without_its_parent_where_sqlite_enfor
         connection.commit()
     connect = sqlite_ro.connect
 
-    def enforcing(path):
-        connection = connect(path)
+    def enforcing(path, env=None):
+        connection = connect(path, env)
         connection.execute("PRAGMA foreign_keys = ON")
         return connection
     monkeypatch.setattr(sqlite_ro, "connect", enforcing)
