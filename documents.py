@@ -15,6 +15,7 @@ import archive
 import cache
 import catalog
 import doccache
+import toolkinds
 from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
@@ -22,7 +23,7 @@ from atif.serialize import dumps, loads
 from redact import clean_tree
 from version import VERSION
 
-FACTS_FILE = f"facts-v3-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
+FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
@@ -103,6 +104,7 @@ def _translated(session: Session, env) -> dict:
             doc = module.translate(session, env)
     except Exception as exc:  # any defect in a store or a translator: report, don't crash
         doc = failure_document(session, module, f"{type(exc).__name__}: {exc}")
+    toolkinds.annotate(doc, session.agent, session.cwd)
     ours = {"short_id": session.short_id, "agent": session.agent, "source": session.source,
             "cwd": session.cwd, "title": session.title or None}
     extra = {k: v for k, v in ours.items() if v is not None}
@@ -141,13 +143,15 @@ def cache_stamp(session: Session, env, redact: bool = True) -> list:
 
 def totals(doc: dict, data: bytes, stamp: list) -> dict:
     """What `list`, `stats` and the mount need to know of a document without translating it
-    again: its size and steps, and the totals `stats` adds up (tokens and cost from
-    `final_metrics`, tool calls counted with the sub-agents', like the tokens)."""
+    again: its size and steps, the totals `stats` adds up (tokens and cost from
+    `final_metrics`, tool calls counted with the sub-agents', like the tokens), and the files its
+    tool calls wrote (`blame`, INDEX.md)."""
     fm = doc.get("final_metrics") or {}
     return {"stamp": stamp, "size": len(data), "steps": len(doc["steps"]),
             "tool_calls": tool_calls(doc), "prompt": fm.get("total_prompt_tokens"),
             "completion": fm.get("total_completion_tokens"), "cached": fm.get("total_cached_tokens"),
-            "cost": fm.get("total_cost_usd")}
+            "cost": fm.get("total_cost_usd"),
+            "files": sorted({path for write in toolkinds.writes(doc) for path in write["paths"]})}
 
 
 def tool_calls(doc: dict) -> int:

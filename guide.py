@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 import invocation
+import toolkinds
 
 MOUNTED = """It is a read-only view that `trajectoriz` generates when a file is read: nothing here is
 stored, a session still being recorded shows its new steps the next time its file is opened,
@@ -52,7 +53,12 @@ Each file is one JSON document in ATIF v1.7 (Agent Trajectory Interchange Format
 - `.steps[i]`: the conversation in order. `.steps[i].source` is `user`, `agent` or `system`;
   `.steps[i].message` is the text (the user's prompt, the agent's answer); `.steps[i].timestamp`.
 - `.steps[i].reasoning_content`: the agent's reasoning, when it was recorded.
-- `.steps[i].tool_calls[]`: `.function_name` and `.arguments` of each tool the agent called.
+- `.steps[i].tool_calls[]`: `.function_name` and `.arguments` of each tool the agent called, as
+  the agent recorded them; `.extra.kind` says what it does in the same words for every agent
+  (`shell`, `read`, `write`, `edit`, `search`, `fetch`, `task`, `plan`, `other`), `.extra.command`
+  is a shell call's command line, `.extra.paths` the files it read, wrote or edited (absolute;
+  for a shell call, the files its `>`, `>>`, `tee`, `mv` and `cp` write). Aider has no tool
+  calls: a step reporting `.extra.applied_edits` names the files written in `.extra.paths`.
 - `.steps[i].observation.results[]`: what the tools returned, in `.content`, joined to the call
   by `.source_call_id` (= the call's `.tool_call_id`).
 - `.steps[i].metrics` and `.final_metrics`: tokens (`prompt_tokens`, `completion_tokens`,
@@ -79,10 +85,15 @@ prefer the search above, then open one file.
     jq -r '.steps[] | select(.source == "user") | .message' FILE        # what the user asked
     jq -r '.steps[-1].message' FILE                                     # how it ended
     jq -r '.steps[].tool_calls[]? | .function_name' FILE | sort | uniq -c   # tools used
-    jq '.steps[] | select(.tool_calls[]?.arguments.command? // "" | test("pytest"))' FILE
+    jq -r '.steps[].tool_calls[]? | select(.extra.kind=="shell") | .extra.command' FILE  # commands run
+    jq '.steps[] | select(.tool_calls[]?.extra.command? // "" | test("pytest"))' FILE
+    jq -r '.steps[].tool_calls[]? | select(.extra.kind=="write" or .extra.kind=="edit") | .extra.paths[]' FILE
     jq '.final_metrics' FILE                                            # tokens and cost
     jq -r '.steps[].observation.results[]?.content | strings' FILE | grep -n "Traceback"
-""".encode()
+
+## Tool names and their kind
+
+{toolkinds.markdown_table()}""".encode()
 
 
 def agents_of(names: list[str]) -> Counter:

@@ -1,3 +1,3 @@
 """The trajectoriz release. Part of every cache key: a new release re-translates."""
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"

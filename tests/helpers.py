@@ -310,6 +310,7 @@ class Run:
     prompt: str = ""
     stores: list = field(default_factory=list)
     tool_outputs: list = field(default_factory=list)
+    calls: list = field(default_factory=list)     # (tool name, arguments) the fake model asked for
 
 
 def scenario_runs(live_home: str) -> list[Run]:
@@ -323,6 +324,8 @@ def _scenario_run(chunk: str) -> Run:
     run.cwd = re.search(r"project dir \(cwd\): `([^`]+)`", chunk).group(1)
     run.prompt = json.loads(re.search(r"user prompt \(JSON string\): (\".*\")\s*$", chunk, re.M).group(1))
     run.stores = re.findall(r"`([^`]+)`", re.search(r"store files containing this prompt: (.*)", chunk).group(1))
+    run.calls = [(name, json.loads(arguments)) for name, arguments
+                 in re.findall(r"tool call `([^`]+)` with arguments `(.*)`$", chunk, re.M)]
     outputs = chunk.split("Tool outputs as the agent sent them back", 1)[-1]
     for block in re.findall(r"^\d+\. ```\n(.*?)\n```", outputs, re.M | re.S):
         try:  # Gemini's outputs are quoted as the functionResponse it sent back

@@ -1,0 +1,131 @@
+"""Tool calls with a common meaning (`extra.kind`, `extra.command`, `extra.paths`, toolkinds.py),
+checked against the native calls of every live store: the calls SCENARIO.md says the fake model
+made (Droid's, whose SCENARIO.md lists none, read from its records), every shell command found,
+every written file named."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pathlib
+
+import pytest
+
+import catalog
+import documents
+import toolkinds
+from helpers import all_steps, assert_valid, scenario_runs
+from homes import by_agent, live_stores
+
+TOOL_AGENTS = [agent for agent, _ in live_stores() if agent not in ("aider", "droid")]
+
+
+def meanings(env, agent: str) -> list[tuple]:
+    """(kind, command, paths) of every tool call of every document of the agent's sessions."""
+    found = []
+    for session in catalog.discover(env, [agent], use_cache=False).sessions:
+        doc = documents.translate(session, env)
+        assert_valid(doc)
+        for step in all_steps(doc):
+            for call in step.get("tool_calls") or ():
+                extra = call.get("extra") or {}
+                found.append((extra.get("kind"), extra.get("command"), tuple(extra.get("paths") or ())))
+    return sorted(found, key=repr)
+
+
+def expected_meaning(cwd: str, arguments: dict) -> tuple:
+    """What a scenario call means, from its arguments as SCENARIO.md quotes them: a command
+    (one string, or a list of them) is a shell call, writing note.txt when it redirects there;
+    else the call reads the file its arguments name."""
+    command = arguments.get("command", arguments.get("cmd", arguments.get("commands")))
+    if command is not None:
+        command = "\n".join(command) if isinstance(command, list) else command
+        return "shell", command, ((os.path.join(cwd, "note.txt"),) if "> note.txt" in command else ())
+    path = arguments.get("path") or arguments.get("file_path") or arguments.get("filePath")
+    return "read", None, (path or arguments["files"][0]["path"],)
+
+
+@pytest.mark.parametrize("agent", TOOL_AGENTS)
+def test_live_calls_have_their_meaning(agent, tmp_path):
+    env = by_agent(agent).build(tmp_path)
+    runs = scenario_runs(os.path.join(env["HOME"]))
+    # mini-swe-agent records no working directory: its relative paths stay relative
+    recorded = any(s.cwd for s in catalog.discover(env, [agent], use_cache=False).sessions)
+    expected = sorted((expected_meaning(r.cwd if recorded else "", a) for r in runs for _, a in r.calls), key=repr)
+    assert expected and meanings(env, agent) == expected
+    commands = {m[1] for m in meanings(env, agent) if m[0] == "shell"}
+    assert {f"echo hello-{r.prompt.split()[1]} > note.txt && ls" for r in runs} <= commands
+
+
+def test_droid_calls_have_their_meaning(tmp_path):
+    env = by_agent("droid").build(tmp_path)
+    expected = []
+    for path in glob.glob(os.path.join(env["HOME"], ".factory", "sessions", "*", "*.jsonl")):
+        cwd = "/tmp/agents/" + os.path.basename(os.path.dirname(path))[len("-tmp-agents-"):]
+        for line in pathlib.Path(path).read_text().splitlines():
+            content = (json.loads(line).get("message") or {}).get("content")
+            for part in content if isinstance(content, list) else ():
+                if part.get("type") == "tool_use":
+                    expected.append(expected_meaning(cwd, part["input"]))
+    assert len(expected) > 3 and meanings(env, "droid") == sorted(expected, key=repr)
+
+
+def test_aider_whole_file_edits_are_writes(tmp_path):
+    env = by_agent("aider").build(tmp_path)
+    written = []
+    for session in catalog.discover(env, ["aider"], use_cache=False).sessions:
+        for step in documents.translate(session, env)["steps"]:
+            if "applied_edits" in (step.get("extra") or {}):
+                written.append((session.cwd, step["extra"]["paths"]))
+    assert written and all(paths == [os.path.join(cwd, "note.txt")] for cwd, paths in written)
+
+
+def test_patches_name_every_file_they_touch():
+    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: /abs/b.py\n+z\n"
+             "*** Delete File: c.py\n*** Update File: d.py\n*** Move to: e.py\n*** End Patch\n")
+    found = toolkinds.meaning("codex", {"function_name": "apply_patch", "arguments": {"input": patch}}, "/w")
+    assert found == {"kind": "edit", "paths": ["/w/src/a.py", "/abs/b.py", "/w/c.py", "/w/d.py", "/w/e.py"]}
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n--- /dev/null\n+++ b/new.txt\n"
+    found = toolkinds.meaning("opencode", {"function_name": "patch", "arguments": {"patchText": diff}}, "/w")
+    assert found["paths"] == ["/w/x.py", "/w/new.txt"]
+
+
+def test_shell_argv_and_workdir():
+    call = {"function_name": "shell", "arguments": {"command": ["bash", "-lc", "cat a | tee -a b > c"],
+                                                     "workdir": "sub"}}
+    assert toolkinds.meaning("codex", call, "/w") == {"kind": "shell", "command": "cat a | tee -a b > c",
+                                                      "paths": ["/w/sub/c", "/w/sub/b"]}
+    call = {"function_name": "Bash", "arguments": {"command": "git mv a.py b.py && cp -r x y 2> err"}}
+    assert toolkinds.meaning("claude", call, "/w")["paths"] == ["/w/b.py", "/w/err", "/w/y"]
+    call = {"function_name": "shell", "arguments": {"command": ["ls", "-l", "a b"]}}
+    assert toolkinds.meaning("codex", call, "/w") == {"kind": "shell", "command": "ls -l 'a b'"}
+
+
+@pytest.mark.parametrize("arguments", [{}, {"command": 3}, {"command": ["x", 1]}, {"file_path": ["a", {"p": 1}]},
+                                       {"path": "a\0b"}, {"file_path": "x" * 10_000}, {"command": "echo 'open"},
+                                       {"input": 5}, {"files": [None, {"path": 2}]}, {"command": "> " * 5000}])
+def test_odd_arguments_never_fail(arguments):
+    for agent, table in toolkinds.TABLES.items():
+        for name in [*table, None, 7]:
+            found = toolkinds.meaning(agent, {"function_name": name, "arguments": arguments}, "/w")
+            assert found["kind"] in toolkinds.KINDS
+            assert len(found.get("paths", ())) <= toolkinds.MAX_PATHS
+            assert all(os.path.isabs(p) and len(p) <= toolkinds.MAX_PATH for p in found.get("paths", ()))
+
+
+def test_every_agent_has_a_table():
+    import agents
+
+    assert sorted(toolkinds.TABLES) == sorted(agents.names())
+    assert {k for t in toolkinds.TABLES.values() for k in t.values()} <= set(toolkinds.KINDS)
+
+
+def test_the_mapping_is_documented(tmp_path):
+    import guide
+    from helpers import ROOT
+
+    table = toolkinds.markdown_table()
+    assert "| claude | shell: Bash · read: NotebookRead, Read · write: Write" in table
+    assert table in pathlib.Path(ROOT, "README.md").read_text()
+    assert table in guide.readme("/p", [], mounted=True).decode()
