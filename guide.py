@@ -74,6 +74,7 @@ Secrets that looked like API keys, tokens or passwords were replaced by `«REDAC
 
     {me} search{scope} "words from the first prompt"   # fast: first messages, ids, agents
     {me} search{scope} --content "error text"          # slower: every message and tool output
+    {me} blame path/to/file.py:42                   # the sessions that wrote that line, and why
     ls | grep <id>                                       # then read that one file
 
 {"`--local` keeps the search to this project: an id found without it may belong to another project, and its file is not here." if project else "Without `--local`, search looks at every project, as this directory does."}
@@ -90,10 +91,15 @@ prefer the search above, then open one file.
     jq -r '.steps[].tool_calls[]? | select(.extra.kind=="write" or .extra.kind=="edit") | .extra.paths[]' FILE
     jq '.final_metrics' FILE                                            # tokens and cost
     jq -r '.steps[].observation.results[]?.content | strings' FILE | grep -n "Traceback"
+{kinds_section(names)}""".encode()
 
-## Tool names and their kind
 
-{toolkinds.markdown_table()}""".encode()
+def kinds_section(names: list[str]) -> str:
+    """The kind of each tool name of the agents whose sessions are here (none: no section)."""
+    present = agents_of(names)
+    if not present:
+        return ""
+    return f"\n## Tool names and their kind\n\n{toolkinds.markdown_table(set(present))}"
 
 
 def agents_of(names: list[str]) -> Counter:

@@ -237,10 +237,13 @@ def absolute(paths: list[str], base: str | None) -> list[str]:
     return found
 
 
-def markdown_table() -> str:
-    """The mapping as a Markdown table, one row per agent (README and the mount's guide)."""
+def markdown_table(agents=None) -> str:
+    """The mapping as a Markdown table, one row per agent (README), or per agent of `agents`
+    (the guide beside their sessions)."""
     rows = ["| agent | native tool names, by kind |", "|---|---|"]
     for agent, table in sorted(TABLES.items()):
+        if agents is not None and agent not in agents:
+            continue
         by_kind = {kind: sorted(n for n, k in table.items() if k == kind) for kind in KINDS}
         cell = " · ".join(f"{kind}: {', '.join(names)}" for kind, names in by_kind.items() if names)
         rows.append(f"| {agent} | {cell or '(no tool calls: applied edits are writes, on their step)'} |")

@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Turn the sessions every coding agent records (Claude Code, Codex, Gemini "
                     "CLI, opencode, Copilot CLI, ...) into ATIF v1.7 documents: list, show, "
                     "search and export them, or mount them as a read-only memory/ directory.",
-        epilog="Exit status: 0 success, 1 nothing found (search) or invalid documents "
+        epilog="Exit status: 0 success, 1 nothing found (search, blame) or invalid documents "
                "(validate), 2 error.")
     parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}",
                         help="print the version and exit")
@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     _filter_options(stats)
     stats.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
+    _blame_parser(commands)
+
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)",
         description="Write exactly the files the memory mount would show, with its README.md, "
@@ -183,6 +185,23 @@ examples:
 
 Needs FUSE: on Linux the fuse3 package (and /dev/fuse inside containers), on macOS
 macFUSE or FUSE-T. Without it, `trajectoriz export --out DIR` writes the same files."""
+
+
+def _blame_parser(commands) -> None:
+    blame = commands.add_parser(
+        "blame", help="which sessions wrote or edited a file (or one of its lines), and why",
+        description="The sessions of this project (unless --all or --dir) whose tool calls wrote "
+                    "or edited FILE, oldest first: each with its date, agent, id, the step, the "
+                    "user's request that led to it and a short diff. With --line N (or FILE:N), "
+                    "only the changes whose written text holds that line's current content, most "
+                    "recent first; a line no session wrote is said to be so. The files each "
+                    "session wrote are cached: a session is read again only when it changed.",
+        epilog="Exit status: 0 found, 1 no session wrote it, 2 error.")
+    blame.add_argument("file", metavar="FILE", help="the file (FILE:N names line N)")
+    blame.add_argument("--line", type=int, metavar="N", help="only the changes that wrote line N's current text")
+    _scope_options(blame)
+    blame.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
+    blame.add_argument("--json", action="store_true", help="one JSON object per change, for scripts")
 
 
 def _memory_parser(commands) -> None:
@@ -263,7 +282,7 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
 HANDLERS = {
     "list": ("commands", "run_list"), "show": ("commands", "run_show"),
     "export": ("commands", "run_export"), "validate": ("commands", "run_validate"),
-    "search": ("search", "run_search"), "stats": ("stats", "run_stats"),
+    "search": ("search", "run_search"), "blame": ("blame", "run_blame"), "stats": ("stats", "run_stats"),
     "agents": ("health", "run"), "memory": ("memory", "run_memory"),
     "archive": ("archiving", "run_archive"), "forget": ("forget", "run_forget"),
 }

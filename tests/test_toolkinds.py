@@ -128,4 +128,5 @@ def test_the_mapping_is_documented(tmp_path):
     table = toolkinds.markdown_table()
     assert "| claude | shell: Bash · read: NotebookRead, Read · write: Write" in table
     assert table in pathlib.Path(ROOT, "README.md").read_text()
-    assert table in guide.readme("/p", [], mounted=True).decode()
+    beside = guide.readme("/p", ["2026-01-01_claude_cl-0d400f03.atif.json"], mounted=True).decode()
+    assert toolkinds.markdown_table({"claude"}) in beside and "| claude |" in beside and "| codex |" not in beside
