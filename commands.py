@@ -13,6 +13,7 @@ import cache
 import catalog
 import documents
 import guide
+import memoryindex
 from atif.serialize import dumps, loads
 from atif.validate import validate
 from errors import UserError
@@ -209,6 +210,7 @@ def run_export(args, env) -> int:
     kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
     cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
     cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
+    cache.write_private(os.path.join(out, memoryindex.INDEX), memoryindex.index(project, sessions, facts, env))
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0

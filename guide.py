@@ -34,6 +34,10 @@ This directory holds the past coding-agent sessions of {whose} ({len(names)} ses
 one file per session, {written_by(names)}, all translated into one format.
 {origin}
 
+Start with `INDEX.md`: one line per session, newest first, with its file name, date, agent,
+model and first request, and (once the session was rendered) its steps, tool calls and the files
+it changed. Then open the one file it points to.
+
 ## File names
 
     <date>_<agent>_<id>.atif.json      e.g. 2026-06-10_claude_cl-eb1c6529.atif.json

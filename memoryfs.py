@@ -1,5 +1,6 @@
-"""The memory/ file system: README.md and one ATIF document per session of a project, read-only,
-each translated when it is first stat'ed or opened (never when the directory is listed). When
+"""The memory/ file system: README.md, INDEX.md (memoryindex.py: made from what is known when it is
+opened, never by rendering) and one ATIF document per session of a project, read-only, each
+translated when it is first stat'ed or opened (never when the directory is listed). When
 requests walk the directory (each file asked about is listed next to the previous one: `ls -l`,
 `grep -r` and `du` go in the directory's order, `cat memory/*` in the reverse), worker processes
 render the rest of it ahead of the walk, on every core (warmup.py).
@@ -60,6 +61,7 @@ import archiving
 import catalog
 import documents
 import guide
+import memoryindex
 import warmup
 from agents import sqlite_ro
 
@@ -241,6 +243,8 @@ class MemoryFS:
             return self._attrs(FILE_MODE, len(handle.data), handle.mtime_ns)
         if path[1:] == README:
             return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
+        if path[1:] == memoryindex.INDEX:
+            return self._attrs(FILE_MODE, len(self._index(listing)), listing.changed_ns)
         session = self._session(listing, path)
         walk = self._walk(listing, path[1:])
         stamp = documents.cache_stamp(session, self._env)
@@ -251,6 +255,9 @@ class MemoryFS:
             stamp, data = self._render(listing, session, walk)
             size = len(data)
         return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+
+    def _index(self, listing: Listing) -> bytes:
+        return memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env)
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)
@@ -318,7 +325,7 @@ class MemoryFS:
         if path != "/":
             raise _error(errno.ENOTDIR)
         entries = [(".", {"st_mode": DIR_MODE}, 0), ("..", {"st_mode": DIR_MODE}, 0),
-                   (README, {"st_mode": FILE_MODE}, 0)]
+                   (README, {"st_mode": FILE_MODE}, 0), (memoryindex.INDEX, {"st_mode": FILE_MODE}, 0)]
         return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
 
     def statfs(self, path):
@@ -330,8 +337,8 @@ class MemoryFS:
             raise _error(errno.EROFS)
         listing = self._listing
         name = path[1:]
-        if name == README:
-            data = version = listing.readme
+        if name in (README, memoryindex.INDEX):
+            data = version = listing.readme if name == README else self._index(listing)
             mtime_ns = listing.changed_ns
         else:
             session = self._session(listing, path)

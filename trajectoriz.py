@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)",
-        description="Write exactly the files the memory mount would show, with its README.md, "
+        description="Write exactly the files the memory mount would show, with its README.md and INDEX.md, "
                     "into a plain directory: the way to use trajectoriz where FUSE is missing "
                     "(CI containers). Files are added and updated; nothing is removed unless "
                     "--delete says so, and files export did not write are never touched.")
@@ -163,6 +163,9 @@ default memory/ in the current project's root, from any of its subdirectories
 (--status and --unmount look there too). It holds:
 
   README.md                        what the files hold, with jq recipes
+  INDEX.md                         one line per session, newest first: file, date,
+                                   agent, model, first request (and, once rendered,
+                                   steps, tool calls, files changed)
   <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
                                    byte-identical to `trajectoriz show ID`
 

@@ -67,7 +67,7 @@ def test_show_export_and_ids_compose(store, tmp_path):
     exported = cli("export", "--all", "--out", str(out), env=env)
     assert exported.returncode == 0, exported.stderr
     names = sorted(os.listdir(out))
-    assert names == sorted(["README.md"] + [r["file"] for r in records])
+    assert names == sorted(["README.md", "INDEX.md"] + [r["file"] for r in records])
     for record in records:
         assert re.fullmatch(r"2026-11-29_claude_cl-[0-9a-f]{8}\.atif\.json", record["file"])
         shown = cli("show", record["id"], env=env)

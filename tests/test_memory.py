@@ -33,6 +33,7 @@ import catalog
 import documents
 import memory
 import memoryfs
+import memoryindex
 import mounts
 from helpers import LIVE, ROOT, base_env, cli, needs
 
@@ -159,8 +160,8 @@ def test_listing_sizes_and_bytes_match_show(store):
     wanted = expected_sessions(env, proj)
     assert len(wanted) >= 2
     entries = fs.readdir("/", 0)
-    assert [e[0] for e in entries[:3]] == [".", "..", memoryfs.README]
-    assert sorted(e[0] for e in entries[3:]) == sorted(wanted)
+    assert [e[0] for e in entries[:4]] == [".", "..", memoryfs.README, memoryindex.INDEX]
+    assert sorted(e[0] for e in entries[4:]) == sorted(wanted)
     assert fs.getattr("/")["st_mode"] == memoryfs.DIR_MODE
     for name, session in wanted.items():
         rendered = documents.render(session, env)
@@ -177,7 +178,33 @@ def test_listing_translates_nothing(store, monkeypatch):
     env, proj, _ = store
     fs = new_fs(env, proj)
     monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("listing translated"))
-    assert len(fs.readdir("/", 0)) == 3 + len(expected_sessions(env, proj))
+    assert len(fs.readdir("/", 0)) == 4 + len(expected_sessions(env, proj))
+
+
+def index_rows(data: bytes) -> dict:
+    """File name -> the cells of its INDEX.md row."""
+    rows = [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            for line in data.decode().splitlines() if line.startswith("| `")]
+    return {cells[0][1:-1]: cells[1:] for cells in rows}
+
+
+def test_index_lists_every_session_and_renders_none(store, monkeypatch):
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    wanted = expected_sessions(env, proj)
+    first, *others = sorted(wanted)
+    read_all(fs, first)  # rendered: its steps, tool calls and files are known
+    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("the index rendered a session"))
+    index, _ = read_all(fs, memoryindex.INDEX)
+    assert fs.getattr("/" + memoryindex.INDEX)["st_size"] == len(index)
+    rows = index_rows(index)
+    assert list(rows) == [n for n in (catalog.file_name(s) for s in catalog.discover(env).sessions) if n in wanted]
+    doc = documents.translate(wanted[first], env)
+    calls = sum(len(s.get("tool_calls") or ()) for s in doc["steps"])
+    assert rows[first][3:5] == [str(len(doc["steps"])), str(calls)]
+    assert others and all(rows[n][3:5] == ["", ""] and rows[n][6] == "" for n in others)
+    assert rows[first][6] == "note.txt"  # it wrote it, in its cwd
+    assert all(r[1] == wanted[n].agent and r[5].startswith("SCENARIO") for n, r in rows.items())
 
 
 def test_writes_fail_with_erofs(store):
@@ -474,7 +501,7 @@ def test_ls_shows_this_projects_sessions_with_the_sizes_show_prints(mounted):
     env, point = mounted.env, mounted.point
     seen = sizes_seen_by_ls(point)
     wanted = listed(env, mounted.proj)
-    assert len(wanted) >= 2 and {n: s for n, s in seen.items() if n != "README.md"} == wanted
+    assert len(wanted) >= 2 and {n: s for n, s in seen.items() if n not in ("README.md", "INDEX.md")} == wanted
     assert not set(seen) & set(listed(env, mounted.proj2))  # proj-2 shares the prefix, not the project
     for name, size in wanted.items():
         shown = cli("show", name, env=env)
@@ -502,7 +529,7 @@ def test_tools_read_complete_correct_content(mounted):
     assert client("cp", files[0], copy).returncode == 0
     assert open(copy, "rb").read() == cli("show", sorted(wanted)[0], env=env).stdout
     os.remove(copy)
-    total = sum(wanted.values()) + os.path.getsize(os.path.join(point, "README.md"))
+    total = sum(wanted.values()) + sum(os.path.getsize(os.path.join(point, n)) for n in ("README.md", "INDEX.md"))
     assert int(client("du", "-s", "-b", point).stdout.split()[0]) == total
     big = max(wanted.values())
     found = client("find", point, "-size", f"+{big - 1}c", "-name", "*.atif.json").stdout.split()
@@ -605,7 +632,20 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
     assert [r["archived"] for r in records if r["file"] == added] == [True]
     assert cli("forget", added, env=env).returncode == 0  # gone for good
     assert wait_for(lambda: added not in client("ls", point).stdout.split(), 10)
-    assert sizes_seen_by_ls(point) == {**listed(env, proj), "README.md": os.path.getsize(os.path.join(point, "README.md"))}
+    assert sizes_seen_by_ls(point) == {**listed(env, proj), **{n: os.path.getsize(os.path.join(point, n))
+                                                               for n in ("README.md", "INDEX.md")}}
+
+
+@needs_fuse
+def test_index_is_the_same_in_the_mount_and_in_an_export(mounted, tmp_path):
+    env, proj, point = mounted.env, mounted.proj, mounted.point
+    names = sorted(listed(env, proj))
+    for name in names:  # every file read: the mount knows every session's facts
+        client("cat", os.path.join(point, name))
+    assert cli("export", "--dir", proj, "--out", str(tmp_path / "out"), env=env).returncode == 0
+    exported = (tmp_path / "out" / "INDEX.md").read_bytes()
+    assert client("cat", os.path.join(point, "INDEX.md")).stdout.encode() == exported
+    assert sorted(index_rows(exported)) == names and all(r[3] for r in index_rows(exported).values())
 
 
 def archived_ids(env) -> set:

@@ -160,7 +160,7 @@ def test_the_mount_shows_exactly_the_projects_sessions(tmp_path):
     point = str(tmp_path / "memory")
     try:
         mount(env, str(project), point)
-        assert set(client("ls", point).stdout.split()) == wanted | {"README.md"}
+        assert set(client("ls", point).stdout.split()) == wanted | {"README.md", "INDEX.md"}
         assert client("grep", "-r", "-l", "-F", str(sibling), point).stdout == ""
     finally:
         take_down(point)
