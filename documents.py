@@ -181,6 +181,7 @@ class Facts:
         self.redact = redact
         self.entries: dict = cache.load(env, FACTS_FILE)
         self._unsaved: dict = {}
+        self.generation = 0  # how many records were made: what was derived from fewer is older
 
     def get(self, session: Session, stamp: list) -> dict | None:
         found = self.entries.get(cache_key(session))
@@ -189,6 +190,7 @@ class Facts:
     def put(self, session: Session, facts: dict) -> dict:
         self.entries[cache_key(session)] = facts
         self._unsaved[cache_key(session)] = facts
+        self.generation += 1
         return facts
 
     def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:

@@ -171,6 +171,7 @@ class MemoryFS:
         self._warmed: Listing | None = None
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
+        self._index_cache: tuple = (None, None, 0.0, b"")  # (listing, facts generation, made at, bytes)
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
@@ -257,7 +258,14 @@ class MemoryFS:
         return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
 
     def _index(self, listing: Listing) -> bytes:
-        return memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env)
+        """INDEX.md as the listing and the facts known now make it; made again when either
+        changed, or after RESCAN_SECONDS (a session may have changed since it was rendered), so
+        that an `ls -l` does not stat every session twice."""
+        made = (listing, self._facts.generation)
+        if self._index_cache[:2] != made or time.monotonic() - self._index_cache[2] > RESCAN_SECONDS:
+            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env)
+            self._index_cache = (*made, time.monotonic(), data)
+        return self._index_cache[3]
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)

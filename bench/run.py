@@ -38,6 +38,7 @@ PREDECESSOR = "trajectoriz==0.10003.0"
 PREDECESSOR_VENV = os.path.join(BENCH, ".venv-predecessor")
 CONTENT_QUERY = "note.txt"  # every session reads a note.txt: the hardest case, all match
 TITLE_QUERY = "checksum"    # one of the words make_corpus puts in first messages
+BLAMED = "note.txt"         # every session writes a note.txt in its project
 
 
 # measuring --------------------------------------------------------------------------------------------
@@ -530,6 +531,37 @@ def bench_mount(report, me, them, project, tree, runs, scratch) -> dict:
     return figures
 
 
+def bench_blame(report, me, project, tree, runs, scratch) -> None:
+    """`blame` of the file every session of the corpus writes, and the mount's INDEX.md."""
+    rows = report.section(f"`blame` and INDEX.md in one project ({os.path.basename(project)})",
+                          ["Operation", "trajectoriz"], [
+        f"`blame {BLAMED}` run in the project, whose sessions all write it (the hardest case: "
+        "every session is read). Cold: caches deleted before each run, so every session of the "
+        "project is rendered once (on every core) to learn the files it wrote; warm: from the "
+        "cached lists, reading only the sessions that wrote the file. INDEX.md: its first read "
+        "right after a mount with empty caches (no session rendered: the blank cells), then "
+        "after every file of the mount was read once (every cell known)."])
+    for cold in (True, False):
+        if not cold:
+            run_once(me.cmd("blame", BLAMED), me.env, cwd=project)
+        timing = measure(me.cmd("blame", BLAMED), me.env, runs, me.clear if cold else None, project)
+        rows.append([f"`blame {BLAMED}`, {'cold' if cold else 'warm'}", timing.text()])
+    problem = mount_problem(me, tree)
+    if problem:
+        rows.append(["INDEX.md", problem])
+        return
+    point = os.path.join(scratch, "index", "memory")
+    mount = Mount(me, point, project)
+    try:
+        first = cycle(mount, f"cat '{point}/INDEX.md' > /dev/null", runs)
+        rows.append(["INDEX.md, first read after a cold mount", first.text()])
+        timed_shell(f"cat '{point}'/*.atif.json > /dev/null", me.env, 1)
+        known = timed_shell(f"cat '{point}/INDEX.md' > /dev/null", me.env, runs)
+        rows.append(["INDEX.md, every session rendered", known.text()])
+    finally:
+        mount.stop()
+
+
 def bench_startup(report, me, tree, runs) -> None:
     rows = report.section("Start-up", ["Operation", "source tree", "binary"], [
         "The binary is `dist/trajectoriz` (`make build`); warm caches."])
@@ -696,6 +728,28 @@ def archive_target(archived: dict) -> list[str]:
 
 
 # main ---------------------------------------------------------------------------------------------------
+def run_all(report, me, them, args, project, project_count, facts, runs, scratch) -> None:
+    targets = report.section("Targets", ["Target", "Measured", "Met?"])
+    print("discovery and search", file=sys.stderr)
+    discovery = bench_discovery(report, me, them, project, project_count, facts["native_bytes"], runs)
+    print("translation", file=sys.stderr)
+    translation = bench_translation(report, me, args.tree, runs)
+    print("show", file=sys.stderr)
+    show = bench_show(report, me, them, translation["largest"], runs)
+    print("mount", file=sys.stderr)
+    mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
+    print("blame and INDEX.md", file=sys.stderr)
+    bench_blame(report, me, project, args.tree, runs, scratch)
+    print("start-up", file=sys.stderr)
+    bench_startup(report, me, args.tree, runs)
+    print("redaction", file=sys.stderr)
+    redaction = bench_redaction(report, me, translation, runs)
+    print("archive", file=sys.stderr)
+    archived = bench_archive(report, me, translation["largest"], runs)
+    targets += target_rows(discovery, translation, show, mount, redaction, project_count)
+    targets.append(archive_target(archived))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="the 5,000-session corpus (default: the small one)")
@@ -704,6 +758,8 @@ def main(argv=None) -> int:
     parser.add_argument("--python", default=sys.executable, help="the Python that runs it")
     parser.add_argument("--no-predecessor", action="store_true", help="measure trajectoriz alone")
     parser.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"))
+    parser.add_argument("--only-blame", action="store_true",
+                        help="measure only `blame` and INDEX.md (no targets; --out another file)")
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.full else 5)
     corpus = corpus_for(args)
@@ -715,23 +771,10 @@ def main(argv=None) -> int:
     load_before = load()
     scratch = tempfile.mkdtemp(prefix="bench-")
     try:
-        targets = report.section("Targets", ["Target", "Measured", "Met?"])
-        print("discovery and search", file=sys.stderr)
-        discovery = bench_discovery(report, me, them, project, project_count, facts["native_bytes"], runs)
-        print("translation", file=sys.stderr)
-        translation = bench_translation(report, me, args.tree, runs)
-        print("show", file=sys.stderr)
-        show = bench_show(report, me, them, translation["largest"], runs)
-        print("mount", file=sys.stderr)
-        mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
-        print("start-up", file=sys.stderr)
-        bench_startup(report, me, args.tree, runs)
-        print("redaction", file=sys.stderr)
-        redaction = bench_redaction(report, me, translation, runs)
-        print("archive", file=sys.stderr)
-        archived = bench_archive(report, me, translation["largest"], runs)
-        targets += target_rows(discovery, translation, show, mount, redaction, project_count)
-        targets.append(archive_target(archived))
+        if args.only_blame:
+            bench_blame(report, me, project, args.tree, runs, scratch)
+        else:
+            run_all(report, me, them, args, project, project_count, facts, runs, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     intro = ["# Benchmark results", "",
