@@ -17,7 +17,9 @@ import shlex
 
 KINDS = ("shell", "read", "write", "edit", "search", "fetch", "task", "plan", "other")
 MAX_PATHS = 64
-MAX_TEXT = 1 << 20        # of a command or a patch, what is read
+MAX_TEXT = 1 << 20        # of a patch or a written text, what is read
+MAX_COMMAND = 1 << 16     # of a command line, what is kept in `extra.command`
+MAX_PARSED = 1 << 14      # of a command line, what is parsed for the files it writes
 MAX_PATH = 4096
 
 _CLAUDE = {"Bash": "shell", "Read": "read", "NotebookRead": "read", "Write": "write", "Edit": "edit",
@@ -142,20 +144,20 @@ def command_of(arguments: dict) -> str | None:
     for key in _COMMAND_KEYS:
         value = arguments.get(key)
         if isinstance(value, str):
-            return value[:MAX_TEXT]
+            return value[:MAX_COMMAND]
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             if key == "commands":
-                return "\n".join(value)[:MAX_TEXT]
+                return "\n".join(value)[:MAX_COMMAND]
             if len(value) == 3 and value[0] in _SHELL_WRAPPERS and value[1] in ("-c", "-lc"):
-                return value[2][:MAX_TEXT]
-            return shlex.join(value)[:MAX_TEXT]
+                return value[2][:MAX_COMMAND]
+            return shlex.join(value[:MAX_PATHS])[:MAX_COMMAND]
     return None
 
 
 def shell_writes(command: str) -> list[str]:
     """The files a command line writes: the targets of `>` and `>>`, the files of `tee`, the
     destination of `mv`, `git mv` and `cp` (unparsable quoting: none)."""
-    lexer = shlex.shlex(command[:MAX_TEXT], posix=True, punctuation_chars=True)
+    lexer = shlex.shlex(command[:MAX_PARSED], posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         tokens = list(lexer)
@@ -290,7 +292,7 @@ def _change(call: dict) -> tuple[str, str, str]:
     edits = [e for e in arguments.get("edits") or () if isinstance(e, dict)] or [arguments]
     new = "\n".join(v for e in edits for v in _strings(e, _NEW_KEYS))
     old = "\n".join(v for e in edits for v in _strings(e, _OLD_KEYS))
-    patch = "\n".join(_strings(arguments, _PATCH_KEYS))
+    patch = next((t for t in _strings(arguments, _PATCH_KEYS) if _PATCH_FILE.search(t[:MAX_TEXT])), "")
     if patch:
         added = [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
         return patch, "", "\n".join(added)

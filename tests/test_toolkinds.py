@@ -104,13 +104,15 @@ def test_shell_argv_and_workdir():
 
 @pytest.mark.parametrize("arguments", [{}, {"command": 3}, {"command": ["x", 1]}, {"file_path": ["a", {"p": 1}]},
                                        {"path": "a\0b"}, {"file_path": "x" * 10_000}, {"command": "echo 'open"},
-                                       {"input": 5}, {"files": [None, {"path": 2}]}, {"command": "> " * 5000}])
+                                       {"input": 5}, {"files": [None, {"path": 2}]}, {"command": "> " * 5000},
+                                       {"command": "echo x > a; " * 20_000}, {"command": ["ls"] * 100_000}])
 def test_odd_arguments_never_fail(arguments):
     for agent, table in toolkinds.TABLES.items():
         for name in [*table, None, 7]:
             found = toolkinds.meaning(agent, {"function_name": name, "arguments": arguments}, "/w")
             assert found["kind"] in toolkinds.KINDS
             assert len(found.get("paths", ())) <= toolkinds.MAX_PATHS
+            assert len(found.get("command", "")) <= toolkinds.MAX_COMMAND
             assert all(os.path.isabs(p) and len(p) <= toolkinds.MAX_PATH for p in found.get("paths", ()))
 
 
