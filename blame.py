@@ -107,8 +107,9 @@ def last_requests(doc: dict) -> dict:
 
 def report(file: str, line: int | None, content: str | None, found: list[dict]) -> str:
     if content is not None and not found:
-        return (f"No session found wrote line {line} of {file} ({content[:80]!r}): it was written "
-                f"by hand, or by a session or tool trajectoriz does not see.\n")
+        shown = catalog.listing_text(content[:80])
+        return (f"No session found wrote line {line} of {file} ({shown!r}): it was written by hand, "
+                f"or by a session or tool trajectoriz does not see.\n")
     if not found:
         return f"No session found wrote or edited {file}.\n"
     order = "most recent first" if content is not None else "oldest first"
