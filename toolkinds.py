@@ -101,8 +101,15 @@ _OPERATOR = set("|&;<>()")
 _SHELL_WRAPPERS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh")
 
 
+_FOLDED = {agent: {name.lower(): kind for name, kind in table.items()} for agent, table in TABLES.items()}
+
+
 def kind_of(agent: str, name, arguments) -> str:
-    kind = TABLES.get(agent, {}).get(name, "other") if isinstance(name, str) else "other"
+    """The kind of a tool by its name in the agent's table (else its name in any case: `bash`
+    for `Bash`), else `other`."""
+    if not isinstance(name, str):
+        return "other"
+    kind = TABLES.get(agent, {}).get(name) or _FOLDED.get(agent, {}).get(name.lower(), "other")
     command = arguments.get("command") if isinstance(arguments, dict) else None
     if kind == "edit" and "editor" in name and isinstance(command, str):
         kind = _EDITOR_COMMANDS.get(command, "edit")

@@ -132,3 +132,9 @@ def test_the_mapping_is_documented(tmp_path):
     assert table in pathlib.Path(ROOT, "README.md").read_text()
     beside = guide.readme("/p", ["2026-01-01_claude_cl-0d400f03.atif.json"], mounted=True).decode()
     assert toolkinds.markdown_table({"claude"}) in beside and "| claude |" in beside and "| codex |" not in beside
+
+
+def test_a_name_in_another_case_has_its_kind():
+    call = {"function_name": "bash", "arguments": {"command": "echo x > y"}}
+    assert toolkinds.meaning("claude", call, "/w") == {"kind": "shell", "command": "echo x > y", "paths": ["/w/y"]}
+    assert toolkinds.meaning("claude", {"function_name": "mcp__x__bash", "arguments": {}}, "/w") == {"kind": "other"}
