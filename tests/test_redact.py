@@ -598,6 +598,7 @@ def test_no_planted_secret_survives_in_any_agents_output(home, tmp_path):
     raw = b"".join(p.read_bytes() for p in out.glob("*.atif.json"))
     assert documents and home.anchor.encode() in raw
     assert_no_secret(raw, "export")
+    assert_no_secret((out / "INDEX.md").read_bytes(), "the export's INDEX.md")
     for text in ORDINARY:
         assert json.dumps(text)[1:-1].encode() in raw
     redacted = [d for d in documents if d["extra"].get("redactions")]
