@@ -90,7 +90,8 @@ def session_writes(session, paths: tuple, env) -> list[dict]:
     return [{"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
              "started": session.started or 0, "native_id": printable(catalog.shown_id(session)),
              "file": catalog.file_name(session), "step": w["step"], "tool": w["tool"],
-             "request": requests.get(w["step"], ""), "diff": w["diff"], "text": w["text"],
+             "request": requests.get(w["step"], ""), "diff": toolkinds.short_diff(w["old"], w["new"]),
+             "text": w["text"],
              "kind": w["kind"]}
             for w in toolkinds.writes(doc) if set(w["paths"]) & set(paths)]
 

@@ -269,7 +269,8 @@ _OLD_KEYS = ("old_string", "old_str", "oldText", "old_text", "oldString", "searc
 
 def writes(doc: dict) -> list[dict]:
     """Each step's writes in a document (its own steps, not its sub-agents'): the step, the
-    tool and its kind, the files (normalized), the text written and a short diff of it."""
+    tool and its kind, the files (normalized), the text written, and the new and old text
+    that `short_diff` shows."""
     found, answer = [], ""
     for step in doc.get("steps") or ():
         for call in step.get("tool_calls") or ():
@@ -287,7 +288,7 @@ def writes(doc: dict) -> list[dict]:
 
 def _write(step: dict, tool, kind: str, paths: list, new: str, old: str, text: str) -> dict:
     return {"step": step.get("step_id"), "tool": tool if isinstance(tool, str) else "unknown", "kind": kind,
-            "paths": [os.path.normpath(p) for p in paths], "text": text[:MAX_TEXT], "diff": short_diff(old, new)}
+            "paths": [os.path.normpath(p) for p in paths], "text": text[:MAX_TEXT], "new": new, "old": old}
 
 
 def _change(call: dict) -> tuple[str, str, str]:
