@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import sqlite3
 import stat
 import sys
 import time
@@ -238,6 +239,8 @@ class Writer:
             if entry and entry.get("signature") == signature:
                 return entry["files"], signature
             image = module.extract(session, self.env)
+        except sqlite3.DatabaseError:  # rows SQLite does not copy within its bounds: the files
+            return None
         except Exception as exc:  # a store that cannot be read now: archived as it was
             raise NativeError(f"{type(exc).__name__}: {exc}") from None
         fid = archive.new_fid()
