@@ -538,7 +538,8 @@ def bench_blame(report, me, project, tree, runs, scratch) -> None:
         f"`blame {BLAMED}` run in the project, whose sessions all write it (the hardest case: "
         "every session is read). Cold: caches deleted before each run, so every session of the "
         "project is rendered once (on every core) to learn the files it wrote; warm: from the "
-        "cached lists, reading only the sessions that wrote the file. INDEX.md: its first read "
+        "cached lists, reading only the sessions that wrote the file (none for a file no session "
+        "wrote: the cached lists alone). INDEX.md: its first read "
         "right after a mount with empty caches (no session rendered: the blank cells), then "
         "after every file of the mount was read once (every cell known)."])
     for cold in (True, False):
@@ -546,6 +547,8 @@ def bench_blame(report, me, project, tree, runs, scratch) -> None:
             run_once(me.cmd("blame", BLAMED), me.env, cwd=project)
         timing = measure(me.cmd("blame", BLAMED), me.env, runs, me.clear if cold else None, project)
         rows.append([f"`blame {BLAMED}`, {'cold' if cold else 'warm'}", timing.text()])
+    unwritten = measure(me.cmd("blame", "nothing-wrote-this.txt"), me.env, runs, None, project)
+    rows.append(["`blame` of a file no session wrote, warm", unwritten.text()])
     problem = mount_problem(me, tree)
     if problem:
         rows.append(["INDEX.md", problem])
