@@ -460,6 +460,25 @@ def test_every_elf_inside_is_served_by_the_c_library_it_carries(floor, binary, t
     assert list(kept) == ["trajectoriz"] and "[$ORIGIN/_internal:$ORIGIN/_internal/libc]" in kept["trajectoriz"]
 
 
+def test_objdump_T_over_every_elf_gives_the_floor_stated(floor, binary, tmp_path):
+    """The floor as the issue asks for it: the newest GLIBC_ version beside an undefined symbol
+    in `objdump -T` of any ELF outside the carried C library, which is what glibc_floor.py says
+    (it reads the version references of `objdump -p`)."""
+    bundle = glibc_floor.unpacked(binary, str(tmp_path))
+    newest = {}
+    for rel in glibc_floor.ownlibc.elf_files(bundle):
+        if rel.startswith(glibc_floor.ownlibc.LIBC_DIR + os.sep):
+            continue
+        table = subprocess.run(["objdump", "-T", os.path.join(bundle, rel)], capture_output=True, text=True,
+                               check=True).stdout
+        versions = re.findall(r"\*UND\*\s+[0-9a-f]+\s+\(?(GLIBC_[0-9.]+)\)?", table)
+        if versions:
+            newest[rel] = max(versions, key=glibc_floor.version_key)
+    top = max(newest.values(), key=glibc_floor.version_key)
+    assert glibc_floor.dotted(glibc_floor.version_key(top)) == floor["host_glibc_floor"]
+    assert sorted(rel for rel, version in newest.items() if version == top) == floor["asking_most"]
+
+
 def test_build_readme_and_readme_state_the_floor_measured(floor):
     """build/README.md gives the floor the objdump check measures, and README.md's Install section
     the one a user needs to know: no C library, the kernel."""
