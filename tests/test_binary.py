@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -299,17 +300,50 @@ def test_a_damaged_file_is_refused_before_unpacking(binary, tmp_path):
     assert nothing_unpacked(env)
 
 
-def test_a_missing_program_the_launcher_needs_is_named(binary, tmp_path):
-    """A PATH with everything but gzip (as in a slim container without it)."""
+def tools_without(tmp_path, left_out: str):
+    """A folder of links to every program of /usr/bin and /bin but `left_out`, for PATH."""
     tools = tmp_path / "tools"
     tools.mkdir()
     for folder in ("/usr/bin", "/bin"):
         for name in os.listdir(folder):
-            if name != "gzip" and not (tools / name).exists():
+            if name != left_out and not (tools / name).exists():
                 os.symlink(os.path.join(folder, name), tools / name)
-    env = fresh_env(tmp_path, PATH=str(tools))
+    return tools
+
+
+def test_a_missing_program_the_launcher_needs_is_named(binary, tmp_path):
+    """A PATH with everything but gzip (as in a slim container without it)."""
+    env = fresh_env(tmp_path, PATH=str(tools_without(tmp_path, "gzip")))
     said = one_line(run(binary, "--version", env=env, cwd=str(tmp_path)))
     assert said == "trajectoriz: cannot unpack the program: this system lacks gzip"
+    assert nothing_unpacked(env)
+
+
+def test_an_interrupted_first_run_leaves_nothing_behind(binary, tmp_path):
+    """Ctrl-C during the first run's unpack (SIGINT to the launcher's process group, as a terminal
+    sends it): exit 130, and neither the half-unpacked folder nor the program is left. The `tar`
+    on PATH unpacks, then waits to be interrupted, so that the signal comes mid-unpack."""
+    tools = tools_without(tmp_path, "tar")
+    mark = tmp_path / "unpacked"
+    real_tar = shutil.which("tar", path="/usr/bin:/bin")
+    (tools / "tar").write_text(f'#!/bin/sh\n"{real_tar}" "$@" || exit\n: > "{mark}"\nexec sleep 600\n')
+    (tools / "tar").chmod(0o755)
+    env = fresh_env(tmp_path, PATH=str(tools))
+    launcher = subprocess.Popen([binary, "--version"], env=env, cwd=str(tmp_path), start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not mark.exists():
+            assert launcher.poll() is None, launcher.communicate()
+            time.sleep(0.05)
+        app = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app")
+        assert [n for n in os.listdir(app) if n.startswith(".unpack-")]  # mid-unpack indeed
+        os.killpg(launcher.pid, signal.SIGINT)
+        out, _ = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    assert (launcher.returncode, out) == (130, b"")
     assert nothing_unpacked(env)
 
 
