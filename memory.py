@@ -381,7 +381,7 @@ def private_folders(env) -> list[str]:
     written, or is another user's) a folder of the user's own in $XDG_RUNTIME_DIR or the
     temporary directory. Those another user owns are left out."""
     folders = [cache.cache_dir(env)]
-    if env.get("XDG_RUNTIME_DIR"):
+    if os.path.isabs(env.get("XDG_RUNTIME_DIR") or ""):
         folders.append(os.path.join(env["XDG_RUNTIME_DIR"], "trajectoriz"))
     folders.append(os.path.join(env.get("TMPDIR") or "/tmp", f"trajectoriz-{os.getuid()}"))
     return [folder for folder in folders if cache.usable(folder)]

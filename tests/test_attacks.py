@@ -513,3 +513,22 @@ def test_a_git_file_naming_another_folder_makes_memory_write_nothing_there(tmp_p
     memory.exclude_from_git(str(real / "memory"))
     assert (real / ".git" / "info" / "exclude").read_text() == "/memory/\n"
     assert oct(os.stat(real / ".git" / "info" / "exclude").st_mode & 0o777) == "0o600"
+
+
+def test_a_marker_key_that_cannot_be_kept_is_said(tmp_path):
+    """A data folder that is a symlink (or another user's) is not used: each run made markers
+    of its own key, silently, so that cached documents and new ones disagreed."""
+    env, project = store(tmp_path / "user")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.makedirs(os.path.join(env["HOME"], ".local", "share"))
+    os.symlink(elsewhere, os.path.join(env["HOME"], ".local", "share", "trajectoriz"))
+    path = os.path.join(env["HOME"], ".claude", "projects", "-proj", SESSION + ".jsonl")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("note.txt back", "note.txt back (DB_PASSWORD=Summer2024!Acme)"))
+    result = cli("show", SESSION, env=env, cwd=project)
+    assert result.returncode == 0 and b"REDACTED:password:" in result.stdout
+    assert b"no key for redaction markers can be kept" in result.stderr
+    assert list(elsewhere.iterdir()) == []
