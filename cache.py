@@ -18,6 +18,8 @@ import os
 import stat
 import sys
 
+from agents.base import home
+
 
 # The catalog's index of discovered sessions (marshal: its format is the interpreter's).
 INDEX_FILE = f"index-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"
@@ -31,10 +33,6 @@ OBSOLETE = ("index-v1", "index-v2-", "index-v3-", "documents-v1", "documents-v2"
 
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 _checked: dict = {}  # cache folder -> whether it may be used (checked once per process)
-
-
-def home(env) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
 
 
 def xdg_dir(env, variable: str, *default: str) -> str:

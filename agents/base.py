@@ -75,7 +75,6 @@ from datetime import datetime, timezone
 
 from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import limit_depth, loads
-from cache import home  # noqa: F401 (agents take it from here)
 
 # Bounds on what is read of a store (see the module doc).
 HEAD_BYTES = 256 * 1024      # the head of a JSONL session that discovery reads (head_records)
@@ -110,6 +109,10 @@ class Session:
     @classmethod
     def from_cache(cls, values: list) -> "Session":
         return cls(*values)
+
+
+def home(env) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
 
 
 def env_dir(env, variable: str, *default: str) -> str:
