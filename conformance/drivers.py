@@ -32,6 +32,7 @@ class Driver:
     typed_resume: bool = False     # the continuation runs only as a TUI: started in tmux, prompt typed
     last_session: str = ""         # glob under $HOME whose newest match's name is {last}
     binary: str = ""               # npm package of the agent's binary for {platform}, installable alone
+    runtime: tuple = ()            # npm packages installed beside it, that it runs on ("bun@1.4.5")
     note: str = ""
 
     @property
@@ -256,7 +257,8 @@ DRIVERS = {d.name: d for d in [
     Driver("omp", "npm:@oh-my-pi/pi-coding-agent", "18.2.3", ("omp",),
            new=PI[1:] + ("--yolo", "--mode", "json", "-p", "{prompt}"),
            resume=PI[1:] + ("--yolo", "--continue", "-p", "{prompt}"),
-           files={".omp/agent/models.json": PI_MODELS}),
+           files={".omp/agent/models.json": PI_MODELS}, runtime=("bun@1.4.5",),
+           note="runs on bun (npm `bun`, >= 1.3.14), installed beside it"),
     Driver("droid", "npm:droid", "0.215.0", ("droid",),
            new=("exec", "--auto", "high", "-m", "custom:fake-model", "{prompt}"),
            resume=None,

@@ -166,7 +166,8 @@ def install(driver: Driver, candidate: Candidate) -> str:
 def install_commands(driver: Driver, candidate: Candidate, target: str) -> list[list[str]]:
     if driver.registry == "npm":
         return [["npm", "install", "--prefix", target, "--cache", os.path.join(target, ".npm-cache"), "--no-audit",
-                 "--no-fund", "--no-update-notifier", "--loglevel=error", f"{candidate.package}@{candidate.version}"]]
+                 "--no-fund", "--no-update-notifier", "--loglevel=error", f"{candidate.package}@{candidate.version}",
+                 *driver.runtime]]
     venv = os.path.join(target, "venv")
     return [[find_python(driver.python), "-m", "venv", venv],
             [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir", "--disable-pip-version-check",
