@@ -172,6 +172,8 @@ DROID_SETTINGS = """{"customModels": [{"model": "fake-model", "displayName": "Fa
   "apiKey": "sk-fake-key", "provider": "generic-chat-completion-api", "maxOutputTokens": 8192}]}
 """
 
+# gptme writes its calls as `@tool(id): {json}` lines with --tool-format tool (markdown blocks otherwise)
+GPTME = ("--non-interactive", "--tool-format", "tool", "--model", "local/fake-model")
 PI = ("--offline", "--provider", "fakellm", "--model", "claude-fake-model", "--thinking", "low")
 KILO_ENV = {f"KILO_DISABLE_{what}": "1" for what in (
     "AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "SHARE", "SESSION_INGEST", "PRESENCE", "CODEBASE_INDEXING")}
@@ -264,6 +266,13 @@ DRIVERS = {d.name: d for d in [
            resume=None,
            files={".factory/settings.json": DROID_SETTINGS},
            note="no continuation: `droid exec -s <id>` exits 1 and prints nothing, `--fork <id>` starts a new session"),
+    Driver("gptme", "pypi:gptme", "0.35.1", ("{venv}/bin/gptme",),
+           new=GPTME + ("{prompt}",),
+           resume=GPTME + ("--resume", "{prompt}"),
+           env={"OPENAI_BASE_URL": "{url}/v1", "OPENAI_API_KEY": "sk-fake-key", "GPTME_TIKTOKEN_TIMEOUT": "0"},
+           parallel=False,
+           note="one call per reply (the second of a turn is not run); a reply without a call gets two "
+                "`<system>` nudges before gptme stops"),
     Driver("mswea", "pypi:mini-swe-agent", "2.4.6", ("{venv}/bin/mini",),
            new=MSWEA + ("-o", "{home}/.config/mini-swe-agent/trajectories/{sid}.traj.json", "-t", "{prompt}"),
            resume=None,

@@ -41,7 +41,7 @@ HERE = os.path.join(ROOT, "conformance")
 CACHE = os.path.join(HERE, "cache")
 RESULTS = os.path.join(HERE, "RESULTS.md")
 DEFAULT_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "qwen", "pi", "cline", "kilo", "hermes",
-                  "kimi", "mswea", "openhands", "continue", "omp", "droid")
+                  "kimi", "mswea", "openhands", "continue", "omp", "droid", "gptme")
 
 
 @dataclass

@@ -465,6 +465,31 @@ def write_kimi(home: str, session: Generated) -> None:
           jsonl(records, session.noise, lambda text, previous: {"role": "user", "content": text}))
 
 
+# gptme: a conversation folder ---------------------------------------------------------------------
+def write_gptme(home: str, session: Generated) -> None:
+    """A gptme conversation in the `tool` format: each reply's calls as `@name(id): {json}` lines
+    after its text, their results `system` messages naming the call, a failure's return code."""
+    records: list = [{"role": "system", "content": "You are gptme.", "timestamp": stamp(0), "pinned": True,
+                      "hide": True}]
+    for exchange in session.exchanges:
+        records.append({"role": "user", "content": exchange.prompt, "timestamp": stamp(len(records))})
+        for reply in exchange.replies:
+            lines = [reply.text] + [f"@{c.name}({c.id}): {json.dumps(c.arguments)}" for c in reply.calls]
+            meta = {"model": "local/x"}
+            if reply.usage:
+                prompt, cached, output = reply.usage
+                meta["usage"] = {"input_tokens": prompt - cached, "cache_read_tokens": cached, "output_tokens": output}
+            records.append({"role": "assistant", "content": "\n".join(lines), "timestamp": stamp(len(records)),
+                            "metadata": meta})
+            records += [{"role": "system", "content": c.output + ("\n\nReturn code: 1\n" if c.error else ""),
+                         "timestamp": stamp(len(records)), "call_id": c.id, "metadata": {"tool": c.name}}
+                        for c in reply.calls if c.output is not None]
+    folder = ".local/share/gptme/logs/2026-01-01-generated"
+    write(home, f"{folder}/config.toml", f'[chat]\nmodel = "local/x"\ntool_format = "tool"\nworkspace = "{CWD}"\n'.encode())
+    write(home, f"{folder}/conversation.jsonl", jsonl(records, session.noise, lambda text, previous: {
+        "role": "user", "content": text, "timestamp": stamp(0)}))
+
+
 # OpenHands: a file per event ----------------------------------------------------------------------
 def write_openhands(home: str, session: Generated) -> None:
     """A conversation folder: base_state.json with one token usage per model call, and one event
@@ -834,4 +859,5 @@ WRITERS = {"claude": write_claude, "droid": write_droid, "amp": write_amp, "gemi
            "qwen": write_qwen, "pi": write_pi, "copilot": write_copilot, "codex": write_codex,
            "kimi": write_kimi, "mswea": write_mswea, "opencode": write_opencode, "kilo": write_kilo,
            "hermes": write_hermes, "cline": write_cline, "roo": write_roo, "goose": write_goose,
-           "crush": write_crush, "omp": write_omp, "openhands": write_openhands, "continue": write_continue}
+           "crush": write_crush, "omp": write_omp, "openhands": write_openhands, "continue": write_continue,
+           "gptme": write_gptme}
