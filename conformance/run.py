@@ -1,5 +1,6 @@
 """`make conformance`: install real agent CLIs, run the scenario against the scripted server,
-check what trajectoriz reads back, and write the table to conformance/RESULTS.md.
+check what trajectoriz reads back, and write the table to conformance/RESULTS.md (pinned) or
+conformance/RESULTS-latest.md (latest).
 
     python -m conformance.run [--agents claude,codex] [--versions pinned|latest] [--keep]
 
@@ -39,7 +40,7 @@ from conformance.server import ModelServer, Script  # noqa: E402
 
 HERE = os.path.join(ROOT, "conformance")
 CACHE = os.path.join(HERE, "cache")
-RESULTS = os.path.join(HERE, "RESULTS.md")
+RESULTS = {"pinned": os.path.join(HERE, "RESULTS.md"), "latest": os.path.join(HERE, "RESULTS-latest.md")}
 DEFAULT_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "qwen", "pi", "cline", "kilo", "hermes",
                   "kimi", "mswea", "openhands", "continue", "omp", "droid", "gptme")
 
@@ -423,7 +424,8 @@ def main(argv=None) -> int:
                         help=f"comma-separated (default: {','.join(DEFAULT_AGENTS)})")
     parser.add_argument("--versions", choices=("pinned", "latest"), default="pinned")
     parser.add_argument("--keep", action="store_true", help="keep every run's temporary root")
-    parser.add_argument("--results", default=RESULTS, help="where to write the table")
+    parser.add_argument("--results", help="where to write the table (default: conformance/RESULTS.md, "
+                        "for latest versions RESULTS-latest.md)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.agents.split(",") if n.strip()]
     unknown = [n for n in names if n not in DRIVERS]
@@ -440,7 +442,7 @@ def main(argv=None) -> int:
         print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     text = table(rows)
     print(text)
-    with open(args.results, "w") as handle:
+    with open(args.results or RESULTS[args.versions], "w") as handle:
         sabotage = os.environ.get("CONFORMANCE_SABOTAGE")
         broken = f", translators sabotaged: {sabotage}" if sabotage else ""
         handle.write(f"# Conformance run ({args.versions} versions{broken}, {time.strftime('%Y-%m-%d')})\n\n"
