@@ -6,8 +6,8 @@ folder named after the conversation (`2026-12-01-sprinting-green-dog`, or `--nam
 conversation's `name`); `events.jsonl` repeats the messages as events and is not read.
 
 A message is `{role, content, timestamp, pinned?, hide?, call_id?, metadata?}` with roles
-`system`, `user` and `assistant`. The system prompt and the context gptme adds are `system`
-messages (`hide`); a tool's result is a `system` message with the `call_id` of its call and
+`system`, `user` and `assistant`. The system prompt (`pinned`; it begins `You are gptme
+v<version>`, the document's agent version) and the context gptme adds are `system` messages; a tool's result is a `system` message with the `call_id` of its call and
 `metadata.tool`, a shell result ending in `Return code: N` when the command failed. With the
 `tool` format (`--tool-format tool`), an assistant message holds its calls as lines
 `@<tool>(<call id>): <JSON arguments>` after its text; with the `markdown` and `xml` formats a
@@ -43,6 +43,7 @@ CONFIG_LIMIT = 64 * 1024      # bytes of config.toml read; a larger one is not r
 CALL = re.compile(r"^@([^\r\n(]+?)\(([\w\-:.]+)\):[ \t]*(?={)", re.M)
 RETURN_CODE = re.compile(r"^Return code: (-?\d+)\s*$", re.M)
 INJECTED = re.compile(r"^<system>.*</system>$", re.S)
+VERSION_LINE = re.compile(r"You are gptme v(\d[\w.+-]*)")   # how its system prompt begins
 FENCE = "````"
 MAX_INCLUDED = 100            # file blocks looked for at the end of one prompt
 
@@ -127,6 +128,9 @@ def message(builder: TrajectoryBuilder, record: dict) -> None:
         result(builder, record, text)
     elif role == "system":
         builder.system(text, when, extra={"kind": "system_prompt" if record.get("pinned") else "context"})
+        version = VERSION_LINE.match(text) if record.get("pinned") else None
+        if version and builder.version == "unknown":
+            builder.version = version.group(1)
     else:
         builder.warn(f"message with unknown role {role!r} skipped")
 

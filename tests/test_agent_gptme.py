@@ -99,6 +99,8 @@ def test_failures_nudges_and_system_prompts(tmp_path):
     pinned = sum(1 for m in native(session.source) if m["role"] == "system" and m.get("pinned"))
     assert kinds.count("system_prompt") == pinned and kinds.count("auto_reply") == 2
     assert doc["extra"]["tool_format"] == "tool" and doc["extra"]["title"] == "Conformance scenario"
+    prompt = next(m["content"] for m in native(session.source) if m.get("pinned"))
+    assert prompt.startswith(f"You are gptme v{doc['agent']['version']}, ") and doc["agent"]["version"] == "0.35.1"
 
 
 def test_scan_reads_the_config_and_the_head(tmp_path):
