@@ -18,17 +18,23 @@ import os
 import stat
 import sys
 
-from agents.base import home
 
 # The catalog's index of discovered sessions (marshal: its format is the interpreter's).
-INDEX_FILE = f"index-v3-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+INDEX_FILE = f"index-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"
 # What older releases left in the cache with text that was not redacted (first messages in
-# the index, documents redacted by older rules): removed the first time a process looks.
-OBSOLETE = ("index-v1", "index-v2-", "documents-v1", "facts-v1", "facts-v2")
+# the index, documents redacted by older rules) or with markers that are a digest of the
+# secret alone (up to index-v3, documents-v2, facts-v3: markerkey.py): removed the first time
+# a process looks.
+OBSOLETE = ("index-v1", "index-v2-", "index-v3-", "documents-v1", "documents-v2", "facts-v1", "facts-v2",
+            "facts-v3")
 
 
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 _checked: dict = {}  # cache folder -> whether it may be used (checked once per process)
+
+
+def home(env) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
 
 
 def cache_dir(env) -> str:

@@ -28,7 +28,7 @@ import orjson
 
 import cache
 
-FOLDER = "documents-v2"  # v1 held documents redacted by older rules (cache.OBSOLETE)
+FOLDER = "documents-v3"  # v1 and v2 held documents redacted by older rules (cache.OBSOLETE)
 LIMIT_BYTES = 2 * 1024 ** 3
 SUFFIXES = (".json", ".search")  # the document, its searchable text
 REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)

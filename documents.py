@@ -22,7 +22,7 @@ from atif.serialize import dumps, loads
 from redact import clean_tree
 from version import VERSION
 
-FACTS_FILE = f"facts-v3-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
+FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:

@@ -85,7 +85,9 @@ to the strings that hold them only when something was found.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import itertools
+import os
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -108,9 +110,26 @@ QUOTED_OR_WORD = rb"(?P<q>\\{0,8}[\"'])?(?P<value>(?(q)[^\"'\\\r\n\x00]{1,256}|[
 
 
 def marker(kind: str, secret: bytes | str) -> str:
+    """What replaces a secret: its kind and 8 hex digits of its digest keyed with the user's
+    key (markerkey.py), the same for every mention of one secret, and no oracle for a guess."""
     if isinstance(secret, str):
         secret = secret.encode("utf-8", "surrogatepass")
-    return f"«REDACTED:{kind}:{hashlib.sha256(secret).hexdigest()[:8]}»"
+    return f"«REDACTED:{kind}:{hmac.new(marker_key(), secret, hashlib.sha256).hexdigest()[:8]}»"
+
+
+_keys: dict = {}  # key file -> key, for the environments this process has run commands in
+
+
+def marker_key() -> bytes:
+    """The key of the environment a command runs in (`os.environ`: main() hands it to the
+    command; tests that run commands in one process swap it), read when the first marker is
+    made: a command that finds no secret never reads it."""
+    import markerkey
+
+    path = markerkey.path_of(os.environ)
+    if path not in _keys:
+        _keys[path] = markerkey.load(os.environ)
+    return _keys[path]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -75,6 +75,7 @@ from datetime import datetime, timezone
 
 from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import limit_depth, loads
+from cache import home  # noqa: F401 (agents take it from here)
 from redact import redact_text
 
 # Bounds on what is read of a store (see the module doc).
@@ -110,10 +111,6 @@ class Session:
     @classmethod
     def from_cache(cls, values: list) -> "Session":
         return cls(*values)
-
-
-def home(env) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
 
 
 def env_dir(env, variable: str, *default: str) -> str:

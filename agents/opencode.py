@@ -43,7 +43,7 @@ from atif.serialize import loads
 NAME = "opencode"
 PREFIX = "oc"
 ATIF_NAME = "opencode"
-VERSION = 1
+VERSION = 2
 
 MAX_DEPTH = 8           # nesting of sub-agent sessions embedded in one document
 
@@ -219,10 +219,35 @@ class DbStore:
                 f"ORDER BY {self.message_order()}, pt.id LIMIT 1)")
 
     def first_model(self) -> str:
-        return (f"(SELECT coalesce({json_field('m.data', '$.modelID')}, "
-                f"{json_field('m.data', '$.model.modelID')}) FROM message m WHERE m.session_id = s.id "
-                f"AND {within_limit('m.data')} AND {json_field('m.data', '$.role')} = 'assistant' "
-                f"ORDER BY {self.message_order()} LIMIT 1)")
+        """SQL: the model fields of the session's first message that names a model, as a JSON
+        array (`model_fields` reads it), so that the listing names the model as the document
+        does (`first_model_name`)."""
+        fields = [string_field("m.data", path) for path in MODEL_PATHS]
+        named = " OR ".join(f"coalesce({field}, '') != ''" for field in (fields[0], fields[2]))
+        return (f"(SELECT json_array({', '.join(fields)}) FROM message m WHERE m.session_id = s.id "
+                f"AND {within_limit('m.data')} AND ({named}) ORDER BY {self.message_order()} LIMIT 1)")
+
+
+MODEL_PATHS = ("$.modelID", "$.providerID", "$.model.modelID", "$.model.providerID")
+
+
+def string_field(column: str, path: str) -> str:
+    """SQL for a field of a JSON column that holds a string, NULL otherwise."""
+    return (f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}, '{path}') = 'text' "
+            f"THEN json_extract({column}, '{path}') END END")
+
+
+def model_fields(found) -> dict:
+    """The message fields `first_model` selected, shaped as the message holds them."""
+    try:
+        values = loads(found) if isinstance(found, str) else None
+    except ValueError:
+        values = None
+    if not isinstance(values, list) or len(values) != len(MODEL_PATHS):
+        return {}
+    model_id, provider, nested_id, nested_provider = values
+    return {"modelID": model_id, "providerID": provider,
+            "model": {"modelID": nested_id, "providerID": nested_provider}}
 
 
 def within_limit(column: str) -> str:
@@ -350,7 +375,7 @@ def family_scan(source: str, env, family: Family) -> list[Session]:
 def scan_database(source: str, env, family: Family) -> list[Session]:
     rows = [row for row in DbStore(source, env).listing() if isinstance(row["id"], str) and row["id"]]
     parents = {row["id"]: row["parent_id"] for row in rows}
-    return [listed(family, source, row, row["first_text"], row["model"], "sqlite")
+    return [listed(family, source, row, row["first_text"], model_name(model_fields(row["model"])), "sqlite")
             for row in rows if is_top_level(row["id"], parents)]
 
 
@@ -376,8 +401,8 @@ def scan_json(source: str, family: Family) -> list[Session]:
         return []
     first_text, model = None, None
     for message in store.messages(row["id"]):
-        if message.get("role") == "assistant" and model is None:
-            model = model_id(message)
+        if model is None:
+            model = model_name(message)
         if message.get("role") == "user" and first_text is None:
             parts = store.parts(row["id"], [message])[message["id"]]
             first_text = prompt_text(parts) or None
@@ -395,6 +420,11 @@ def listed(family: Family, source: str, row: dict, first_text, model, kind: str)
 
 def model_id(message: dict) -> str | None:
     return as_str(message.get("modelID")) or as_str(as_dict(message.get("model")).get("modelID"))
+
+
+def first_model_name(messages: list[dict]) -> str | None:
+    """The session's model: that of its first message naming one, as `provider/model`."""
+    return next((model_name(m) for m in messages if model_name(m)), None)
 
 
 def model_name(message: dict) -> str | None:
@@ -439,7 +469,7 @@ class SessionTranslator:
         children = {child["id"]: {**child, "referenced": False} for child in self.store.children(row)}
         for warning in self.store.take_warnings():
             builder.warn(warning)
-        builder.model_name = next((model_name(m) for m in messages if model_name(m)), None)
+        builder.model_name = first_model_name(messages)
         for message in messages:
             MessageTranslator(builder, message, parts.get(message["id"], []), children).translate()
         self.embed_children(builder, children)

@@ -1,10 +1,19 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+# Redaction keys its markers with a key it keeps in the data folder (markerkey.py): code that
+# runs in this process with its own environment must not make one in the real home of whoever
+# runs the tests. (Commands get the environment each test gives them.)
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="trajectoriz-tests-data-")
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], True)
 
 # File names carry the local date: make every test see the same one.
 os.environ["TZ"] = "UTC"

@@ -332,18 +332,8 @@ def test_a_cache_folder_inside_another_users_folder_is_never_used(tmp_path):
 
 
 # 3. secrets: what a marker tells -----------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="markers hash the secret alone (sha256, 32 bits shown): a "
-                   "reader of the mount confirms a guessed password offline; needs a keyed hash "
-                   "(HMAC with a random per-user key kept in the private cache folder)")
-def test_a_redaction_marker_is_no_oracle_for_a_guessed_password(tmp_path):
-    """`«REDACTED:password:<first 8 hex of sha256(secret)>»`: for a password of words and digits,
-    a dictionary of a few million guesses finds the one whose hash starts so (32 bits leave
-    about one false match per 4 billion), without ever reaching the machine again: an agent
-    reading memory/ under a prompt injection, or anyone given an export, has the password."""
-    import hashlib
-
-    password = "Summer2024!Acme"
-    env, project = store(tmp_path)
+def show_with_password(tmp_path, password: str, name: str = "user") -> tuple[dict, bytes]:
+    env, project = store(tmp_path / name)
     path = os.path.join(env["HOME"], ".claude", "projects", "-proj", SESSION + ".jsonl")
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
@@ -351,8 +341,65 @@ def test_a_redaction_marker_is_no_oracle_for_a_guessed_password(tmp_path):
         handle.write(text.replace("note.txt back", "note.txt back (DB_PASSWORD=" + password + ")"))
     shown = run_main(env, ["show", SESSION], cwd=project).stdout
     assert b"REDACTED:password:" in shown and password.encode() not in shown
-    guess = hashlib.sha256(password.encode()).hexdigest()[:8]
-    assert guess.encode() not in shown, "the marker confirms the guessed password"
+    return env, shown
+
+
+def password_marker(shown: bytes) -> bytes:
+    return shown.split(b"REDACTED:password:")[1][:8]
+
+
+def test_a_redaction_marker_is_no_oracle_for_a_guessed_password(tmp_path):
+    """The marker showed the first 8 hex digits of sha256(secret): for a password of words and
+    digits, a dictionary of a few million guesses finds the one whose hash starts so, without
+    ever reaching the machine again (an agent reading memory/ under a prompt injection, or
+    anyone given an export). Keyed with the user's own key, the digits tell nothing."""
+    import hashlib
+
+    password = "Summer2024!Acme"
+    env, shown = show_with_password(tmp_path, password)
+    assert hashlib.sha256(password.encode()).hexdigest()[:8].encode() not in shown
+    key = os.path.join(env["HOME"], ".local", "share", "trajectoriz", "marker.key")
+    assert os.stat(key).st_mode & 0o777 == 0o600 and os.path.getsize(key) == 32
+    assert os.stat(os.path.dirname(key)).st_mode & 0o777 == 0o700
+
+
+def test_markers_stay_the_same_for_a_user_and_differ_between_users(tmp_path):
+    """One secret gets one marker in every run of one user (a reader still tells two mentions
+    of it from two secrets), and another one for another user."""
+    env, shown = show_with_password(tmp_path, "Summer2024!Acme")
+    again = cli("show", SESSION, env=env, cwd=os.path.join(str(tmp_path / "user"), "proj"))
+    assert again.returncode == 0, again.stderr
+    assert password_marker(again.stdout) == password_marker(shown)
+    _, other = show_with_password(tmp_path, "Summer2024!Acme", name="other")
+    assert password_marker(other) != password_marker(shown)
+
+
+@pytest.mark.parametrize("plant", ["readable", "link"])
+def test_a_marker_key_others_can_read_or_a_link_is_replaced(tmp_path, plant):
+    """A key file that others may read (they may have it) or a symlink to a file an attacker
+    chose is not used: a new key is made in its place, and the attacker's file is untouched."""
+    import hashlib
+    import hmac
+
+    known = b"k" * 32
+    folder = os.path.join(str(tmp_path / "user"), "home", ".local", "share", "trajectoriz")
+    os.makedirs(folder, mode=0o700)
+    key = os.path.join(folder, "marker.key")
+    chosen = tmp_path / "chosen.key"
+    chosen.write_bytes(known)
+    chosen.chmod(0o600)
+    if plant == "readable":
+        with open(key, "wb") as handle:
+            handle.write(known)
+        os.chmod(key, 0o644)
+    else:
+        os.symlink(chosen, key)
+    _, shown = show_with_password(tmp_path, "Summer2024!Acme")
+    assert password_marker(shown) != hmac.new(known, b"Summer2024!Acme", hashlib.sha256).hexdigest()[:8].encode()
+    assert not os.path.islink(key) and os.stat(key).st_mode & 0o777 == 0o600
+    with open(key, "rb") as handle:
+        assert handle.read() != known
+    assert chosen.read_bytes() == known
 
 
 # 5. devices and FIFOs --------------------------------------------------------------------------

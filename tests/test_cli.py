@@ -121,7 +121,7 @@ def test_a_listing_translates_nothing(store, monkeypatch):
     import documents
 
     env, _ = store
-    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "documents-v2")
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "documents-v3")
     monkeypatch.setattr(documents, "_translated", lambda *a: pytest.fail("list translated a session"))
     rows = [json.loads(line) for line in run_main(env, ["list", "--all", "--json"]).stdout.splitlines()]
     assert len(rows) == 3 and all(r["steps"] is None and r["bytes"] is None for r in rows)

@@ -102,15 +102,18 @@ def test_no_cache_file_holds_a_secret_of_the_store(tmp_path):
 def test_what_older_releases_left_unredacted_is_removed(tmp_path):
     env, project = secret_store(tmp_path)
     cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
-    os.makedirs(os.path.join(cache, "documents-v1"))
-    old = {"index-v2-py311.bin": TOKEN.encode(), "facts-v2.json": b"{}",
-           os.path.join("documents-v1", "0" * 40 + ".json"): TOKEN.encode()}
+    for folder in ("documents-v1", "documents-v2"):
+        os.makedirs(os.path.join(cache, folder))
+    old = {"index-v2-py311.bin": TOKEN.encode(), "facts-v2.json": b"{}", "index-v3-py311.bin": b"marker",
+           "facts-v3-py311.bin": b"marker", os.path.join("documents-v1", "0" * 40 + ".json"): TOKEN.encode(),
+           os.path.join("documents-v2", "0" * 40 + ".json"): b"unkeyed marker"}
     for name, data in old.items():
         with open(os.path.join(cache, name), "wb") as handle:
             handle.write(data)
     assert cli("list", env=env, cwd=project).returncode == 0
     assert not any(os.path.exists(os.path.join(cache, name)) for name in old)
     assert not os.path.exists(os.path.join(cache, "documents-v1"))
+    assert not os.path.exists(os.path.join(cache, "documents-v2"))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the cache folder to another user")

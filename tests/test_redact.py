@@ -6,6 +6,7 @@ into what trajectoriz outputs."""
 
 import copy
 import hashlib
+import hmac
 import json
 import os
 import random
@@ -22,6 +23,7 @@ import catalog
 from atif.serialize import dumps
 from helpers import assert_valid, cli, run_main
 from homes import agent_homes, by_agent
+import redact as redact_module
 from redact import clean_tree, marker, redact_text
 
 ALNUM = string.ascii_letters + string.digits
@@ -334,7 +336,8 @@ def test_the_same_secret_gets_the_same_marker_everywhere():
     mark = marker("stripe", secret)
     assert out == {"a": f"key {mark}", "b": [f"name\t{mark}!", {mark: "x"}], "c": f"A=1\nB={mark}"}
     assert counts == {"stripe": 4}
-    assert mark == f"«REDACTED:stripe:{hashlib.sha256(secret.encode()).hexdigest()[:8]}»"
+    keyed = hmac.new(redact_module.marker_key(), secret.encode(), hashlib.sha256).hexdigest()[:8]
+    assert mark == f"«REDACTED:stripe:{keyed}»"
 
 
 @pytest.mark.parametrize("text,secret,kind", [
