@@ -65,8 +65,9 @@ def dependencies(source: str, env) -> list[str]:
 def scan(source: str, env) -> list[Session]:
     chat = chat_config(source)[0]
     started, title, model = None, "", as_str(chat.get("model"))
-    for record in head_records(source):
-        started = started or epoch(record.get("timestamp"))
+    for record in head_records(source):   # the system prompt is stamped after the prompt it precedes
+        stamp = epoch(record.get("timestamp"))
+        started = min(started, stamp) if started and stamp else started or stamp
         if record.get("role") == "user" and not title and not injected(record):
             title = one_line(text_of(record.get("content")))
         if record.get("role") == "assistant" and model is None:

@@ -107,9 +107,10 @@ def test_scan_reads_the_config_and_the_head(tmp_path):
     for session in scan_all(gptme, live_env(tmp_path)):
         config = open(os.path.join(os.path.dirname(session.source), "config.toml")).read()
         assert f'workspace = "{session.cwd}"' in config
-        first = native(session.source)[0]
+        prompt = next(m for m in native(session.source) if m["role"] == "user")
         assert session.title.startswith("SCENARIO gptme-") and session.model == "local/fake-model"
-        assert session.started == pytest.approx(gptme.epoch(first["timestamp"]))
+        assert session.started == pytest.approx(gptme.epoch(prompt["timestamp"]))   # before the system prompt's
+        assert session.started < gptme.epoch(native(session.source)[0]["timestamp"])
         assert session.extra["format"] == "jsonl-tool"
 
 
