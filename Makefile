@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 
-.PHONY: venv test demo bench clean conformance build release man bench-startup
+.PHONY: venv test demo bench clean conformance build release release-check man bench-startup
 
 venv: $(STAMP)
 
@@ -34,8 +34,11 @@ bench: venv
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # dist/trajectoriz (+ dist/trajectoriz-cli, dist/trajectoriz.1), reproducibly (PYTHONHASHSEED fixes
-# the order of PyInstaller's base_library.zip); `make release` adds
-# dist/trajectoriz-<version>-<os>-<arch> and its .sha256.
+# the order of PyInstaller's base_library.zip), with its own loader and C library (build/README.md);
+# `make release` adds dist/trajectoriz-<version>-<os>-<arch> and its .sha256, and states the glibc
+# floor (objdump over every ELF inside; fails if the carried C library lacks a version asked for).
+# `make release-check` runs the release in root file systems made on the spot (tests/test_release.py:
+# Debian 11 and 12 by debootstrap, kept in pyi-work/rootfs/, and busybox alone; needs root).
 build: venv
 	PYTHONHASHSEED=0 $(PY) -m PyInstaller --noconfirm --log-level WARN --workpath pyi-work --distpath dist build/trajectoriz.spec
 	$(PY) build/pack.py $(PACK_FLAGS)
@@ -43,6 +46,10 @@ build: venv
 
 release: PACK_FLAGS = --release
 release: build
+	$(PY) build/glibc_floor.py dist/trajectoriz
+
+release-check: release
+	TRAJECTORIZ_RELEASE_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_release.py
 
 man: venv
 	$(PY) build/manpage.py

@@ -76,7 +76,7 @@ import threading
 
 import agents
 import cache
-from agents.base import Session, home
+from agents.base import Session
 
 FOLDER = os.path.join("trajectoriz", "archive")
 INDEX = "index.bin"
@@ -95,7 +95,7 @@ class Damaged(Exception):
 
 # where ------------------------------------------------------------------------------------------
 def folder(env) -> str:
-    base = env.get("XDG_DATA_HOME") or os.path.join(home(env), ".local", "share")
+    base = cache.xdg_dir(env, "XDG_DATA_HOME", ".local", "share")
     return os.path.join(base, FOLDER)
 
 

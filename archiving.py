@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import sqlite3
 import stat
 import sys
 import time
@@ -238,6 +239,8 @@ class Writer:
             if entry and entry.get("signature") == signature:
                 return entry["files"], signature
             image = module.extract(session, self.env)
+        except sqlite3.DatabaseError:  # rows SQLite does not copy within its bounds: the files
+            return None
         except Exception as exc:  # a store that cannot be read now: archived as it was
             raise NativeError(f"{type(exc).__name__}: {exc}") from None
         fid = archive.new_fid()
@@ -448,16 +451,21 @@ class Writer:
                     _unlink(os.path.join(data, sub, name))
 
     # forgetting ------------------------------------------------------------------------------------
-    def forget(self, keys: list[str]) -> int:
+    def forget(self, keys: list[str]) -> tuple[int, int]:
         """Remove sessions from the archive for good (never archived again); their versions no
-        other session needs are deleted. The number that were archived."""
-        removed = 0
+        other session needs are deleted. The number that were archived, and the number of other
+        sessions still holding one of their versions: a file of many sessions (a database kept
+        whole, for a session an extract could not hold; Aider's history) stays while one of
+        them needs it, with what it says of the forgotten ones."""
+        removed, paths = 0, set()
         for key in keys:
-            removed += self.index["sessions"].pop(key, None) is not None
+            entry = self.index["sessions"].pop(key, None)
+            removed += entry is not None
+            paths |= {path for path, kind, _, _ in (entry or {}).get("files", []) if kind == "file"}
             self.index["forgotten"][key] = time.time()
         self._dirty = True
         self.collect_garbage()
-        return removed
+        return removed, sum(1 for entry in self.index["sessions"].values() if _keeps_whole(entry, paths))
 
     # verifying -------------------------------------------------------------------------------------
     def verify(self) -> list[str]:
@@ -524,6 +532,12 @@ def _cut(fd: int, length: int) -> None:
         os.ftruncate(fd, length)
     except OSError:
         pass
+
+
+def _keeps_whole(entry: dict, paths: set) -> bool:
+    """Whether an archived session keeps one of `paths` as the whole file (not as an extract of
+    its own rows, which has a signature): a file that holds other sessions too."""
+    return entry.get("signature") is None and any(kind == "file" and path in paths for path, kind, _, _ in entry["files"])
 
 
 def _unlink(path: str) -> None:

@@ -37,8 +37,16 @@ def home(env) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
 
+def xdg_dir(env, variable: str, *default: str) -> str:
+    """An XDG base directory: `$variable` when it is an absolute path, else `$HOME/<default>`
+    (the XDG specification ignores a relative value: taken as it is, it would put private
+    files in the current directory, inside a project, where `git add -A` commits them)."""
+    value = env.get(variable)
+    return value if value and os.path.isabs(value) else os.path.join(home(env), *default)
+
+
 def cache_dir(env) -> str:
-    base = env.get("XDG_CACHE_HOME") or os.path.join(home(env), ".cache")
+    base = xdg_dir(env, "XDG_CACHE_HOME", ".cache")
     path = os.path.join(base, "trajectoriz")
     if path not in _checked:
         _checked[path] = tighten(path)

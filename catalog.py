@@ -25,10 +25,10 @@ import archive
 import cache
 import mounts
 import safepath
-from agents.base import Session
+from agents.base import TITLE_CHARACTERS, Session
 from errors import UserError
 from output import printable
-from redact import redact_text
+from redact import markers_of, redact_text
 
 SHORT_HEX = 8
 
@@ -179,11 +179,12 @@ def untrusted(session: Session) -> Session:
         session.cwd = None
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
-    redacted_id = listing_text(session.native_id)
-    if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
-        session.extra = {**session.extra, "shown_id": redacted_id}
-    session.title = listing_text(session.title if isinstance(session.title, str) else "")
-    session.model = listing_text(session.model) if isinstance(session.model, str) else None
+    with markers_of(f"{session.agent}:{session.native_id}"):  # as in its document
+        redacted_id = listing_text(session.native_id)
+        if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
+            session.extra = {**session.extra, "shown_id": redacted_id}
+        session.title = listing_title(session.title if isinstance(session.title, str) else "")
+        session.model = listing_text(session.model) if isinstance(session.model, str) else None
     if warnings:
         session.extra = {**session.extra, "discovery_warnings": warnings}
     return session
@@ -191,6 +192,12 @@ def untrusted(session: Session) -> Session:
 
 def listing_text(text: str) -> str:
     return printable(redact_text(text)[0])
+
+
+def listing_title(text: str, limit: int = TITLE_CHARACTERS) -> str:
+    """A first message as `agents.base.one_line` gives it, redacted, then cut at `limit`."""
+    title = listing_text(text)
+    return title[: limit - 1] + "…" if len(title) > limit else title
 
 
 def shown_id(session: Session) -> str:
@@ -201,9 +208,10 @@ def shown_id(session: Session) -> str:
 
 # identity ------------------------------------------------------------------------------------------
 def full_hash(session: Session) -> str:
-    """The hash of a session's identity: its agent and native id; for the twin of a session
-    with the same id in another project (`twin_of`), its working directory too."""
-    identity = f"{session.agent}:{session.native_id}"
+    """The hash of a session's identity: its agent and native id (as shown: redacted, for an
+    id holding a secret, so that the short id is no unkeyed digest of one); for the twin of a
+    session with the same id in another project (`twin_of`), its working directory too."""
+    identity = f"{session.agent}:{shown_id(session)}"
     if session.extra.get("twin"):
         identity += f"\0{session.cwd}"
     return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()

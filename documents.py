@@ -19,7 +19,7 @@ from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
 from atif.serialize import dumps, loads
-from redact import clean_tree
+from redact import clean_tree, markers_of
 from version import VERSION
 
 FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
@@ -81,7 +81,9 @@ def archived_stamp(session: Session, env, module, redact: bool) -> list:
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
     serialized once."""
-    doc, counts = clean_tree(_translated(session, env), redact)
+    translated = _translated(session, env)
+    with markers_of(f"{session.agent}:{session.native_id}"):  # as in its listing (catalog.untrusted)
+        doc, counts = clean_tree(translated, redact)
     if counts:
         doc["extra"] = {**doc["extra"], "redactions": counts}
     return doc, dumps(doc)

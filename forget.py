@@ -31,11 +31,15 @@ def run_forget(args, env) -> int:
         raise UserError("name the sessions to forget (ID ...) or --before DATE")
     chosen = chosen_sessions(args, env)
     with archiving.Writer(env) as writer:
-        removed = writer.forget(list(dict.fromkeys(archive.key_of(s) for s in chosen)))
+        removed, sharing = writer.forget(list(dict.fromkeys(archive.key_of(s) for s in chosen)))
     purge_caches(env, chosen)
     still_live = sum(1 for s in chosen if not archive.marked(s))
     print(f"Forgot {len(chosen)} session(s): {removed} removed from the archive, and every cached "
           f"copy removed.", file=sys.stderr)
+    if sharing:
+        print(f"warning: {sharing} other archived session(s) keep a file these were recorded in too (a "
+              f"store of many sessions, archived whole): what it holds of them stays in the archive "
+              f"until those are forgotten as well (`trajectoriz forget` with their ids).", file=sys.stderr)
     if still_live:
         print(f"{still_live} of them are still in their agent's store: trajectoriz shows them from "
               f"there while they exist, and does not archive them again.", file=sys.stderr)

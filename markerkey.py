@@ -9,14 +9,15 @@ data folder, the digits tell nothing without the key.
 The key lives at `${XDG_DATA_HOME:-~/.local/share}/trajectoriz/marker.key` (0600, in a 0700
 folder, beside the archive: kept when the cache is cleared, so that markers stay the same). It
 is made when the first marker is; where it cannot be kept (a read-only home, a folder another
-user owns), the process uses a key of its own: markers then differ from run to run, and still
-tell nothing.
+user owns, a symlink), the process uses a key of its own and says so: markers then differ from
+run to run, and still tell nothing.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 
 import cache
 
@@ -25,7 +26,7 @@ KEY_FILE = "marker.key"
 
 
 def path_of(env) -> str:
-    base = env.get("XDG_DATA_HOME") or os.path.join(cache.home(env), ".local", "share")
+    base = cache.xdg_dir(env, "XDG_DATA_HOME", ".local", "share")
     return os.path.join(base, "trajectoriz", KEY_FILE)
 
 
@@ -33,9 +34,12 @@ def load(env) -> bytes:
     """The user's key: read, or made and kept when there is none (or none that is safe to
     use); a key for this process alone when none can be kept."""
     path = path_of(env)
-    if not cache.usable(os.path.dirname(path)):
+    key = (_read(path) or _make(path)) if cache.usable(os.path.dirname(path)) else None
+    if key is None:
+        print(f"trajectoriz: warning: no key for redaction markers can be kept in {os.path.dirname(path)} "
+              "(not a folder of yours that can be written): markers differ from run to run", file=sys.stderr)
         return os.urandom(KEY_BYTES)
-    return _read(path) or _make(path) or os.urandom(KEY_BYTES)
+    return key
 
 
 def _read(path: str) -> bytes | None:

@@ -65,6 +65,7 @@ def run_memory(args, env) -> int:
     if args.status:
         return run_status(point, env)
     project = commands.chosen_project(args)
+    invocation.use_host_libc()  # the host's libfuse may need the host's C library (invocation.py)
     fuse = load_fuse()
     unmount = shlex.join(["trajectoriz", "memory", "--unmount", *([args.mountpoint] if args.mountpoint else [])])
     if not prepare(point, project, unmount, env):
@@ -107,6 +108,9 @@ def fuse_problem() -> str | None:
     except ImportError:
         return "the Python package mfusepy is missing: pip install -r requirements.txt"
     except (OSError, AttributeError) as exc:
+        if invocation.runs_on_own_libc() and invocation.host_glibc() is None:
+            return (f"no usable FUSE library ({exc}): this program runs on a glibc of its own, and "
+                    "this system's C library is not glibc (musl?), so its libfuse cannot be loaded")
         return (f"no usable FUSE library ({exc}): install it (Debian/Ubuntu: apt install fuse3; "
                 "Fedora: dnf install fuse3; Arch: pacman -S fuse3; macOS: brew install --cask macfuse, or FUSE-T)")
     return None
@@ -377,7 +381,7 @@ def private_folders(env) -> list[str]:
     written, or is another user's) a folder of the user's own in $XDG_RUNTIME_DIR or the
     temporary directory. Those another user owns are left out."""
     folders = [cache.cache_dir(env)]
-    if env.get("XDG_RUNTIME_DIR"):
+    if os.path.isabs(env.get("XDG_RUNTIME_DIR") or ""):
         folders.append(os.path.join(env["XDG_RUNTIME_DIR"], "trajectoriz"))
     folders.append(os.path.join(env.get("TMPDIR") or "/tmp", f"trajectoriz-{os.getuid()}"))
     return [folder for folder in folders if cache.usable(folder)]

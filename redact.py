@@ -84,6 +84,8 @@ to the strings that hold them only when something was found.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import hmac
 import itertools
@@ -110,11 +112,37 @@ QUOTED_OR_WORD = rb"(?P<q>\\{0,8}[\"'])?(?P<value>(?(q)[^\"'\\\r\n\x00]{1,256}|[
 
 
 def marker(kind: str, secret: bytes | str) -> str:
-    """What replaces a secret: its kind and 8 hex digits of its digest keyed with the user's
-    key (markerkey.py), the same for every mention of one secret, and no oracle for a guess."""
+    """What replaces a secret: its kind and 8 hex digits of a digest of the secret, keyed with
+    the user's key (markerkey.py) and the session it is in (`markers_of`): the same for every
+    mention of one secret in one session, and no oracle for a guess, even one a reader writes
+    into a session of its own (which gives its own markers)."""
     if isinstance(secret, str):
         secret = secret.encode("utf-8", "surrogatepass")
-    return f"«REDACTED:{kind}:{hmac.new(marker_key(), secret, hashlib.sha256).hexdigest()[:8]}»"
+    digest = hmac.new(marker_key(), _scope.get() + b"\0" + secret, hashlib.sha256).hexdigest()
+    return f"«REDACTED:{kind}:{digest[:8]}»"
+
+
+_MARKER = re.compile("«REDACTED:([^:»]+):[0-9a-f]{8}»")
+
+
+def kinds_only(text: str) -> str:
+    """The text with each secret replaced by its kind alone: what an id made from a digest of
+    text (miniswe's runs) is computed over, so that the id is no digest of a secret and stays
+    the same for every user."""
+    return _MARKER.sub(r"«REDACTED:\1»", redact_text(text)[0])
+
+
+_scope: contextvars.ContextVar = contextvars.ContextVar("marker_scope", default=b"")
+
+
+@contextlib.contextmanager
+def markers_of(identity: str):
+    """Markers made meanwhile (in this thread) are those of the session `identity`."""
+    token = _scope.set(identity.encode("utf-8", "surrogatepass"))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 _keys: dict = {}  # key file -> key, for the environments this process has run commands in

@@ -25,7 +25,6 @@ import subprocess
 from dataclasses import dataclass
 
 import cache
-from agents.base import home
 from errors import UserError
 
 NAME = "trajectoriz-archive"
@@ -81,7 +80,7 @@ def check_command(command: list[str]) -> None:
 
 # systemd ------------------------------------------------------------------------------------------
 def unit_dir(env) -> str:
-    return os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home(env), ".config"), "systemd", "user")
+    return os.path.join(cache.xdg_dir(env, "XDG_CONFIG_HOME", ".config"), "systemd", "user")
 
 
 def systemd_usable(env) -> bool:

@@ -26,11 +26,15 @@ def build_parser() -> argparse.ArgumentParser:
                "(validate), 2 error.")
     parser.add_argument("--version", action="version", version=f"trajectoriz {VERSION}",
                         help="print the version and exit")
+    parser.add_argument("--man", action="store_true",
+                        help="print this program's manual page (roff, the text `man` reads; through "
+                             "`man -l -` when the output is a terminal) and exit: the single-file "
+                             "executable carries it")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                      description="Run `trajectoriz COMMAND --help` for the options of each.")
 
     listing = commands.add_parser(
-        "list", help="list sessions of this project (or all) as a table",
+        "list", help="list sessions of this project (or all) as a table", epilog=EPILOGS["list"],
         description="List sessions, newest first: those of the current project (its git work "
                     "tree, or the current directory) unless --all or --dir says otherwise.")
     _scope_options(listing)
@@ -42,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="one JSON object per session, for scripts")
 
     show = commands.add_parser(
-        "show", help="print one session as an ATIF document",
+        "show", help="print one session as an ATIF document", epilog=EPILOGS["show"],
         description="Print a session as its ATIF v1.7 document, byte-identical to its file in "
                     "the memory mount. ID is a short id (cl-eb1c6529), a mount file name, or "
                     "the agent's own session id (or a unique prefix of it).")
@@ -72,9 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "default QUERY is matched against first messages, ids and agent names, which "
                     "needs no session to be read (fast). --content matches inside every step "
                     "instead. The ID column is what show and the memory mount's file names use.",
-        epilog="Examples: search 'tokens per trajectory'; search 'pytest \\| unittest' --local; "
-               "search --content --regex 'Error: .*timeout' --since 7d. Exit status: 0 found, "
-               "1 nothing found, 2 error.")
+        epilog=EPILOGS["search"])
     search.add_argument("query", metavar="QUERY",
                         help="words that must all occur, case-insensitive (any order, within one "
                              "step with --content); '\\|' separates alternatives: 'a b \\| c' "
@@ -104,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     _redaction_option(search)
 
     stats = commands.add_parser(
-        "stats", help="sessions, steps, tool calls and tokens per agent",
+        "stats", help="sessions, steps, tool calls and tokens per agent", epilog=EPILOGS["stats"],
         description="Per agent and overall: sessions, steps, tool calls, prompt / cached / "
                     "completion tokens, cost, and tokens per trajectory (median, p90, max), all "
                     "read from the ATIF documents' final_metrics. Every project unless --local "
@@ -118,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
     export = commands.add_parser(
-        "export", help="write the memory files to a directory (no FUSE needed)",
+        "export", help="write the memory files to a directory (no FUSE needed)", epilog=EPILOGS["export"],
         description="Write exactly the files the memory mount would show, with its README.md, "
                     "into a plain directory: the way to use trajectoriz where FUSE is missing "
                     "(CI containers). Files are added and updated; nothing is removed unless "
@@ -132,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     health = commands.add_parser(
         "agents", help="health report: which agent stores exist and how well they translate",
+        epilog=EPILOGS["agents"],
         description="For every agent trajectoriz knows: where its store was found, how many "
                     "sessions and bytes of native data it holds, how many sessions translate "
                     "with warnings or fail (grouped by kind, with the first reason of each), and "
@@ -145,13 +148,96 @@ def build_parser() -> argparse.ArgumentParser:
     _archive_parsers(commands)
 
     check = commands.add_parser(
-        "validate", help="check ATIF documents against the v1.7 spec",
+        "validate", help="check ATIF documents against the v1.7 spec", epilog=EPILOGS["validate"],
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
     check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
     check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
+    for sub in commands.choices.values():
+        sub.formatter_class = HelpFormatter
     parser.subcommands = commands.choices  # main() reports a command's unknown option with its usage
     return parser
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Fills a one-paragraph text (a description) to the terminal's width, and keeps a text laid
+    out in lines (a command's examples and notes) as it is."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+# Each command's examples and notes: its --help ends with them, and so does its part of the man page.
+EPILOGS = {
+    "list": """\
+examples:
+  trajectoriz list                        # this project's sessions, newest first
+  trajectoriz list --all --agent claude   # every project, one agent
+  trajectoriz list --steps                # with each session's steps and size
+  trajectoriz list --json                 # one JSON object per session, for scripts
+
+A session belongs to the project it was recorded in (the git work tree around its
+working directory). When agents will delete, within a week, sessions not archived
+yet, one line on stderr says how many (trajectoriz archive keeps them).""",
+    "show": """\
+examples:
+  trajectoriz show cl-eb1c6529                       # the ATIF document (JSON)
+  trajectoriz show cl-eb1c6529 --markdown --steps 1-50
+  trajectoriz show cl-eb1c6529 --step 3              # one step, as one JSON object
+  trajectoriz show cl-eb1c6529 --subagent 1 --markdown
+
+Secrets are redacted unless --no-redact. The document is the memory mount's file
+for the session, byte for byte.""",
+    "search": """\
+examples:
+  trajectoriz search 'tokens per trajectory'
+  trajectoriz search 'pytest \\| unittest' --local
+  trajectoriz search --content --regex 'Error: .*timeout' --since 7d
+  trajectoriz search --content Traceback --agent codex --json
+
+Exit status: 0 found, 1 nothing found, 2 error.""",
+    "stats": """\
+examples:
+  trajectoriz stats                       # every project
+  trajectoriz stats --local --since 30d   # this project, the last 30 days
+  trajectoriz stats --json                # one JSON object, for scripts""",
+    "export": """\
+examples:
+  trajectoriz export --out memory         # this project's sessions, as the mount shows them
+  trajectoriz export --all --out /tmp/all --delete
+  grep -l pytest memory/*.atif.json
+
+The files are owner-only (folders 0700, files 0600), as everything trajectoriz writes.""",
+    "agents": """\
+examples:
+  trajectoriz agents                      # a table: stores, sessions, problems, retention
+  trajectoriz agents --json               # one JSON object per agent
+
+A store is found as its agent finds it: see ENVIRONMENT in the man page
+(trajectoriz --man) for the variables that move each.""",
+    "archive": """\
+examples:
+  trajectoriz archive                     # now: reads only what changed since the last run
+  trajectoriz archive --schedule          # every day from now on
+  trajectoriz archive --verify            # read every archived file back and check it
+
+The archive is not a cache: it may hold the only copy of a session its agent deleted.
+Copy its folder to keep your memory on a new machine.""",
+    "forget": """\
+examples:
+  trajectoriz forget cl-eb1c6529
+  trajectoriz forget --before 2025-01-01
+
+Delete the session from its agent's store too: trajectoriz never writes there.""",
+    "validate": """\
+examples:
+  trajectoriz validate memory/*.atif.json
+  trajectoriz validate -q exported/*.atif.json   # only the problems
+
+Exit status: 0 every file is valid, 1 some are not, 2 error.""",
+}
 
 
 MEMORY_DESCRIPTION = """\
@@ -175,7 +261,7 @@ The mount runs in the background until `trajectoriz memory --unmount`; its log i
 under ${XDG_CACHE_HOME:-~/.cache}/trajectoriz. A mountpoint inside a git work tree
 is added to .git/info/exclude (never to .gitignore)."""
 
-MEMORY_EPILOG = """\
+EPILOGS["memory"] = """\
 examples:
   trajectoriz memory                     # at memory/ in the work tree's root
   ls -l memory/ && jq '.final_metrics' memory/*_claude_*.atif.json
@@ -188,7 +274,7 @@ macFUSE or FUSE-T. Without it, `trajectoriz export --out DIR` writes the same fi
 def _memory_parser(commands) -> None:
     memory = commands.add_parser(
         "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
-        description=MEMORY_DESCRIPTION, epilog=MEMORY_EPILOG,
+        description=MEMORY_DESCRIPTION, epilog=EPILOGS["memory"],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     memory.add_argument("mountpoint", nargs="?", metavar="MOUNTPOINT",
                         help="where to mount (default: memory/ at the root of the current project, "
@@ -208,6 +294,7 @@ def _memory_parser(commands) -> None:
 def _archive_parsers(commands) -> None:
     keep = commands.add_parser(
         "archive", help="keep every session in trajectoriz's archive, beyond its agent's clean-up",
+        epilog=EPILOGS["archive"],
         description="Copy what every session needs to be translated again (its native files, "
                     "compressed; a database store's own rows) into ${XDG_DATA_HOME:-~/.local/"
                     "share}/trajectoriz/archive, so that list, show, search, export and the "
@@ -226,6 +313,7 @@ def _archive_parsers(commands) -> None:
 
     forget = commands.add_parser(
         "forget", help="remove sessions from the archive and from every cache, for good",
+        epilog=EPILOGS["forget"],
         description="Remove sessions from trajectoriz's archive and from its caches (documents, "
                     "search texts, facts), and never archive them again: the way to "
                     "purge a secret. The agents' own stores are not touched: a session its "
@@ -287,6 +375,10 @@ def main(argv=None) -> int:
     if extra:  # said by the command's own parser: its usage, not the whole program's
         after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
         (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.man:
+        import manual
+
+        return manual.run()
     if not args.command:
         parser.print_help()
         return EXIT_ERROR

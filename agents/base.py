@@ -76,7 +76,6 @@ from datetime import datetime, timezone
 from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import limit_depth, loads
 from cache import home  # noqa: F401 (agents take it from here)
-from redact import redact_text
 
 # Bounds on what is read of a store (see the module doc).
 HEAD_BYTES = 256 * 1024      # the head of a JSONL session that discovery reads (head_records)
@@ -656,22 +655,24 @@ def between(text, opening, closing):
     return None if end < 0 else text[start + len(opening):end]
 
 
-def one_line(text: str, limit: int = 200) -> str:
-    """A first message fit for a listing: secrets redacted, whitespace collapsed, cut at `limit`
-    characters. Redaction comes before the cut, which would leave a secret too short to be
-    recognized (and the word the window ends in is dropped: it may be the first part of one).
-    Only the first 8 x `limit` characters after leading blanks are looked at: splitting a text
-    of megabytes into words would cost an object per word."""
+TITLE_CHARACTERS = 200  # a listing's first message, at most
+
+
+def one_line(text: str, limit: int = TITLE_CHARACTERS) -> str:
+    """A first message fit for a listing, before its redaction: whitespace collapsed, the first
+    8 x `limit` characters after leading blanks (splitting a text of megabytes into words would
+    cost an object per word), ending in `…` when cut (and without the word the window ends in:
+    it may be the first part of a secret). Discovery redacts it in its session's name and cuts
+    it at `limit` (`catalog.listing_title`): a cut before redaction could leave a secret too
+    short to be recognized."""
     first = _NON_BLANK.search(text)
     start = first.start() if first else len(text)
     window = text[start:start + limit * 8]
     cut = len(text) - start > limit * 8
     if cut:
         window = window[: max(window.rfind(" "), window.rfind("\n"), 0)]
-    flat = " ".join(redact_text(window)[0].split())
-    if len(flat) > limit or cut:
-        return flat[: limit - 1] + "…"
-    return flat
+    flat = " ".join(window.split())
+    return flat + "…" if cut else flat
 
 
 _NON_BLANK = re.compile(r"\S")

@@ -32,6 +32,7 @@ import re
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, json_arguments, one_line, read_json_document, text_of)
 from atif.build import TrajectoryBuilder, metrics
+from redact import kinds_only
 
 NAME = "mswea"
 PREFIX = "ms"
@@ -67,7 +68,7 @@ def scan(source: str, env) -> list[Session]:
     task = task_text(messages, info)
     first_reply = next((m for m in messages if m.get("role") == "assistant"), {})
     response = as_dict(as_dict(first_reply.get("extra")).get("response"))
-    key = f"{task}\x00{response.get('id')}\x00{as_dict(first_reply.get('extra')).get('timestamp')}"
+    key = f"{kinds_only(task)}\x00{response.get('id')}\x00{as_dict(first_reply.get('extra')).get('timestamp')}"
     if not task and not response:
         key += f"\x00{source}"  # nothing identifies the run: one session per file
     return [Session(agent=NAME, native_id="run-" + hashlib.sha256(key.encode()).hexdigest()[:16],

@@ -7,7 +7,8 @@ session's id; the first pair selects the session's own row. `tree` gives the con
 session and its sub-agent sessions.
 
 The image has the store's schema as `sqlite_ro.connect` copies it (no views), tables first,
-then the rows, then indexes and triggers (a trigger must not fire on the copy), and only those
+then the rows, then indexes over columns (`_plain_indexes`) and triggers (a trigger must not
+fire on the copy), and only those
 rows, each with its rowid: a query that orders by rowid, or scans, reads them in the order the
 store gave. SQLite copies the rows from the store's snapshot into the image (an attached
 in-memory database): no value goes through Python.
@@ -35,6 +36,10 @@ from collections import OrderedDict
 from agents import sqlite_ro
 from agents.sqlite_ro import StoreError, byte_length, capped, quoted
 
+# The longest value an extract copies, or its schema (a CHECK, a generated column) computes:
+# a value a translation leaves out (over MAX_VALUE_BYTES) is kept whole, so that the archived
+# document says so too; a session holding a longer one keeps its database files.
+LONGEST_VALUE = 2 * sqlite_ro.MAX_VALUE_BYTES
 _lock = threading.Lock()         # the snapshots below serve one caller at a time
 _snapshots: OrderedDict = OrderedDict()  # path -> (stamp, size, connection), least recent first
 
@@ -72,11 +77,28 @@ def image(path: str, rows, session_id: str) -> bytes:
         if _digest(connection, selected, session_id) is None:
             raise StoreError(f"session {session_id} holds more than {sqlite_ro.MAX_SESSION_ROWS} rows "
                              f"or {sqlite_ro.MAX_SESSION_BYTES >> 20} MB")
-        schema = connection.execute("SELECT type, sql FROM sqlite_master WHERE sql IS NOT NULL "
+        schema = connection.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
                                     "AND substr(name, 1, 7) != 'sqlite_'").fetchall()
-        tables = _database([sql for kind, sql in schema if kind == "table"])
+        tables = _database([sql for kind, _, sql in schema if kind == "table"])
         copied = _copied(connection, tables, selected, session_id)
-        return _database([sql for kind, sql in schema if kind != "table"], copied)
+        plain = _plain_indexes(connection)
+        return _database([sql for kind, name, sql in schema
+                          if kind == "trigger" or (kind == "index" and name in plain)], copied)
+
+
+def _plain_indexes(connection) -> set[str]:
+    """The store's indexes over columns alone, the ones an extract keeps (a query may read rows
+    in an index's order). An index over an expression, or a partial one, is left out: building
+    it runs the store's SQL once per row (a planted `zeroblob(20000000)` in an index took
+    seconds a row), and no translator's query needs one."""
+    plain = set()
+    for (table,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        for index in connection.execute(f"PRAGMA main.index_list({quoted(table)})").fetchall():
+            name, partial = index[1], index[4]
+            columns = connection.execute(f"PRAGMA main.index_info({quoted(name)})").fetchall()
+            if not partial and columns and all(column[1] >= 0 for column in columns):
+                plain.add(name)
+    return plain
 
 
 def _store(path: str) -> sqlite3.Connection:
@@ -162,6 +184,7 @@ def _copied(connection, tables: bytes, selected: list, session_id: str) -> bytes
     """`tables` (an image holding the store's tables) with the selected rows copied into it.
     The snapshot is our own copy in memory: it is made writable for the copy alone."""
     connection.execute("PRAGMA query_only=0")
+    longest = connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, LONGEST_VALUE)
     try:
         connection.execute("PRAGMA foreign_keys=0")  # a row may name one left out (another session)
         connection.execute("ATTACH ':memory:' AS extract")
@@ -175,6 +198,7 @@ def _copied(connection, tables: bytes, selected: list, session_id: str) -> bytes
             connection.rollback()
             connection.execute("DETACH extract")
     finally:
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, longest)
         connection.execute("PRAGMA query_only=1")
 
 
@@ -189,7 +213,7 @@ def _database(statements: list[str], image: bytes | None = None) -> bytes:
     """An image (a new one, or `image`) with the statements of a schema run in it; one this
     SQLite cannot run (a virtual table of an extension, the shadow tables of one it made) is
     left out: translation reads none."""
-    connection = sqlite3.connect(":memory:")
+    connection = sqlite_ro.bounded_memory(LONGEST_VALUE)
     try:
         if image is not None:
             connection.deserialize(image)

@@ -714,6 +714,15 @@ def connect(path: str, env=None) -> sqlite3.Connection:
     return connection
 
 
+def bounded_memory(longest: int) -> sqlite3.Connection:
+    """An empty database in memory, with a store's bounds: every statement within QUERY_SECONDS
+    (`_Bounded`), and no value longer than `longest` bytes made (a store's schema run in it may
+    compute any)."""
+    connection = sqlite3.connect(":memory:", check_same_thread=False, factory=_Bounded)
+    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, longest)
+    return connection
+
+
 def _in_memory(image: bytearray) -> sqlite3.Connection:
     connection = sqlite3.connect(":memory:", check_same_thread=False, factory=_Bounded)
     try:

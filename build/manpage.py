@@ -22,11 +22,52 @@ INCLUDE = os.path.join(ROOT, "build", "trajectoriz.1.include")
 def manpage() -> str:
     from argparse_manpage.manpage import MANPAGE_DATA_ATTRS, Manpage
 
+    parser = build_parser()
     data = dict.fromkeys(MANPAGE_DATA_ATTRS)
     data.update(prog="trajectoriz", version=VERSION, project_name="trajectoriz", format="pretty",
-                manual_title="trajectoriz manual", include=INCLUDE,
+                manual_title="trajectoriz manual", include=INCLUDE, date=page_date(),
                 description="coding-agent sessions as ATIF documents, and as memory")
-    return str(Manpage(build_parser(), format="pretty", _data=data))
+    return with_examples(str(Manpage(parser, format="pretty", _data=data)), parser)
+
+
+def page_date() -> str:
+    """The page's date: SOURCE_DATE_EPOCH's, else the last commit's, so that the same sources
+    make the same page (and the same binary, which carries it)."""
+    import datetime
+    import subprocess
+
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        moment = datetime.datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), datetime.timezone.utc)
+        return moment.strftime("%Y-%m-%d")
+    try:
+        return subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%cs"], capture_output=True,
+                              text=True, check=True).stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def roff_lines(text: str) -> list[str]:
+    """Plain lines as roff shows them verbatim (inside .nf/.fi)."""
+    lines = []
+    for line in text.splitlines():
+        line = line.replace("\\", "\\e").replace("-", "\\-")
+        lines.append("\\&" + line if line.startswith((".", "'")) else line)
+    return lines
+
+
+def with_examples(page: str, parser) -> str:
+    """argparse-manpage leaves out each command's epilog (its examples and notes): each goes
+    after that command's options, in a section of its own."""
+    lines = page.split("\n")
+    for name, sub in parser.subcommands.items():
+        if not sub.epilog:
+            continue
+        heading = f".SH OPTIONS \\fI\\,'trajectoriz {name}'\\/\\fR"
+        start = lines.index(heading)
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(".SH "))
+        lines[end:end] = [f".SH EXAMPLES AND NOTES \\fI\\,'trajectoriz {name}'\\/\\fR", ".nf",
+                          *roff_lines(sub.epilog), ".fi", ""]
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:

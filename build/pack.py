@@ -2,12 +2,16 @@
 
 The file is build/launcher.sh followed by the bundle as a gzip-compressed tar whose top folder
 is the bundle's id, `<version>-<content hash>`: the folder the launcher unpacks it to, once,
-in the user's cache. A PyInstaller onefile binary would unpack itself on every run instead
-(bench/STARTUP.md has the numbers).
+in the user's cache. A PyInstaller onedir bundle needs a glibc at least as new as the build
+host's; the packed one carries its own loader and C library instead (build/ownlibc.py, on a
+copy of the bundle: dist/trajectoriz-app stays as PyInstaller made it), so that it runs on any
+Linux x86_64. A PyInstaller onefile binary would unpack itself on every run (bench/STARTUP.md
+has the numbers).
 
-    python build/pack.py [--release]
+    python build/pack.py [--release] [--host-libc] [--bundle DIR] [--output FILE]
 
---release also writes dist/trajectoriz-<version>-<platform> and its .sha256.
+--release also writes dist/trajectoriz-<version>-<platform> and its .sha256; --host-libc packs
+the bundle as PyInstaller made it, for the host's glibc (its launcher refuses an older one).
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ import platform
 import shutil
 import sys
 import tarfile
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+sys.path.insert(0, os.path.join(ROOT, "build"))
+import glibc_floor  # noqa: E402
+import ownlibc  # noqa: E402
 from version import VERSION  # noqa: E402
 
 DIST = os.path.join(ROOT, "dist")
@@ -89,26 +97,32 @@ def _entry(name: str, kind: bytes, mode: int, size: int = 0) -> tarfile.TarInfo:
 
 
 def _normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Owner-only modes (what trajectoriz writes is private: folders and programs 0700, files
+    0600, whatever umask the user has), no owner names, one time."""
+    if not info.issym():
+        info.mode = 0o700 if info.isdir() or info.mode & 0o100 else 0o600
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     info.mtime = int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
     return info
 
 
-def launcher(app_id: str, data: bytes) -> bytes:
-    """build/launcher.sh with its placeholders filled; @SKIP@ is the payload's first byte
-    (1-based, for `tail -c +N`), which depends on the header's own length."""
+def launcher(app_id: str, data: bytes, facts: dict) -> bytes:
+    """build/launcher.sh with its placeholders filled (`facts`: what build/ownlibc.py and the
+    glibc floor say); @SKIP@ is the payload's first byte (1-based, for `tail -c +N`) and @SIZE@
+    the whole file's length, which both depend on the header's own length."""
     template = open(LAUNCHER, encoding="utf-8").read()
     values = {"@VERSION@": VERSION, "@PLATFORM@": platform_tag(), "@ID@": app_id,
               "@SHA256@": hashlib.sha256(data).hexdigest()}
+    values.update({f"@{key.upper()}@": str(value) for key, value in facts.items()})
     for key, value in values.items():
         template = template.replace(key, value)
-    skip = 0
+    skip = size = 0
     while True:
-        header = template.replace("@SKIP@", str(skip)).encode()
-        if len(header) + 1 == skip:
+        header = template.replace("@SKIP@", str(skip)).replace("@SIZE@", str(size)).encode()
+        if len(header) + 1 == skip and len(header) + len(data) == size:
             return header
-        skip = len(header) + 1
+        skip, size = len(header) + 1, len(header) + len(data)
 
 
 def write_executable(path: str, parts: list[bytes]) -> None:
@@ -120,9 +134,15 @@ def write_executable(path: str, parts: list[bytes]) -> None:
     os.replace(tmp, path)
 
 
-def release(single: str) -> str:
-    name = f"trajectoriz-{VERSION}-{platform_tag()}"
-    target = os.path.join(DIST, name)
+def release_name() -> str:
+    return f"trajectoriz-{VERSION}-{platform_tag()}"
+
+
+def release(single: str, into: str = DIST) -> str:
+    """The release file (`trajectoriz-<version>-<platform>`, a copy of `single`) and its .sha256
+    in folder `into`; README.md's Install section shows what to do with them."""
+    name = release_name()
+    target = os.path.join(into, name)
     shutil.copyfile(single, target)
     os.chmod(target, 0o755)
     with open(target, "rb") as handle:
@@ -137,17 +157,30 @@ def main(argv=None) -> int:
     options.add_argument("--release", action="store_true", help="also write the versioned release file")
     options.add_argument("--bundle", default=BUNDLE, help="the onedir bundle to pack (bench/startup.py)")
     options.add_argument("--output", default=os.path.join(DIST, "trajectoriz"), help="the single file to write")
+    options.add_argument("--host-libc", action="store_true",
+                         help="no C library of its own: the host's glibc must be as new as the build host's")
     args = options.parse_args(argv)
-    paths = bundle_files(args.bundle)
-    app_id = content_id(args.bundle, paths)
-    data = payload(args.bundle, paths, app_id)
+    work = os.path.join(ROOT, "pyi-work")
+    os.makedirs(work, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pack-", dir=work) as staging:
+        bundle = os.path.join(staging, "trajectoriz-app")
+        shutil.copytree(args.bundle, bundle, symlinks=True)
+        floor = glibc_floor.measure(bundle)["host_glibc_floor"]
+        kernel = glibc_floor.kernel_floor(ownlibc.host_library("libc.so.6")) or "3.2"
+        facts = {"kernel": kernel, "needs_glibc": floor, "interp_at": "", "interp_room": "", "rpath_at": ""}
+        if not args.host_libc:
+            facts.update(ownlibc.prepare(bundle, ownlibc.patchelf_program(), floor), needs_glibc="")
+        paths = bundle_files(bundle)
+        app_id = content_id(bundle, paths)
+        data = payload(bundle, paths, app_id)
+        said = glibc_floor.statement(glibc_floor.measure(bundle))
     single = args.output
-    write_executable(single, [launcher(app_id, data), data])
+    write_executable(single, [launcher(app_id, data, facts), data])
     cli = os.path.join(os.path.dirname(single), "trajectoriz-cli")  # the name of the published usage
     if os.path.lexists(cli):
         os.remove(cli)
     os.symlink(os.path.basename(single), cli)
-    print(f"{single}: {os.path.getsize(single) / 1e6:.1f} MB, id {app_id}")
+    print(f"{single}: {os.path.getsize(single) / 1e6:.1f} MB, id {app_id}; {said}")
     if args.release:
         print(f"{release(single)} and its .sha256")
     return 0

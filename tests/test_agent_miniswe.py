@@ -135,3 +135,25 @@ def test_store_is_never_written(tmp_path):
     translate_all(miniswe, env)
     assert cli("list", "--all", env=env).returncode == 0
     assert tree_digest(LIVE_HOME) == before
+
+
+def test_a_run_id_is_no_digest_of_a_secret_in_its_task(tmp_path):
+    """A run's id is a digest of its task, its first reply's id and time: with neither of the
+    latter recorded (format 1), `run-` + sha256(task) let whoever reads the id test guesses of
+    a secret in the task offline (the rest of the task is in the listing). The digest is of
+    the task with each secret replaced by its kind: the same for every user and run."""
+    import hashlib
+
+    import redact
+
+    task = "deploy with DB_PASSWORD=Summer2024!Acme"
+    run = json.loads(json.dumps(FORMAT_1))
+    run["messages"][1]["content"] = f"Task: {task}\nWork in /tmp/agents/proj-v1."
+    home = tmp_path / "home"
+    write_run(home, "v1.traj.json", run)
+    (session,) = miniswe.scan(str(home / ".config/mini-swe-agent/trajectories/v1.traj.json"), {})
+    assert session.native_id != "run-" + hashlib.sha256(f"{task}\x00None\x00None".encode()).hexdigest()[:16]
+    with redact.markers_of("another:session"):
+        assert redact.kinds_only(task) == "deploy with DB_PASSWORD=«REDACTED:password»"
+    assert session.native_id == "run-" + hashlib.sha256(
+        "deploy with DB_PASSWORD=«REDACTED:password»\x00None\x00None".encode()).hexdigest()[:16]

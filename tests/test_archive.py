@@ -409,6 +409,64 @@ def test_an_extract_keeps_its_rows_with_their_rowids_whatever_the_schema(tmp_pat
         assert "scramble" in names and not {"everything", "hostile"} & names
 
 
+def bombed_store(tmp_path, bomb: str) -> str:
+    """A store of one session with 30 messages, and `bomb` (SQL) run on it."""
+    db = str(tmp_path / "bombed.db")
+    with closing(sqlite3.connect(db)) as connection:
+        connection.executescript("""
+            CREATE TABLE sessions (id TEXT PRIMARY KEY);
+            CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, body TEXT);
+            CREATE INDEX by_session ON messages (session_id, id);
+            INSERT INTO sessions VALUES ('a');
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30)
+                INSERT INTO messages SELECT 'm' || i, 'a', 'x' FROM n;
+        """ + bomb)
+    return db
+
+
+def session_rows(connection):
+    return [("sessions", "id = ?"), ("messages", "session_id = ?")]
+
+
+def test_an_index_over_an_expression_or_partial_is_not_built_in_the_extract(tmp_path, monkeypatch):
+    """An index over an expression ran the store's SQL once per copied row when the extract
+    built it (a planted `zeroblob(20000000)` took seconds a row: 200,000 rows, days). The
+    extract keeps the indexes over columns only, and never evaluates the planted SQL."""
+    calls = []
+    db = bombed_store(tmp_path, """
+        CREATE INDEX heavy ON messages (length(hex(zeroblob(20000000 + length(id)))));
+        CREATE INDEX some ON messages (body) WHERE length(hex(zeroblob(20000000))) > 0;""")
+    connect = sqlite_ro.bounded_memory
+
+    def counting(longest):
+        connection = connect(longest)
+        connection.set_progress_handler(lambda: calls.append(1), 10_000)
+        return connection
+    monkeypatch.setattr(sqlite_ro, "bounded_memory", counting)
+    image = tmp_path / "image.db"
+    image.write_bytes(sqlite_extract.image(db, session_rows, "a"))
+    with closing(sqlite3.connect(image)) as copy:
+        names = {name for (name,) in copy.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "by_session" in names and not {"heavy", "some"} & names
+        assert copy.execute("SELECT count(*) FROM messages").fetchone() == (30,)
+    assert len(calls) < 100  # 30 rows x 40 MB of hex: millions of steps
+
+
+def test_a_value_computed_past_the_bound_fails_the_extract(tmp_path):
+    """A CHECK that computes hundreds of MB for each row copied: SQLite refuses a value over
+    LONGEST_VALUE and the extract fails with a DatabaseError (archiving then keeps the session's
+    database files, as for a session over an extract's bounds), instead of a process of GBs."""
+    db = bombed_store(tmp_path, """
+        CREATE TABLE notes (session_id TEXT,
+                            n TEXT CHECK (length(hex(zeroblob(200000000))) > 0));""")
+    with closing(sqlite3.connect(db)) as connection:
+        connection.execute("PRAGMA ignore_check_constraints = ON")
+        connection.execute("INSERT INTO notes VALUES ('a', 'x')")
+        connection.commit()
+    with pytest.raises(sqlite3.DatabaseError, match="too big"):
+        sqlite_extract.image(db, lambda c: session_rows(c) + [("notes", "session_id = ?")], "a")
+
+
 @pytest.mark.parametrize("agent", ["opencode", "kilo"])
 def test_sub_agent_sessions_and_a_parent_loop_are_archived_with_their_session(agent, tmp_path):
     """A sub-agent session with one of its own (embedded two levels deep), and two sessions

@@ -364,3 +364,28 @@ def test_forget_needs_something_to_forget(tmp_path):
     assert_clear(result)
     assert result.returncode == 2 and b"--before" in result.stderr
     assert run_main(env, ["forget", "cl-00000000"]).returncode == 2
+
+
+def test_forget_says_when_a_file_other_sessions_keep_holds_what_it_forgets(tmp_path, monkeypatch):
+    """A Goose session over what an extract holds is archived as the store's database, which
+    holds every session's rows: forgetting another session of that store said "every cached
+    copy removed" while its rows stayed in that file. It says so now, and forgetting the
+    sessions that keep the file too leaves no trace."""
+    from agents import sqlite_ro
+    from homes import by_agent
+
+    env = by_agent("goose").build(tmp_path)
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 4)  # the bigger sessions: kept whole
+    sessions = catalog.discover(env).sessions
+    victim = next(s for s in sessions if s.native_id == "20260101_3")
+    with sqlite3.connect(victim.source) as connection:
+        connection.execute("UPDATE messages SET content_json = replace(content_json, 'hi', ?) WHERE session_id = ?",
+                           (f"hi {MARKER.decode()}", victim.native_id))
+    ok(env, "archive")
+    data = os.path.join(env["HOME"], ".local", "share", "trajectoriz")
+    assert traces(data)
+    result = run_main(env, ["forget", victim.short_id])
+    assert result.returncode == 0 and traces(data)
+    assert b"other archived session(s) keep a file these were recorded in too" in result.stderr
+    result = run_main(env, ["forget", *(s.short_id for s in sessions)])
+    assert b"keep a file" not in result.stderr and traces(data) == []

@@ -374,6 +374,24 @@ def test_markers_stay_the_same_for_a_user_and_differ_between_users(tmp_path):
     assert password_marker(other) != password_marker(shown)
 
 
+def test_a_guess_written_into_a_session_of_ones_own_gives_another_marker(tmp_path):
+    """With one marker per secret across sessions, an agent that reads memory/ could write
+    `DB_PASSWORD=<guess>` into its own session (which is recorded and served beside the
+    others) and compare the marker it gets with the victim's: a guess per line, online. A
+    marker is also keyed with its session: the right guess gives another marker."""
+    password = "Summer2024!Acme"
+    env, shown = show_with_password(tmp_path, password)
+    project = os.path.join(str(tmp_path / "user"), "proj")
+    guesser = "0a11ce00-0000-4000-8000-000000000000"
+    path = claude_session(env["HOME"], "-proj", guesser + ".jsonl", project, guesser)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("note.txt back", "note.txt back (DB_PASSWORD=" + password + ")"))
+    guessed = run_main(env, ["show", guesser], cwd=project).stdout
+    assert password_marker(guessed) != password_marker(shown)
+
+
 @pytest.mark.parametrize("plant", ["readable", "link"])
 def test_a_marker_key_others_can_read_or_a_link_is_replaced(tmp_path, plant):
     """A key file that others may read (they may have it) or a symlink to a file an attacker
@@ -471,6 +489,10 @@ def test_a_native_id_holding_a_secret_is_no_oracle(tmp_path):
     odd = next(r for r in rows if "REDACTED" in r["native_id"])
     assert run_main(env, ["show", odd["id"]], cwd=project).returncode == 0
     assert run_main(env, ["show", odd["native_id"]], cwd=project).returncode == 0  # the id as printed
+    import hashlib  # the short id was sha256("claude:<native id>"): an offline oracle as well
+
+    raw = hashlib.sha256(f"claude:{secret}".encode()).hexdigest()[:8]
+    assert odd["id"] != f"cl-{raw}" and raw not in json.dumps(rows)
 
 
 def test_a_git_file_naming_another_folder_makes_memory_write_nothing_there(tmp_path):
@@ -491,3 +513,22 @@ def test_a_git_file_naming_another_folder_makes_memory_write_nothing_there(tmp_p
     memory.exclude_from_git(str(real / "memory"))
     assert (real / ".git" / "info" / "exclude").read_text() == "/memory/\n"
     assert oct(os.stat(real / ".git" / "info" / "exclude").st_mode & 0o777) == "0o600"
+
+
+def test_a_marker_key_that_cannot_be_kept_is_said(tmp_path):
+    """A data folder that is a symlink (or another user's) is not used: each run made markers
+    of its own key, silently, so that cached documents and new ones disagreed."""
+    env, project = store(tmp_path / "user")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.makedirs(os.path.join(env["HOME"], ".local", "share"))
+    os.symlink(elsewhere, os.path.join(env["HOME"], ".local", "share", "trajectoriz"))
+    path = os.path.join(env["HOME"], ".claude", "projects", "-proj", SESSION + ".jsonl")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("note.txt back", "note.txt back (DB_PASSWORD=Summer2024!Acme)"))
+    result = cli("show", SESSION, env=env, cwd=project)
+    assert result.returncode == 0 and b"REDACTED:password:" in result.stdout
+    assert b"no key for redaction markers can be kept" in result.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -1,6 +1,9 @@
 """The shipped single file, dist/trajectoriz (`make build`), smoke-tested as a user runs it:
 copied out of the source tree, started from a project folder elsewhere, with no virtualenv on
-PATH, against the example store. Its output must be byte-identical to `python trajectoriz.py`.
+PATH, against the example store. Its output must be byte-identical to `python trajectoriz.py`,
+on this host and in a root file system holding nothing but a static busybox (no C library: the
+binary carries its own). What its launcher refuses, it says in one line (exit 2), leaving nothing
+unpacked behind.
 
 Without dist/trajectoriz (or with one older than the sources) these tests are skipped, and
 pytest's summary says so in one line (conftest.py); CI builds it first and sets
@@ -19,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -26,10 +30,14 @@ import time
 
 import pytest
 
-from helpers import ROOT, cli
+from helpers import NOT_INSTALLED, ROOT, cli
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "build"))
 import demo  # noqa: E402  (stages the example store the way `make demo` does)
+import glibc_floor  # noqa: E402
+import pack  # noqa: E402
+import rootfs  # noqa: E402
 
 BINARY = os.path.join(ROOT, "dist", "trajectoriz")
 SOURCES = ["*.py", "agents/*.py", "atif/*.py", "build/*"]
@@ -86,7 +94,7 @@ def both(binary, store, *args):
 
 # The commands of the published usage ---------------------------------------------------------------
 SAME_AS_SOURCE = [
-    ["--version"], ["--help"], ["list"], ["list", "--all", "--json"], ["search", "note"],
+    ["--version"], ["--help"], ["--man"], ["list"], ["list", "--all", "--json"], ["search", "note"],
     ["search", "--content", "SCENARIO-DONE", "--json"], ["stats", "--json"], ["agents", "--json"],
 ]
 
@@ -237,14 +245,115 @@ def test_first_run_unpacks_once_and_later_runs_never_read_the_payload(binary, tm
     assert app_dirs(env["XDG_CACHE_HOME"]) == [app_id] and os.stat(app).st_ino == inode
 
 
+def nothing_unpacked(env: dict) -> bool:
+    """No program, and no unpack folder, in the cache or the launcher's fallback folder."""
+    fallback = os.path.join(env["TMPDIR"], f"trajectoriz-{os.getuid()}", "app")
+    return app_dirs(env["XDG_CACHE_HOME"]) == [] and not (os.path.isdir(fallback) and os.listdir(fallback))
+
+
+def one_line(result) -> str:
+    """The launcher's refusal: exit 2 and one line on stderr, nothing on stdout."""
+    assert result.returncode == 2 and result.stdout == b"", result
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trajectoriz: "), lines
+    return lines[0]
+
+
+def test_a_truncated_download_is_refused_before_unpacking(binary, tmp_path):
+    copy = str(tmp_path / "trajectoriz")
+    shutil.copy2(binary, copy)
+    size = os.path.getsize(copy)
+    os.truncate(copy, size - 4096)
+    env = fresh_env(tmp_path)
+    said = one_line(run(copy, "--version", env=env, cwd=str(tmp_path)))
+    assert said == f"trajectoriz: {copy} is truncated ({size - 4096} of {size} bytes): download it again"
+    assert nothing_unpacked(env)
+
+
+def test_a_cache_moved_elsewhere_is_unpacked_again(binary, tmp_path):
+    """The unpacked program names its loader by absolute path: a cache folder moved or restored
+    under another path (a CI cache under another home) must not run a program whose loader is
+    gone; it is unpacked there again."""
+    first = fresh_env(tmp_path, XDG_CACHE_HOME=str(tmp_path / "before"))
+    assert run(binary, "--version", env=first, cwd=str(tmp_path)).returncode == 0
+    shutil.move(str(tmp_path / "before"), str(tmp_path / "after"))
+    moved = fresh_env(tmp_path, XDG_CACHE_HOME=str(tmp_path / "after"))
+    again = run(binary, "--version", env=moved, cwd=str(tmp_path))
+    assert (again.returncode, again.stdout, again.stderr) == (0, f"trajectoriz {pack.VERSION}\n".encode(), b"")
+    [app_id] = app_dirs(moved["XDG_CACHE_HOME"])
+    app = os.path.join(moved["XDG_CACHE_HOME"], "trajectoriz", "app")
+    assert os.readlink(os.path.join(app, app_id, ".interpreter")).startswith(os.path.realpath(app) + os.sep)
+    assert [n for n in os.listdir(app) if n.startswith(".unpack-")] == []
+
+
 def test_a_damaged_file_is_refused_before_unpacking(binary, tmp_path):
     copy = str(tmp_path / "trajectoriz")
     shutil.copy2(binary, copy)
-    os.truncate(copy, os.path.getsize(copy) - 4096)
+    with open(copy, "r+b") as handle:  # one byte of the payload changed, the size the same
+        handle.seek(-5000, os.SEEK_END)
+        byte = handle.read(1)
+        handle.seek(-5000, os.SEEK_END)
+        handle.write(bytes([byte[0] ^ 0xFF]))
     env = fresh_env(tmp_path)
-    result = run(copy, "--version", env=env, cwd=str(tmp_path))
-    assert result.returncode == 2 and b"is damaged" in result.stderr and b"download it again" in result.stderr
-    assert app_dirs(env["XDG_CACHE_HOME"]) == []
+    said = one_line(run(copy, "--version", env=env, cwd=str(tmp_path)))
+    assert said == f"trajectoriz: {copy} is damaged (its SHA-256 does not match): download it again"
+    assert nothing_unpacked(env)
+
+
+def tools_without(tmp_path, left_out: str):
+    """A folder of links to every program of /usr/bin and /bin but `left_out`, for PATH."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for folder in ("/usr/bin", "/bin"):
+        for name in os.listdir(folder):
+            if name != left_out and not (tools / name).exists():
+                os.symlink(os.path.join(folder, name), tools / name)
+    return tools
+
+
+def test_a_missing_program_the_launcher_needs_is_named(binary, tmp_path):
+    """A PATH with everything but gzip (as in a slim container without it)."""
+    env = fresh_env(tmp_path, PATH=str(tools_without(tmp_path, "gzip")))
+    said = one_line(run(binary, "--version", env=env, cwd=str(tmp_path)))
+    assert said == "trajectoriz: cannot unpack the program: this system lacks gzip"
+    assert nothing_unpacked(env)
+
+
+def test_an_interrupted_first_run_leaves_nothing_behind(binary, tmp_path):
+    """Ctrl-C during the first run's unpack (SIGINT to the launcher's process group, as a terminal
+    sends it): exit 130, and neither the half-unpacked folder nor the program is left. The `tar`
+    on PATH unpacks, then waits to be interrupted, so that the signal comes mid-unpack."""
+    tools = tools_without(tmp_path, "tar")
+    mark = tmp_path / "unpacked"
+    real_tar = shutil.which("tar", path="/usr/bin:/bin")
+    (tools / "tar").write_text(f'#!/bin/sh\n"{real_tar}" "$@" || exit\n: > "{mark}"\nexec sleep 600\n')
+    (tools / "tar").chmod(0o755)
+    env = fresh_env(tmp_path, PATH=str(tools))
+    launcher = subprocess.Popen([binary, "--version"], env=env, cwd=str(tmp_path), start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not mark.exists():
+            assert launcher.poll() is None, launcher.communicate()
+            time.sleep(0.05)
+        app = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app")
+        assert [n for n in os.listdir(app) if n.startswith(".unpack-")]  # mid-unpack indeed
+        os.killpg(launcher.pid, signal.SIGINT)
+        out, _ = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    assert (launcher.returncode, out) == (130, b"")
+    assert nothing_unpacked(env)
+
+
+def test_no_folder_to_unpack_into_is_said_in_one_line(binary, tmp_path):
+    env = fresh_env(tmp_path, XDG_CACHE_HOME="/proc/trajectoriz-cannot-write-here",
+                    TMPDIR="/proc/trajectoriz-nor-here")
+    said = one_line(run(binary, "--version", env=env, cwd=str(tmp_path)))
+    assert said == ("trajectoriz: cannot unpack the program: /proc/trajectoriz-cannot-write-here/trajectoriz/app "
+                    f"cannot be written; /proc/trajectoriz-nor-here/trajectoriz-{os.getuid()} cannot be "
+                    "written (set XDG_CACHE_HOME to a folder you can write and run programs from)")
 
 
 def test_concurrent_first_runs(binary, tmp_path):
@@ -321,8 +430,14 @@ def test_background_mount_outlives_the_launcher_and_uses_the_hosts_libfuse(binar
         pid = int(re.search(rb"server pid (\d+)", status.stdout).group(1))
         app = os.path.realpath(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app"))
         assert os.path.realpath(f"/proc/{pid}/exe").startswith(app + os.sep)
-        fuse_libraries = [f for f in _mapped_files(pid) if os.path.basename(f).startswith("libfuse")]
+        mapped = _mapped_files(pid)
+        fuse_libraries = [f for f in mapped if os.path.basename(f).startswith("libfuse")]
         assert fuse_libraries and not any(f.startswith(app) for f in fuse_libraries), fuse_libraries
+        # The host's glibc is new enough here: the server runs on it (invocation.use_host_libc),
+        # since the host's libfuse may ask for a newer glibc than the one the program carries.
+        assert os.path.basename(os.path.realpath(f"/proc/{pid}/exe")) == "trajectoriz-host-libc"
+        libc = [f for f in mapped if os.path.basename(f).startswith("libc.so")]
+        assert libc and not any(f.startswith(app) for f in libc), libc
         grep = subprocess.run(["timeout", "-s", "KILL", "60", "grep", "-r", "-l", "SCENARIO", point],
                               capture_output=True, timeout=90)
         found = sorted(os.path.basename(p) for p in grep.stdout.decode().split())
@@ -352,3 +467,181 @@ def test_the_mounts_renderer_runs_from_the_binary(binary, store):
     assert answered.returncode == 0, answered.stderr
     facts = json.loads(answered.stdout)
     assert facts["size"] == len(run(binary, "show", session.short_id, env=env, cwd=project).stdout)
+
+
+# Every Linux: its own loader and C library --------------------------------------------------------
+def _version(text: str) -> tuple:
+    return tuple(int(part) for part in text.split("."))
+
+
+@pytest.fixture(scope="module")
+def floor(binary, tmp_path_factory):
+    """What `objdump -p` says every ELF of the binary's bundle needs (build/glibc_floor.py)."""
+    return glibc_floor.measure(glibc_floor.unpacked(binary, str(tmp_path_factory.mktemp("floor"))))
+
+
+def test_every_elf_inside_is_served_by_the_c_library_it_carries(floor, binary, tmp_path):
+    carried = floor["carried"]
+    assert carried is not None and carried["lacking"] == []
+    assert {"ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6"} <= set(carried["files"])
+    assert not [f for f in carried["files"] if "fuse" in f]  # libfuse stays the host's
+    assert _version(floor["host_glibc_floor"]) <= _version(carried["glibc"])
+    bundle = glibc_floor.unpacked(binary, str(tmp_path))
+    kept = {}
+    for rel in glibc_floor.ownlibc.elf_files(bundle):  # no ELF looks in the build host's folders
+        dynamic = subprocess.run(["readelf", "-d", os.path.join(bundle, rel)], capture_output=True, text=True).stdout
+        kept.update({rel: line for line in dynamic.splitlines() if "RPATH" in line or "RUNPATH" in line})
+    assert list(kept) == ["trajectoriz"] and "[$ORIGIN/_internal:$ORIGIN/_internal/libc]" in kept["trajectoriz"]
+
+
+def test_objdump_T_over_every_elf_gives_the_floor_stated(floor, binary, tmp_path):
+    """The floor as the issue asks for it: the newest GLIBC_ version beside an undefined symbol
+    in `objdump -T` of any ELF outside the carried C library, which is what glibc_floor.py says
+    (it reads the version references of `objdump -p`)."""
+    bundle = glibc_floor.unpacked(binary, str(tmp_path))
+    newest = {}
+    for rel in glibc_floor.ownlibc.elf_files(bundle):
+        if rel.startswith(glibc_floor.ownlibc.LIBC_DIR + os.sep):
+            continue
+        table = subprocess.run(["objdump", "-T", os.path.join(bundle, rel)], capture_output=True, text=True,
+                               check=True).stdout
+        versions = re.findall(r"\*UND\*\s+[0-9a-f]+\s+\(?(GLIBC_[0-9.]+)\)?", table)
+        if versions:
+            newest[rel] = max(versions, key=glibc_floor.version_key)
+    top = max(newest.values(), key=glibc_floor.version_key)
+    assert glibc_floor.dotted(glibc_floor.version_key(top)) == floor["host_glibc_floor"]
+    assert sorted(rel for rel, version in newest.items() if version == top) == floor["asking_most"]
+
+
+def test_build_readme_and_readme_state_the_floor_measured(floor):
+    """build/README.md gives the floor the objdump check measures, and README.md's Install section
+    the one a user needs to know: no C library, the kernel."""
+    carried = floor["carried"]
+    build_readme = " ".join(open(os.path.join(ROOT, "build", "README.md"), encoding="utf-8").read().split())
+    stated = re.search(r"glibc floor: none\b.*?carries glibc (\S+?)[,)].*?Linux (\S+) or later.*?"
+                       r"host's C library.*?glibc (\S+) or later", build_readme)
+    assert stated and stated.groups() == (carried["glibc"], carried["kernel"], floor["host_glibc_floor"])
+    install = " ".join(install_section().split())
+    stated = re.search(r"Linux x86_64 with a kernel (\S+) or later.*?carries its own.*?\(glibc (\S+)\)", install)
+    assert stated and stated.groups() == (carried["kernel"], carried["glibc"])
+
+
+@pytest.fixture(scope="module")
+def busybox_root(tmp_path_factory):
+    """A root file system holding nothing but a static busybox: no loader, no C library."""
+    reason = rootfs.missing() or (None if rootfs.static_busybox() else f"busybox-static {NOT_INSTALLED} busybox-static)")
+    if reason:
+        pytest.skip(reason)
+    return rootfs.busybox(str(tmp_path_factory.mktemp("busybox")))
+
+
+def test_runs_where_there_is_no_c_library(binary, store, busybox_root, tmp_path):
+    """In a busybox-only root (the store, the binary and a fresh cache bound at the same paths),
+    the first run unpacks with busybox's tools, and every command prints exactly what
+    `python trajectoriz.py` prints outside (with the same caches: a listing shows the steps of
+    the sessions rendered before)."""
+    env, project = store
+    env = inside = dict(env, XDG_CACHE_HOME=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    binds = (os.path.dirname(binary), os.path.commonpath([env["HOME"], project, env["TMPDIR"]]), str(tmp_path))
+    listed = [json.loads(line) for line in cli("list", "--all", "--json", env=env, cwd=project).stdout.splitlines()]
+    commands = [["--version"], ["list"], ["list", "--all", "--json"], ["show", listed[0]["id"]],
+                ["show", listed[-1]["id"], "--markdown"], ["search", "note"],
+                ["search", "--content", "SCENARIO-DONE", "--json"]]
+    for args in commands:
+        frozen = rootfs.run(busybox_root, [binary, *args], inside, binds=binds, cwd=project)
+        source = cli(*args, env=env, cwd=project)
+        assert (frozen.returncode, frozen.stdout, frozen.stderr) == (0, source.stdout, source.stderr), args
+    out = tmp_path / "exported"
+    exported = rootfs.run(busybox_root, [binary, "export", "--all", "--out", str(out)], inside, binds=binds, cwd=project)
+    assert exported.returncode == 0, exported.stderr
+    assert cli("export", "--all", "--out", str(tmp_path / "source"), env=env, cwd=project).returncode == 0
+    assert sorted(os.listdir(out)) == sorted(os.listdir(tmp_path / "source"))
+    for name in os.listdir(out):
+        if name != "README.md":
+            assert (out / name).read_bytes() == (tmp_path / "source" / name).read_bytes(), name
+    # The mount needs a libfuse of the host's, and this one has none: one line, which says so.
+    mounted = rootfs.run(busybox_root, [binary, "memory", str(tmp_path / "memory")], inside, binds=binds, cwd=project)
+    assert mounted.returncode == 2 and len(mounted.stderr.splitlines()) == 1, mounted.stderr
+    assert b"no usable FUSE library" in mounted.stderr and b"trajectoriz export --out DIR" in mounted.stderr
+
+
+@pytest.fixture(scope="module")
+def host_libc_binary(binary, tmp_path_factory):
+    """dist/trajectoriz-app packed as before issue 15 (pack.py --host-libc): the host's glibc."""
+    folder = tmp_path_factory.mktemp("host-libc")
+    subprocess.run([sys.executable, os.path.join(ROOT, "build", "pack.py"), "--host-libc", "--bundle",
+                    os.path.join(ROOT, "dist", "trajectoriz-app"), "--output", str(folder / "trajectoriz")],
+                   check=True, capture_output=True)
+    return str(folder / "trajectoriz")
+
+
+def _fake_getconf(folder, says: str) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "getconf")
+    with open(path, "w") as handle:
+        handle.write(f"#!/bin/sh\necho '{says}'\n")
+    os.chmod(path, 0o755)
+    return folder
+
+
+def test_a_build_on_the_hosts_glibc_refuses_an_older_one_before_unpacking(host_libc_binary, floor, tmp_path):
+    fake = _fake_getconf(str(tmp_path / "fake"), "glibc 2.31")
+    env = fresh_env(tmp_path, PATH=f"{fake}:/usr/bin:/bin")
+    said = one_line(run(host_libc_binary, "--version", env=env, cwd=str(tmp_path)))
+    assert said == f"trajectoriz: needs glibc {floor['host_glibc_floor']} or later; this system has glibc 2.31"
+    assert nothing_unpacked(env)
+
+
+def test_a_build_on_the_hosts_glibc_refuses_a_system_without_one(host_libc_binary, floor, busybox_root, tmp_path):
+    env = fresh_env(tmp_path)
+    binds = (os.path.dirname(host_libc_binary), str(tmp_path))
+    said = one_line(rootfs.run(busybox_root, [host_libc_binary, "--version"], env, binds=binds, cwd=str(tmp_path)))
+    assert said == (f"trajectoriz: needs the GNU C library (glibc) {floor['host_glibc_floor']} or later; "
+                    "this system has none (musl?)")
+    assert nothing_unpacked(env)
+
+
+def test_a_program_that_does_not_start_is_removed_and_said_in_one_line(host_libc_binary, busybox_root, tmp_path):
+    """A host that claims a new glibc it lacks: the unpacked program cannot start; the launcher
+    says so and leaves no unpacked copy behind (where the loader error used to leave 16 MB)."""
+    fake = _fake_getconf(os.path.join(busybox_root, "fake"), "glibc 9.99")
+    env = fresh_env(tmp_path, PATH="/fake:/bin")
+    binds = (os.path.dirname(host_libc_binary), str(tmp_path))
+    try:
+        said = one_line(rootfs.run(busybox_root, [host_libc_binary, "--version"], env, binds=binds, cwd=str(tmp_path)))
+    finally:
+        shutil.rmtree(fake)
+    assert said.startswith("trajectoriz: the program does not start on this system: ")
+    assert nothing_unpacked(env)
+
+
+# README's Install section, done as it says ----------------------------------------------------------
+def install_section() -> str:
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    return text[text.index("\n## Install\n"):].split("\n## ", 2)[1]
+
+
+def test_the_install_section_works_as_shown(binary, tmp_path):
+    """The release file and its .sha256 (as `make release` writes them), then each command of the
+    section's first block run as shown, from a shell in the download folder."""
+    section = install_section()
+    name = pack.release_name()
+    assert f"`{name}`" in section and f"`{name}.sha256`" in section
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    pack.release(binary, into=str(downloads))
+    block = re.search(r"\n\n((?:    .*\n)+)", section).group(1)
+    commands = [line[4:] for line in block.splitlines() if line.strip()]
+    assert commands[0] == f"sha256sum -c {name}.sha256" and commands[-1] == "trajectoriz --version"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": f"{home}/.local/bin:/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    for command in commands:
+        done = subprocess.run(["sh", "-c", command], cwd=downloads, env=env, capture_output=True, timeout=120)
+        assert done.returncode == 0, (command, done.stderr)
+    assert done.stdout.decode() == f"trajectoriz {pack.VERSION}\n"
+    assert os.listdir(downloads) == [f"{name}.sha256"]  # the program moved onto PATH
+    page = home / ".local" / "share" / "man" / "man1" / "trajectoriz.1"
+    assert page.read_text().startswith(".TH TRAJECTORIZ")
+    for package in ("fuse3",):  # what .ci/run installs on Debian for the mount tests
+        assert f"apt install {package}" in section

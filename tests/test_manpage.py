@@ -128,3 +128,78 @@ def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
     for name in ("index-v4-py*.bin", "facts-v4-py*.bin", "exports-v1-py*.bin"):
         entry = section[section.index(f".I {name}"):].split(".TP")[0]
         assert re.search(r"about \d|one entry per", entry), name  # what it grows with
+
+
+# ENVIRONMENT: every variable the agents' readers look up ---------------------------------------------
+def agent_variables() -> dict:
+    """{variable: [agents/ files]}: the environment variables agents/*.py read, found in their
+    code: `env.get("X")`, `env["X"]`, `"X" in env`, `env_dir(env, "X", ...)`, and a string
+    constant naming a variable handed on to a helper (opencode's Family("opencode", "OPENCODE_DB")):
+    every all-capitals name with an underscore that is not an attribute of os (O_CLOEXEC)."""
+    import ast
+    import glob
+
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "agents", "*.py"))):
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            name = None
+            if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "get" and getattr(node.func.value, "id", None) in ("env", "environ"):
+                name = node.args[0]
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "env_dir" and len(node.args) > 1:
+                name = node.args[1]
+            elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in ("env", "environ"):
+                name = node.slice
+            elif isinstance(node, ast.Compare) and any(getattr(c, "id", None) in ("env", "environ")
+                                                       for c in node.comparators):
+                name = node.left
+            elif isinstance(node, ast.Constant) and id(node) not in docstrings and isinstance(node.value, str) \
+                    and re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+", node.value) and not hasattr(os, node.value):
+                name = node
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found.setdefault(name.value, []).append(os.path.basename(path))
+    return found
+
+
+def environment_section(text: str) -> str:
+    return text[text.index("\nENVIRONMENT\n"):text.index("\nFILES\n")]
+
+
+@needs("man")
+def test_environment_names_every_variable_the_agents_read(rendered):
+    variables = agent_variables()
+    assert {"CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_DB", "HOME", "XDG_DATA_HOME"} <= set(variables)
+    section = environment_section(rendered[0])
+    assert [v for v in sorted(variables) if not re.search(rf"\b{v}\b", section)] == []
+    for own in ("XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "TRAJECTORIZ_DEBUG"):  # trajectoriz's own
+        assert re.search(rf"\b{own}\b", section), own
+
+
+# Each command's examples and notes -------------------------------------------------------------------
+def test_every_command_has_examples_of_itself():
+    for name, (sub, _) in commands(build_parser()).items():
+        epilog = sub.epilog or ""
+        assert epilog.startswith("examples:\n"), name
+        assert re.search(rf"^  trajectoriz {name}( |$)", epilog, re.M), name
+
+
+@needs("man")
+def test_man_page_gives_each_commands_examples_and_notes(rendered):
+    text = " ".join(rendered[0].split())
+    for name, (sub, _) in commands(build_parser()).items():
+        assert f"EXAMPLES AND NOTES 'trajectoriz {name}'" in text
+        for line in sub.epilog.splitlines():
+            assert " ".join(line.split()) in text, (name, line)
+
+
+def test_trajectoriz_man_prints_the_page_make_man_writes(tmp_path):
+    pytest.importorskip("argparse_manpage")
+    page = tmp_path / "trajectoriz.1"
+    subprocess.run([sys.executable, os.path.join(ROOT, "build", "manpage.py"), "--output", str(page)], check=True)
+    printed = subprocess.run([sys.executable, os.path.join(ROOT, "trajectoriz.py"), "--man"],
+                             capture_output=True, check=True)
+    assert printed.stdout == page.read_bytes() and printed.stdout.startswith(b".TH TRAJECTORIZ")

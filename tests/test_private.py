@@ -143,3 +143,17 @@ def test_the_mountpoint_memory_creates_is_owner_only(tmp_path):
     finally:
         take_down(point)
     assert stat.S_IMODE(os.stat(point).st_mode) == 0o700
+
+
+def test_relative_xdg_folders_are_ignored(tmp_path):
+    """XDG_CACHE_HOME=cache (a relative value, which the XDG specification says to ignore)
+    put the rendered documents, the index and the marker key in `./cache/trajectoriz` of the
+    directory a command ran in: inside a project, where `git add -A` commits them."""
+    env, project = secret_store(tmp_path)
+    env.update(XDG_CACHE_HOME="cache", XDG_DATA_HOME="data", XDG_CONFIG_HOME="config")
+    for args in (["list"], ["show", SESSION], ["archive"]):
+        result = cli(*args, env=env, cwd=project)
+        assert result.returncode == 0, (args, result.stderr)
+    assert os.listdir(project) == []
+    assert os.path.isdir(os.path.join(env["HOME"], ".cache", "trajectoriz"))
+    assert os.path.isfile(os.path.join(env["HOME"], ".local", "share", "trajectoriz", "marker.key"))

@@ -336,8 +336,10 @@ def test_the_same_secret_gets_the_same_marker_everywhere():
     mark = marker("stripe", secret)
     assert out == {"a": f"key {mark}", "b": [f"name\t{mark}!", {mark: "x"}], "c": f"A=1\nB={mark}"}
     assert counts == {"stripe": 4}
-    keyed = hmac.new(redact_module.marker_key(), secret.encode(), hashlib.sha256).hexdigest()[:8]
+    keyed = hmac.new(redact_module.marker_key(), b"\0" + secret.encode(), hashlib.sha256).hexdigest()[:8]
     assert mark == f"«REDACTED:stripe:{keyed}»"
+    with redact_module.markers_of("claude:session"):
+        assert clean_tree(tree)[0] != out and marker("stripe", secret) != mark
 
 
 @pytest.mark.parametrize("text,secret,kind", [
@@ -495,7 +497,8 @@ def test_discovery_redacts_first_messages_and_models():
 
     secret = dict(TOKENS)["npm"]
     found = catalog.untrusted(Session("claude", "x", "/s", title=f"publish with\t{secret}", model=f"m {secret}"))
-    assert found.title == f"publish with\t{marker('npm', secret)}" and secret not in found.model
+    with redact_module.markers_of("claude:x"):  # the session's, as in its document
+        assert found.title == f"publish with\t{marker('npm', secret)}" and secret not in found.model
     plain = catalog.untrusted(Session("claude", "y", "/s", title="risk-assessment-for-production"))
     assert plain.title == "risk-assessment-for-production"
 
@@ -664,7 +667,8 @@ def test_a_first_message_cut_for_a_listing_shows_no_part_of_a_secret(before):
     """The listing's cut came before redaction: `ghp_N1fHW93R…` (too short to be recognized)
     was printed for a token that straddled it."""
     from agents.base import one_line
+    from catalog import listing_title
 
     secret = dict(TOKENS)["github"]
-    line = one_line("x" * before + " " + secret + " and more words after it" * 80)
-    assert secret[:8] not in line and line.endswith("…")
+    line = listing_title(one_line("x" * before + " " + secret + " and more words after it" * 80))
+    assert secret[:8] not in line and line.endswith("…") and len(line) <= 200
