@@ -12,6 +12,12 @@ abandoned branches are counted in `extra.entries_off_path`. Entry types: `messag
 `thinking_level_change`, `compaction`, `branch_summary`, `custom_message`, `custom`, `label`,
 `session_info`. Usage is per assistant message: `{input, output, cacheRead, cacheWrite,
 totalTokens, cost.total}`, `input` excluding the cache buckets.
+
+oh-my-pi (`agents/omp.py`), a fork, writes the same format with a few more records, read here
+too: a `title` record first (`{type: "title", v, title, updatedAt}`, padded so that it can be
+rewritten in place), `custom` records of its own (`tool_execution_start`, `session_exit`),
+`ttsr_injection` (the rules injected), a `model_change` naming `model` ("provider/id") instead
+of `modelId`, and a bash result's exit code in `details.exitCode`.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, t
 NAME = "pi"
 PREFIX = "pi"
 ATIF_NAME = "pi"
-VERSION = 1
+VERSION = 2
 
 KNOWN_ENTRIES = {"session", "message", "model_change", "thinking_level_change", "compaction",
-                 "branch_summary", "custom_message", "custom", "label", "session_info"}
+                 "branch_summary", "custom_message", "custom", "label", "session_info",
+                 "ttsr_injection"}
 
 
 def sessions_dir(env) -> str:
@@ -41,7 +48,10 @@ def sessions_dir(env) -> str:
 
 
 def sources(env):
-    root = sessions_dir(env)
+    return session_files(sessions_dir(env))
+
+
+def session_files(root: str) -> list[str]:
     found = glob.glob(os.path.join(glob.escape(root), "*", "*.jsonl"))
     found += glob.glob(os.path.join(glob.escape(root), "*.jsonl"))  # --session-dir: flat
     return sorted(found)
@@ -49,6 +59,10 @@ def sources(env):
 
 # discovery ---------------------------------------------------------------------------------------
 def scan(source: str, env) -> list[Session]:
+    return [scan_file(source, NAME)]
+
+
+def scan_file(source: str, agent: str) -> Session:
     header: dict = {}
     title, model = "", None
     for record in head_records(source):
@@ -56,7 +70,7 @@ def scan(source: str, env) -> list[Session]:
         if kind == "session" and not header:
             header = record
         elif kind == "model_change" and model is None:
-            model = as_str(record.get("modelId"))
+            model = changed_model(record)
         elif kind == "message":
             message = as_dict(record.get("message"))
             if message.get("role") == "user" and not title:
@@ -66,10 +80,15 @@ def scan(source: str, env) -> list[Session]:
         if title and model:
             break
     native_id = as_str(header.get("id")) or _id_from_name(source)
-    return [Session(agent=NAME, native_id=native_id, source=source,
-                    started=epoch(header.get("timestamp")) or mtime(source),
-                    cwd=as_str(header.get("cwd")) or None, title=title, model=model,
-                    extra={"format": f"v{as_int(header.get('version')) or 1}"})]
+    return Session(agent=agent, native_id=native_id, source=source,
+                   started=epoch(header.get("timestamp")) or mtime(source),
+                   cwd=as_str(header.get("cwd")) or None, title=title, model=model,
+                   extra={"format": f"v{as_int(header.get('version')) or 1}"})
+
+
+def changed_model(record: dict) -> str | None:
+    """The model a `model_change` names: pi's `modelId`, oh-my-pi's `model`."""
+    return as_str(record.get("modelId")) or as_str(record.get("model"))
 
 
 def _id_from_name(path: str) -> str:
@@ -80,12 +99,17 @@ def _id_from_name(path: str) -> str:
 
 # translation -------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
+    return translate_file(session, ATIF_NAME)
+
+
+def translate_file(session: Session, agent_name: str) -> dict:
     reader = JsonlReader(session.source)
     records = list(reader)
     header = next((r for r in records if r.get("type") == "session"), {})
-    entries = [r for r in records if r.get("type") != "session"]
+    title = next((as_str(r.get("title")) for r in records if r.get("type") == "title"), None)
+    entries = [r for r in records if r.get("type") not in ("session", "title")]
     path, off_path = active_path(entries)
-    builder = TrajectoryBuilder(ATIF_NAME, session_id=as_str(header.get("id")) or session.native_id)
+    builder = TrajectoryBuilder(agent_name, session_id=as_str(header.get("id")) or session.native_id)
     for problem in reader.problems():
         builder.warn(problem)
     if not header:
@@ -94,6 +118,7 @@ def translate(session: Session, env) -> dict:
     builder.model_name = _last_model(path)
     builder.extra.update({k: v for k, v in {
         "format_version": as_int(header.get("version")), "entries_off_path": off_path or None,
+        "title": title or None,
         "parent_session": as_str(header.get("parentSession") or header.get("branchedFrom")),
     }.items() if v is not None})
     return builder.build()
@@ -120,7 +145,7 @@ def _last_model(path: list[dict]) -> str | None:
     model = None
     for entry in path:
         if entry.get("type") == "model_change":
-            model = as_str(entry.get("modelId")) or model
+            model = changed_model(entry) or model
         message = as_dict(entry.get("message"))
         if entry.get("type") == "message" and message.get("role") == "assistant":
             model = as_str(message.get("model")) or model
@@ -179,6 +204,7 @@ class _Translator:
         if as_str(entry.get("name")):
             self.builder.extra["name"] = entry["name"]
 
+
     def on_message(self, entry: dict, when) -> None:
         message = as_dict(entry.get("message"))
         role = message.get("role")
@@ -221,7 +247,9 @@ class _Translator:
 
     def tool_result(self, message: dict, when) -> None:
         content = content_parts(message.get("content"))
-        extra = {"is_error": True} if message.get("isError") else None
+        extra = {k: v for k, v in {"is_error": bool(message.get("isError")) or None,
+                                   "exit_code": as_int(as_dict(message.get("details")).get("exitCode"))}.items()
+                 if v is not None}
         call_id = as_str(message.get("toolCallId")) or ""
         join_result(self.builder, call_id, content, when, extra,
                     tool_name=as_str(message.get("toolName")))

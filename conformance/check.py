@@ -126,7 +126,7 @@ def check_document(doc: dict, plans: dict, served_totals: dict) -> Verdict:
 def check_call(sid: str, call: dict, calls: list, results: dict, used: set, thin: list) -> list[str]:
     """Problems of one served call; a result without the expected output goes to `thin`."""
     label = f"{sid}: {call['kind']} call {call['name']}"
-    match = next((c for s, c in calls if id(c) not in used and c.get("function_name") == call["name"]
+    match = next((c for s, c in calls if id(c) not in used and same_tool(c.get("function_name"), call["name"])
                   and covers(c.get("arguments"), call["arguments"])), None)
     if match is None:
         return [f"{label}{json.dumps(call['arguments'])} is missing"]
@@ -148,6 +148,12 @@ def check_call(sid: str, call: dict, calls: list, results: dict, used: set, thin
     elif call["kind"] == "long" and len(text) < LONG_OUTPUT_MIN:
         thin.append((f"{label}: the long output kept only {len(text)} characters", text))
     return []
+
+
+def same_tool(stored, served: str) -> bool:
+    """A stored call names the tool the server called, or without its `_` prefix (oh-my-pi
+    offers `_bash` and `_read` and stores `bash` and `read`)."""
+    return stored in (served, served.lstrip("_"))
 
 
 def check_tokens(doc: dict, plans: dict, served_totals: dict) -> list[str]:

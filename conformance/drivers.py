@@ -31,6 +31,8 @@ class Driver:
     python: tuple = (3, 10)        # the oldest Python a PyPI agent installs on
     typed_resume: bool = False     # the continuation runs only as a TUI: started in tmux, prompt typed
     last_session: str = ""         # glob under $HOME whose newest match's name is {last}
+    binary: str = ""               # npm package of the agent's binary for {platform}, installable alone
+    runtime: tuple = ()            # npm packages installed beside it, that it runs on ("bun@1.4.5")
     note: str = ""
 
     @property
@@ -153,6 +155,25 @@ max_context_size = 128000
 capabilities = ["thinking"]
 """
 
+CONTINUE_CONFIG = """name: conformance
+version: 1.0.0
+schema: v1
+models:
+  - name: fake-model
+    provider: openai
+    model: fake-model
+    apiBase: {url}/v1
+    apiKey: sk-fake-key
+    roles: [chat, edit, apply]
+    capabilities: [tool_use]
+"""
+
+DROID_SETTINGS = """{"customModels": [{"model": "fake-model", "displayName": "Fake", "baseUrl": "{url}/v1",
+  "apiKey": "sk-fake-key", "provider": "generic-chat-completion-api", "maxOutputTokens": 8192}]}
+"""
+
+# gptme writes its calls as `@tool(id): {json}` lines with --tool-format tool (markdown blocks otherwise)
+GPTME = ("--non-interactive", "--tool-format", "tool", "--model", "local/fake-model")
 PI = ("--offline", "--provider", "fakellm", "--model", "claude-fake-model", "--thinking", "low")
 KILO_ENV = {f"KILO_DISABLE_{what}": "1" for what in (
     "AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "SHARE", "SESSION_INGEST", "PRESENCE", "CODEBASE_INDEXING")}
@@ -210,7 +231,7 @@ DRIVERS = {d.name: d for d in [
     Driver("kilo", "npm:@kilocode/cli", "7.7.7", ("kilo",),
            new=("run", "--format", "json", "--auto", "-m", "fakellm/fake-model", "{prompt}"),
            resume=("run", "--continue", "--auto", "{prompt}"),
-           env=KILO_ENV,
+           env=KILO_ENV, binary="@kilocode/cli-{platform}",
            files={".config/kilo/kilo.json": OPENAI_COMPATIBLE.replace("{schema}", "https://app.kilo.ai/config.json")}),
     Driver("hermes", "pypi:hermes-agent", "0.19.0", ("{venv}/bin/hermes",),
            new=("--yolo", "-z", "{prompt}"),
@@ -224,6 +245,34 @@ DRIVERS = {d.name: d for d in [
            resume=("--print", "--yolo", "--continue", "-p", "{prompt}"),
            files={".kimi/config.toml": KIMI_CONFIG}, python=(3, 13),
            note="the archived package's `kimi` script only prints a notice: the original CLI is run"),
+    Driver("openhands", "pypi:openhands", "1.16.0", ("{venv}/bin/openhands",),
+           new=("--headless", "--json", "--override-with-envs", "--always-approve", "-t", "{prompt}"),
+           resume=("--headless", "--json", "--override-with-envs", "--always-approve", "--resume", "--last",
+                   "-t", "{prompt}"),
+           env={"LLM_API_KEY": "sk-fake-key", "LLM_MODEL": "openai/fake-model", "LLM_BASE_URL": "{url}/v1",
+                "OPENHANDS_SUPPRESS_BANNER": "1"},
+           python=(3, 12)),
+    Driver("continue", "npm:@continuedev/cli", "1.5.47", ("cn",),
+           new=("-p", "{prompt}", "--config", "{home}/.continue/config.yaml", "--auto"),
+           resume=("-p", "--resume", "{prompt}", "--config", "{home}/.continue/config.yaml", "--auto"),
+           files={".continue/config.yaml": CONTINUE_CONFIG}),
+    Driver("omp", "npm:@oh-my-pi/pi-coding-agent", "18.2.3", ("omp",),
+           new=PI[1:] + ("--yolo", "--mode", "json", "-p", "{prompt}"),
+           resume=PI[1:] + ("--yolo", "--continue", "-p", "{prompt}"),
+           files={".omp/agent/models.json": PI_MODELS}, runtime=("bun@1.4.5",),
+           note="runs on bun (npm `bun`, >= 1.3.14), installed beside it"),
+    Driver("droid", "npm:droid", "0.215.0", ("droid",),
+           new=("exec", "--auto", "high", "-m", "custom:fake-model", "{prompt}"),
+           resume=None,
+           files={".factory/settings.json": DROID_SETTINGS},
+           note="no continuation: `droid exec -s <id>` exits 1 and prints nothing, `--fork <id>` starts a new session"),
+    Driver("gptme", "pypi:gptme", "0.35.1", ("{venv}/bin/gptme",),
+           new=GPTME + ("{prompt}",),
+           resume=GPTME + ("--resume", "{prompt}"),
+           env={"OPENAI_BASE_URL": "{url}/v1", "OPENAI_API_KEY": "sk-fake-key", "GPTME_TIKTOKEN_TIMEOUT": "0"},
+           parallel=False,
+           note="one call per reply (the second of a turn is not run); a reply without a call gets two "
+                "`<system>` nudges before gptme stops"),
     Driver("mswea", "pypi:mini-swe-agent", "2.4.6", ("{venv}/bin/mini",),
            new=MSWEA + ("-o", "{home}/.config/mini-swe-agent/trajectories/{sid}.traj.json", "-t", "{prompt}"),
            resume=None,

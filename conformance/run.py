@@ -1,5 +1,6 @@
 """`make conformance`: install real agent CLIs, run the scenario against the scripted server,
-check what trajectoriz reads back, and write the table to conformance/RESULTS.md.
+check what trajectoriz reads back, and write the table to conformance/RESULTS.md (pinned) or
+conformance/RESULTS-latest.md (latest).
 
     python -m conformance.run [--agents claude,codex] [--versions pinned|latest] [--keep]
 
@@ -39,9 +40,9 @@ from conformance.server import ModelServer, Script  # noqa: E402
 
 HERE = os.path.join(ROOT, "conformance")
 CACHE = os.path.join(HERE, "cache")
-RESULTS = os.path.join(HERE, "RESULTS.md")
+RESULTS = {"pinned": os.path.join(HERE, "RESULTS.md"), "latest": os.path.join(HERE, "RESULTS-latest.md")}
 DEFAULT_AGENTS = ("claude", "codex", "gemini", "opencode", "copilot", "qwen", "pi", "cline", "kilo", "hermes",
-                  "kimi", "mswea")
+                  "kimi", "mswea", "openhands", "continue", "omp", "droid", "gptme")
 
 
 @dataclass
@@ -61,16 +62,62 @@ class Row:
 
 
 # versions and installs ---------------------------------------------------------------------------------
-def latest_version(driver: Driver) -> str:
+MAX_TRIES = 3   # VERSIONS=latest: the newest releases tried, newest first, until one installs
+
+
+@dataclass(frozen=True)
+class Candidate:
+    version: str
+    package: str     # the driver's package, or its platform binary package installed alone
+
+    def label(self, driver: Driver) -> str:
+        return self.version if self.package == driver.package_name else f"{self.package}@{self.version}"
+
+
+def pinned(driver: Driver) -> Candidate:
+    return Candidate(driver.pinned, driver.package_name)
+
+
+def candidates(driver: Driver) -> list[Candidate]:
+    """The newest releases, newest first: the package's, and its platform binary package's (a
+    wrapper first where both have a version)."""
+    found = [Candidate(v, driver.package_name) for v in registry_versions(driver, driver.package_name)]
+    if driver.binary:
+        binary = fill(driver.binary, {"platform": npm_platform()})
+        found += [Candidate(v, binary) for v in npm_versions(binary)]
+    found.sort(key=lambda c: (version_key(c.version), c.package == driver.package_name), reverse=True)
+    return found[:MAX_TRIES]
+
+
+def version_key(version: str) -> tuple:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def npm_platform() -> str:
+    """The platform suffix of npm binary packages (linux-x64, darwin-arm64, ...)."""
+    machine = os.uname().machine
+    return f"{sys.platform}-{ {'x86_64': 'x64', 'aarch64': 'arm64'}.get(machine, machine)}"
+
+
+def registry_versions(driver: Driver, package: str) -> list[str]:
     if driver.registry == "npm":
-        with tempfile.TemporaryDirectory(prefix="trajectoriz-npm-") as npm_cache:
-            out = subprocess.run(["npm", "view", "--cache", npm_cache, driver.package_name, "version"],
-                                 capture_output=True, text=True, timeout=120, check=True).stdout
-        return out.strip().splitlines()[-1]
+        return npm_versions(package)
     python = find_python(driver.python)   # pip lists the versions that install on this interpreter
-    out = subprocess.run([python, "-m", "pip", "index", "versions", driver.package_name],
+    out = subprocess.run([python, "-m", "pip", "index", "versions", package],
                          capture_output=True, text=True, timeout=120, check=True).stdout
-    return re.search(r"\(([^)]+)\)", out).group(1)
+    return [v.strip() for v in re.search(r"Available versions: (.*)", out).group(1).split(",")]
+
+
+def npm_versions(package: str) -> list[str]:
+    """Stable releases up to the `latest` tag (a package without one: none)."""
+    with tempfile.TemporaryDirectory(prefix="trajectoriz-npm-") as npm_cache:
+        out = subprocess.run(["npm", "view", "--cache", npm_cache, "--json", package, "dist-tags", "versions"],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+    data = json.loads(out)
+    versions = data.get("versions") or []
+    versions = [versions] if isinstance(versions, str) else versions
+    latest = version_key((data.get("dist-tags") or {}).get("latest") or "")
+    return [v for v in versions if "-" not in v and version_key(v) <= latest]
 
 
 def find_python(minimum: tuple) -> str:
@@ -90,34 +137,53 @@ def find_python(minimum: tuple) -> str:
     raise RuntimeError(f"install failed: needs Python >= {'.'.join(map(str, minimum))}, none found")
 
 
-def install(driver: Driver, version: str) -> str:
-    """The install folder of `driver` at `version`, installed on first use."""
-    target = os.path.join(CACHE, f"{driver.name}-{version}")
+def install(driver: Driver, candidate: Candidate) -> str:
+    """The install folder of `driver` at `candidate`, installed on first use (a folder that did
+    not install is removed)."""
+    binary = candidate.package != driver.package_name
+    target = os.path.join(CACHE, f"{driver.name}-{candidate.version}" + ("-binary" if binary else ""))
     marker = os.path.join(target, ".installed")
     if os.path.exists(marker):
         return target
     shutil.rmtree(target, ignore_errors=True)
     os.makedirs(target)
     log = os.path.join(target, "install.log")
-    if driver.registry == "npm":
-        npm_cache = os.path.join(target, ".npm-cache")
-        commands = [["npm", "install", "--prefix", target, "--cache", npm_cache, "--no-audit", "--no-fund",
-                     "--no-update-notifier", "--loglevel=error", f"{driver.package_name}@{version}"]]
-    else:
-        venv = os.path.join(target, "venv")
-        commands = [[find_python(driver.python), "-m", "venv", venv],
-                    [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir", "--disable-pip-version-check",
-                     "-q", f"{driver.package_name}=={version}"]]
     try:
         with open(log, "w") as out:
-            for command in commands:
+            for command in install_commands(driver, candidate, target):
                 subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=True, timeout=1800)
     except subprocess.CalledProcessError:
-        raise RuntimeError(f"install failed: {install_error(log)}")
+        reason = install_error(log)
+        shutil.rmtree(target, ignore_errors=True)
+        raise RuntimeError(f"install failed: {reason}")
     finally:
         shutil.rmtree(os.path.join(target, ".npm-cache"), ignore_errors=True)
+    if binary:
+        link_binary(driver, candidate, target)
     open(marker, "w").close()
     return target
+
+
+def install_commands(driver: Driver, candidate: Candidate, target: str) -> list[list[str]]:
+    if driver.registry == "npm":
+        return [["npm", "install", "--prefix", target, "--cache", os.path.join(target, ".npm-cache"), "--no-audit",
+                 "--no-fund", "--no-update-notifier", "--loglevel=error", f"{candidate.package}@{candidate.version}",
+                 *driver.runtime]]
+    venv = os.path.join(target, "venv")
+    return [[find_python(driver.python), "-m", "venv", venv],
+            [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir", "--disable-pip-version-check",
+             "-q", f"{candidate.package}=={candidate.version}"]]
+
+
+def link_binary(driver: Driver, candidate: Candidate, target: str) -> None:
+    """A platform binary package declares no `bin`: its bin/<command> goes where npm puts
+    commands, so that the driver starts it as it starts the wrapper."""
+    command = driver.command[0]
+    binary = os.path.join(target, "node_modules", candidate.package, "bin", command)
+    if not os.path.isfile(binary):
+        raise RuntimeError(f"install failed: {candidate.package} has no bin/{command}")
+    os.makedirs(os.path.join(target, "node_modules", ".bin"), exist_ok=True)
+    os.symlink(binary, os.path.join(target, "node_modules", ".bin", command))
 
 
 def install_error(log: str) -> str:
@@ -253,11 +319,39 @@ def end_group(process: subprocess.Popen) -> None:
         pass
 
 
-def run_agent(driver: Driver, version: str, keep: bool) -> Row:
+def run_agent(driver: Driver, candidate: Candidate, keep: bool) -> Row:
     try:
-        install_dir = install(driver, version)
+        install_dir = install(driver, candidate)
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
-        return Row(driver.name, version, "-", "-", [str(exc)])
+        return Row(driver.name, candidate.version, "-", "-", [str(exc)])
+    return run_installed(driver, candidate.version, install_dir, keep)
+
+
+def run_latest(driver: Driver, keep: bool) -> Row:
+    """The newest release that installs, run; each newer one that did not install is noted."""
+    try:
+        found = candidates(driver)
+    except (subprocess.SubprocessError, AttributeError, OSError, RuntimeError, ValueError) as exc:
+        return Row(driver.name, "?", "-", "-", [f"cannot ask the registry for its versions: {exc}"])
+    skipped = []
+    for candidate in found:
+        print(f"conformance: {driver.name} {candidate.label(driver)} ...", file=sys.stderr, flush=True)
+        try:
+            install_dir = install(driver, candidate)
+        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+            skipped.append(f"{candidate.label(driver)} did not install: {exc}")
+            continue
+        row = run_installed(driver, candidate.version, install_dir, keep)
+        if candidate.package != driver.package_name:
+            skipped.append(f"run: the platform binary package {candidate.label(driver)}")
+        row.notes[:0] = skipped
+        return row
+    versions = ", ".join(c.label(driver) for c in found)
+    return Row(driver.name, f"none of {versions}" if found else "?", "-", "-",
+               skipped or ["the registry lists no stable version"])
+
+
+def run_installed(driver: Driver, version: str, install_dir: str, keep: bool) -> Row:
     root = tempfile.mkdtemp(prefix=f"trajectoriz-conformance-{driver.name}-")
     runs = scenario_runs(driver, root)
     script = Script(driver.parallel, driver.finish_command)
@@ -330,7 +424,8 @@ def main(argv=None) -> int:
                         help=f"comma-separated (default: {','.join(DEFAULT_AGENTS)})")
     parser.add_argument("--versions", choices=("pinned", "latest"), default="pinned")
     parser.add_argument("--keep", action="store_true", help="keep every run's temporary root")
-    parser.add_argument("--results", default=RESULTS, help="where to write the table")
+    parser.add_argument("--results", help="where to write the table (default: conformance/RESULTS.md, "
+                        "for latest versions RESULTS-latest.md)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.agents.split(",") if n.strip()]
     unknown = [n for n in names if n not in DRIVERS]
@@ -339,17 +434,15 @@ def main(argv=None) -> int:
     rows = []
     for name in names:
         driver = DRIVERS[name]
-        try:
-            version = driver.pinned if args.versions == "pinned" else latest_version(driver)
-        except (subprocess.SubprocessError, AttributeError, OSError, RuntimeError) as exc:
-            rows.append(Row(name, "?", "-", "-", [f"cannot ask the registry for the latest version: {exc}"]))
-            continue
-        print(f"conformance: {name} {version} ...", file=sys.stderr, flush=True)
-        rows.append(run_agent(driver, version, args.keep))
+        if args.versions == "pinned":
+            print(f"conformance: {name} {driver.pinned} ...", file=sys.stderr, flush=True)
+            rows.append(run_agent(driver, pinned(driver), args.keep))
+        else:
+            rows.append(run_latest(driver, args.keep))
         print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     text = table(rows)
     print(text)
-    with open(args.results, "w") as handle:
+    with open(args.results or RESULTS[args.versions], "w") as handle:
         sabotage = os.environ.get("CONFORMANCE_SABOTAGE")
         broken = f", translators sabotaged: {sabotage}" if sabotage else ""
         handle.write(f"# Conformance run ({args.versions} versions{broken}, {time.strftime('%Y-%m-%d')})\n\n"

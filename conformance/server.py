@@ -39,7 +39,7 @@ SHELL_TOOLS = ("Bash", "bash", "run_shell_command", "exec_command", "shell", "Sh
                "run_commands", "execute_command", "run_terminal_cmd", "shell_command")
 READ_TOOLS = ("Read", "read", "read_file", "view", "ReadFile", "read_files", "View")
 COMMAND_KEYS = ("command", "cmd", "commands", "script")
-PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "filename", "file")
+PATH_KEYS = ("file_path", "filePath", "filepath", "path", "absolute_path", "filename", "file")
 # per-request token usage the server reports: prompt (cache reads included), cache reads, output
 PROMPT_TOKENS, CACHED_TOKENS, OUTPUT_TOKENS = 1000, 100, 20
 AUX_TEXT = "Conformance scenario"
@@ -179,10 +179,12 @@ def call_id(sid: str, index: int, n: int, api: str) -> str:
 
 
 def pick_tool(tools: dict, names: tuple, keys: tuple = ()) -> str | None:
-    """The first of `names` the request offers; else any tool whose schema has one of `keys`."""
+    """The first of `names` the request offers (also as `_<name>`: oh-my-pi prefixes its tools
+    so); else any tool whose schema has one of `keys`."""
     for name in names:
-        if name in tools:
-            return name
+        for offered in (name, "_" + name):
+            if offered in tools:
+                return offered
     for name, schema in tools.items():
         if any(key in (schema.get("properties") or {}) for key in keys):
             return name

@@ -366,3 +366,57 @@ def assert_scoped_as_the_scenario(agent: str, env, live_home: str) -> None:
     for project in (f"/tmp/agents/proj-{agent}", f"/tmp/agents/proj-{agent}-other"):
         expected = {os.path.join(env["HOME"], r.stores[0]) for r in runs if r.cwd == project}
         assert {s.source for s in catalog.Scope(project).filter(found)} == expected
+
+
+# the conformance scenario, as the newer live stores' SCENARIO.md states it ------------------------
+def scripted_runs(live_home: str, agent: str) -> dict[str, str]:
+    """scenario id -> project directory of the runs a live store recorded with the conformance
+    harness (SCENARIO.md: "sessions `A-1` (then a continuation of it, `A-1b`, ...), `A-2` in
+    `P`, and `A-3` in `P-other`"): the first session and its continuation ran where the second
+    did."""
+    with open(os.path.join(live_home, "SCENARIO.md"), encoding="utf-8") as handle:
+        text = handle.read().split("Each prompt", 1)[0]
+    placed = dict(re.findall(rf"`({re.escape(agent)}-\d+)` in `(/\S+?)`", text))
+    first = [sid for sid in re.findall(rf"`({re.escape(agent)}-1b?)`", text)]
+    return {**{sid: placed[f"{agent}-2"] for sid in first}, **placed}
+
+
+def assert_scripted_steps(doc: dict, sid: str, directory: str, reasoning: bool, parallel: bool = True) -> None:
+    """The document holds every step the scripted model played for run `sid`
+    (conformance/server.py): the prompt as a user step, the note written, read back, a failing
+    command marked failed, a long output, two calls of one model reply (with `parallel`: the
+    script plays them to agents that run them), the final answer, and (with `reasoning`) the
+    reasoning of each reply."""
+    from conformance.server import prompt_text
+
+    steps = doc["steps"]
+    start = next(i for i, s in enumerate(steps) if s["source"] == "user" and s["message"] == prompt_text(sid, directory))
+    end = next((i for i in range(start + 1, len(steps)) if steps[i]["source"] == "user"), len(steps))
+    turn = steps[start + 1:end]
+    results = {r["source_call_id"]: r for s in turn for r in (s.get("observation") or {}).get("results", [])}
+
+    def result_of(needle: str) -> dict:
+        step = next(s for s in turn for c in s.get("tool_calls") or [] if needle in json.dumps(c["arguments"]))
+        call = next(c for c in step["tool_calls"] if needle in json.dumps(c["arguments"]))
+        return results[call["tool_call_id"]]
+
+    def failed(result: dict) -> bool:
+        extra = result.get("extra") or {}
+        return extra.get("is_error") is True or extra.get("exit_code") not in (None, 0)
+
+    def text(result: dict) -> str:
+        return result["content"] if isinstance(result["content"], str) else json.dumps(result["content"])
+
+    assert not failed(result_of(f"echo hello-{sid} > note.txt"))
+    assert any(f"hello-{sid}" in text(r) and "note.txt" in json.dumps(c["arguments"]) and not failed(r)
+               for s in turn for c in s.get("tool_calls") or [] for r in [results[c["tool_call_id"]]]
+               if "echo" not in json.dumps(c["arguments"]))
+    assert failed(result_of(f"ls missing-{sid}"))
+    assert "3000" in text(result_of("seq 1 3000"))
+    if parallel:
+        pair = next(s for s in turn if len(s.get("tool_calls") or []) == 2)
+        assert [f"par-{x}-{sid}" in text(results[c["tool_call_id"]]) for x, c in zip("ab", pair["tool_calls"])] == [True] * 2
+    assert any(s["source"] == "agent" and f"SCENARIO-DONE {sid}" in s["message"] for s in turn)
+    if reasoning:
+        thoughts = "\n".join(s.get("reasoning_content") or "" for s in turn)
+        assert all(f"THINK-{n}-{sid}:" in thoughts for n in range(6)), thoughts

@@ -32,7 +32,8 @@ def live_store(agent: str) -> str | None:
     """The live store of an agent (the module's NAME or its file name), if one was recorded."""
     module = agents.load(agent)
     stem = module.__name__.rsplit(".", 1)[1]
-    aliases = {agent, stem, {"mswea": "mini-swe-agent", "hermes": "hermes-agent", "kimi": "kimi-cli"}.get(agent, agent)}
+    released_as = {"mswea": "mini-swe-agent", "hermes": "hermes-agent", "kimi": "kimi-cli", "omp": "oh-my-pi"}
+    aliases = {agent, stem, released_as.get(agent, agent)}
     for path in sorted(glob.glob(os.path.join(LIVE, "*"))):
         name = os.path.basename(path)
         if os.path.isdir(path) and any(name.startswith(a + "-") and name[len(a) + 1].isdigit() for a in aliases):

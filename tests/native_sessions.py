@@ -323,9 +323,15 @@ def write_qwen(home: str, session: Generated) -> None:
     write(home, f".qwen/projects/-work-generated/chats/{SESSION_ID}.jsonl", jsonl(records, session.noise, prompt))
 
 
-# pi, Copilot, Codex, Kimi ---------------------------------------------------------------------------
-def write_pi(home: str, session: Generated) -> None:
+# pi, oh-my-pi, Copilot, Codex, Kimi -------------------------------------------------------------------
+def write_pi(home: str, session: Generated, folder: str = ".pi/agent/sessions", fork: bool = False) -> None:
+    """A pi session; with `fork`, as oh-my-pi writes it (a title record first, the model change
+    naming `model`)."""
     records: list = [{"type": "session", "version": 3, "id": SESSION_ID, "timestamp": stamp(0), "cwd": CWD}]
+    if fork:
+        records.insert(0, {"type": "title", "v": 1, "title": "generated", "updatedAt": stamp(0), "pad": " " * 40})
+        records.append({"type": "model_change", "id": "e2", "parentId": None, "timestamp": stamp(1),
+                        "model": "p/pi-x"})
 
     def add(message: dict) -> None:
         records.append({"type": "message", "id": f"e{len(records)}",
@@ -353,8 +359,12 @@ def write_pi(home: str, session: Generated) -> None:
         return {"type": "message", "id": f"n-{text}", "parentId": previous.get("id"), "timestamp": stamp(0),
                 "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
 
-    write(home, f".pi/agent/sessions/--work-generated--/2026-01-01T00-00-00-000Z_{SESSION_ID}.jsonl",
+    write(home, f"{folder}/--work-generated--/2026-01-01T00-00-00-000Z_{SESSION_ID}.jsonl",
           jsonl(records, session.noise, prompt))
+
+
+def write_omp(home: str, session: Generated) -> None:
+    write_pi(home, session, ".omp/agent/sessions", fork=True)
 
 
 def write_copilot(home: str, session: Generated) -> None:
@@ -455,7 +465,114 @@ def write_kimi(home: str, session: Generated) -> None:
           jsonl(records, session.noise, lambda text, previous: {"role": "user", "content": text}))
 
 
+# gptme: a conversation folder ---------------------------------------------------------------------
+def write_gptme(home: str, session: Generated) -> None:
+    """A gptme conversation in the `tool` format: each reply's calls as `@name(id): {json}` lines
+    after its text, their results `system` messages naming the call, a failure's return code."""
+    records: list = [{"role": "system", "content": "You are gptme.", "timestamp": stamp(0), "pinned": True,
+                      "hide": True}]
+    for exchange in session.exchanges:
+        records.append({"role": "user", "content": exchange.prompt, "timestamp": stamp(len(records))})
+        for reply in exchange.replies:
+            lines = [reply.text] + [f"@{c.name}({c.id}): {json.dumps(c.arguments)}" for c in reply.calls]
+            meta = {"model": "local/x"}
+            if reply.usage:
+                prompt, cached, output = reply.usage
+                meta["usage"] = {"input_tokens": prompt - cached, "cache_read_tokens": cached, "output_tokens": output}
+            records.append({"role": "assistant", "content": "\n".join(lines), "timestamp": stamp(len(records)),
+                            "metadata": meta})
+            records += [{"role": "system", "content": c.output + ("\n\nReturn code: 1\n" if c.error else ""),
+                         "timestamp": stamp(len(records)), "call_id": c.id, "metadata": {"tool": c.name}}
+                        for c in reply.calls if c.output is not None]
+    folder = ".local/share/gptme/logs/2026-01-01-generated"
+    write(home, f"{folder}/config.toml", f'[chat]\nmodel = "local/x"\ntool_format = "tool"\nworkspace = "{CWD}"\n'.encode())
+    write(home, f"{folder}/conversation.jsonl", jsonl(records, session.noise, lambda text, previous: {
+        "role": "user", "content": text, "timestamp": stamp(0)}))
+
+
+# OpenHands: a file per event ----------------------------------------------------------------------
+def write_openhands(home: str, session: Generated) -> None:
+    """A conversation folder: base_state.json with one token usage per model call, and one event
+    file per event (the noise as event files of its own)."""
+    folder = os.path.join(home, ".openhands", "conversations", SESSION_ID.replace("-", ""))
+    events: list = [{"kind": "SystemPromptEvent", "source": "agent", "system_prompt": {"type": "text", "text": "sys"}}]
+    usages: list = []
+    for e, exchange in enumerate(session.exchanges):
+        events.append({"kind": "MessageEvent", "source": "user",
+                       "llm_message": {"role": "user", "content": [{"type": "text", "text": exchange.prompt}]}})
+        for n, reply in enumerate(exchange.replies):
+            response = f"resp-{e}-{n}"
+            if reply.usage:
+                prompt, cached, output = reply.usage
+                usages.append({"model": "openai/x", "prompt_tokens": prompt, "completion_tokens": output,
+                               "cache_read_tokens": cached, "response_id": response})
+            thought = [{"type": "text", "text": reply.text}]
+            if not reply.calls:
+                events.append({"kind": "MessageEvent", "source": "agent", "llm_response_id": response,
+                               "llm_message": {"role": "assistant", "content": thought,
+                                               "reasoning_content": reply.reasoning or None}})
+            for i, c in enumerate(reply.calls):
+                events.append({"kind": "ActionEvent", "source": "agent", "llm_response_id": response,
+                               "thought": thought if i == 0 else [], "tool_name": c.name, "tool_call_id": c.id,
+                               "reasoning_content": reply.reasoning if i == 0 and reply.reasoning else None,
+                               "tool_call": {"id": c.id, "name": c.name, "arguments": json.dumps(c.arguments)}})
+            events += [{"kind": "ObservationEvent", "source": "environment", "tool_name": c.name, "tool_call_id": c.id,
+                        "observation": {"content": [{"type": "text", "text": c.output}], "is_error": c.error}}
+                       for c in reply.calls if c.output is not None]
+    raw = [json.dumps(event) for event in events]
+    for item in sorted(session.noise, key=lambda n: n.position):
+        where = 1 + item.position % len(raw)
+        if item.kind == "wrong_types":
+            raw.insert(where, json.dumps({"kind": "MessageEvent", "source": "user", item.key: item.value,
+                                          "llm_message": {"role": "user", "content": [{"type": "text", "text": "noise"}]}}))
+        else:
+            raw.insert(where, {"garbage": '{"kind": "MessageEvent", oops', "not_object": json.dumps([1, "two", None]),
+                               "unknown": json.dumps({"kind": "FromTheFuture", "payload": {"x": 1}}),
+                               "cut_last_line": '{"kind": "MessageEvent", "source": "us'}[item.kind])
+    for number, text in enumerate(raw):
+        event_id = f"00000000-0000-4000-8000-{number:012d}"
+        write(folder, f"events/event-{number:05d}-{event_id}.json", text.encode())
+    state = {"id": SESSION_ID, "workspace": {"working_dir": CWD, "kind": "LocalWorkspace"},
+             "agent": {"llm": {"model": "openai/x"}}, "execution_status": "finished",
+             "stats": {"usage_to_metrics": {"agent": {"token_usages": usages}}}}
+    write(folder, "base_state.json", json.dumps(state).encode())
+
+
 # whole-file JSON and SQLite stores ------------------------------------------------------------------
+def write_continue(home: str, session: Generated) -> None:
+    """A Continue session document: history items, reasoning as `thinking` messages, the calls'
+    results in each reply's toolCallStates; the noise goes into the history."""
+    history: list = []
+    for exchange in session.exchanges:
+        history.append({"message": {"role": "user", "content": exchange.prompt}, "contextItems": []})
+        for reply in exchange.replies:
+            if reply.reasoning:
+                history.append({"message": {"role": "thinking", "content": reply.reasoning}, "contextItems": []})
+            message = {"role": "assistant", "content": reply.text}
+            if reply.calls:
+                message["toolCalls"] = [{"id": c.id, "type": "function",
+                                         "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                                        for c in reply.calls]
+            if reply.usage:
+                prompt, cached, output = reply.usage
+                message["usage"] = {"prompt_tokens": prompt, "completion_tokens": output,
+                                    "prompt_tokens_details": {"cached_tokens": cached}, "model": "x"}
+            states = [{"toolCallId": c.id, "status": "generated" if c.output is None else
+                       "errored" if c.error else "done", "parsedArgs": c.arguments,
+                       "output": [] if c.output is None else [{"content": c.output, "name": "Tool Result"}]}
+                      for c in reply.calls]
+            history.append({"message": message, "contextItems": [], "toolCallStates": states})
+    for item in session.noise:
+        where = item.position % (len(history) + 1)
+        if item.kind == "wrong_types":
+            history.insert(where, {"message": {"role": "user", "content": "noise"}, item.key: item.value})
+        elif item.kind in ("unknown", "not_object"):
+            history.insert(where, {"message": {"role": "oracle", "content": item.value}} if item.kind == "unknown"
+                           else [1, "two"])
+    doc = {"sessionId": SESSION_ID, "title": "generated", "workspaceDirectory": CWD, "history": history}
+    write(home, f".continue/sessions/{SESSION_ID}.json", json.dumps(doc).encode())
+
+
 def write_mswea(home: str, session: Generated) -> None:
     """A mini-swe-agent trajectory (format 2): OpenAI-style messages with tool calls."""
     messages = [{"role": "system", "content": "You are a helpful assistant."}]
@@ -742,4 +859,5 @@ WRITERS = {"claude": write_claude, "droid": write_droid, "amp": write_amp, "gemi
            "qwen": write_qwen, "pi": write_pi, "copilot": write_copilot, "codex": write_codex,
            "kimi": write_kimi, "mswea": write_mswea, "opencode": write_opencode, "kilo": write_kilo,
            "hermes": write_hermes, "cline": write_cline, "roo": write_roo, "goose": write_goose,
-           "crush": write_crush}
+           "crush": write_crush, "omp": write_omp, "openhands": write_openhands, "continue": write_continue,
+           "gptme": write_gptme}

@@ -260,6 +260,8 @@ WHOLE_FILES = {
                        ".copilot/history-session-state/legacy_history_human.json"),
     "cline": _live("cline", ".cline/data/sessions/*/*.messages.json"),
     "cline-task": lambda root: _cline_task(root),
+    "continue": _live("continue", ".continue/sessions/[0-9a-f]*.json"),
+    "openhands": _live("openhands", ".openhands/conversations/*/events/event-00001-*.json"),
 }
 
 
@@ -363,8 +365,17 @@ def _cline_image(record: dict, image: str) -> bool:
     return True
 
 
+def _gptme_text(record: dict, image: str) -> bool:
+    """gptme keeps an image as a path beside the message: its megabytes prompt is pasted text."""
+    if record.get("role") != "user":
+        return False
+    record["content"] += "\n\n" + image
+    return True
+
+
 IMAGES = {"claude": _claude_image, "codex": _codex_image, "copilot": _copilot_image, "gemini": _gemini_image,
-          "qwen": _qwen_image, "pi": _pi_image, "kimi": _kimi_image, "droid": _droid_image, "cline": _cline_image}
+          "qwen": _qwen_image, "pi": _pi_image, "kimi": _kimi_image, "droid": _droid_image, "cline": _cline_image,
+          "omp": _pi_image, "gptme": _gptme_text}
 
 
 def head_home(agent: str, root) -> dict:

@@ -3,6 +3,7 @@ damage a format change causes is flagged with a reason that names it; and end to
 Claude Code store passes through the real CLI while a sabotaged translator fails."""
 
 import copy
+import json
 import os
 import re
 import sys
@@ -24,12 +25,12 @@ OUTPUTS = {"write": "README.md\nnote.txt", "read": f"hello-{SID}", "fail": f"ls:
 SERVED = {"prompt": 10 ** 6, "completion": 10 ** 6}
 
 
-def served_plan() -> dict:
+def served_plan(tools: dict = TOOLS) -> dict:
     """The plan the server records for one scenario played to its end."""
     script = Script()
     messages = [Message("user", prompt_text(SID, DIR))]
     while True:
-        reply = script.reply(Request("anthropic", "m", messages, TOOLS, False, True))
+        reply = script.reply(Request("anthropic", "m", messages, tools, False, True))
         if not reply.calls:
             return dict(script.plan[SID], prompt=prompt_text(SID, DIR))
         messages += [Message("assistant", reply.text, len(reply.calls)), Message("tool")]
@@ -64,6 +65,22 @@ def problems_of(doc, plan):
 def test_a_faithful_document_passes(plan):
     assert [s["kind"] for s in plan["steps"].values()] == ["write", "read", "fail", "long", "parallel", "final"]
     assert check.check_document(faithful_document(plan), {SID: plan}, SERVED) == check.Verdict()
+
+
+def test_prefixed_tool_names_are_served_and_found_without_their_prefix():
+    """oh-my-pi offers `_bash` and `_read` and stores `bash` and `read`; Continue's read tool
+    takes `filepath`."""
+    plan = served_plan({"_bash": TOOLS["Bash"], "_read": {"type": "object", "properties": {"filepath": {}}}})
+    calls = [call for step in plan["steps"].values() for call in step["calls"]]
+    assert {call["name"] for call in calls} == {"_bash", "_read"}
+    assert [call["arguments"] for call in calls if call["kind"] == "read"] == [{"filepath": f"{DIR}/note.txt"}]
+    doc = faithful_document(plan)
+    stored = [call for step in doc["steps"] for call in step.get("tool_calls") or []]
+    for call in stored:
+        call["function_name"] = call["function_name"].lstrip("_")
+    assert problems_of(doc, plan) == []
+    stored[0]["function_name"] = "shell"
+    assert problems_of(doc, plan) == [f"{SID}: write call _bash{json.dumps(calls[0]['arguments'])} is missing"]
 
 
 def damaged(plan, damage):

@@ -26,7 +26,8 @@ from homes import by_agent
 from mutations import settle_sqlite
 
 # agents whose live store records the working directory of each session
-AGENTS = ["claude", "cline", "codex", "copilot", "gemini", "hermes", "kilo", "kimi", "opencode", "pi", "qwen"]
+AGENTS = ["claude", "cline", "codex", "continue", "copilot", "gemini", "gptme", "hermes", "kilo", "kimi", "omp",
+          "opencode", "openhands", "pi", "qwen"]
 
 # case -> (how the project's sessions recorded their cwd, how the other one did, is it inside?)
 # P is the project, S its sibling sharing its name as a prefix, W the folder holding both.

@@ -54,7 +54,7 @@ def test_words_must_all_match_in_any_order_and_any_case(store):
 def test_alternatives_are_separated_by_backslash_pipe(store):
     hits = found(store, r"claude-2 note.txt \| claude-3")
     assert sorted(scenario(h) for h in hits) == ["claude-2", "claude-3"]
-    every = found(store, r"SCENARIO \| repository")
+    every = found(store, r"SCENARIO \| repository", "--limit", "0")   # more than a page
     expected = [r["id"] for r in sessions(store)
                 if "scenario" in r["first_message"].lower() or "repository" in r["first_message"].lower()]
     assert [h["id"] for h in every] == expected and len(expected) >= 4
@@ -312,7 +312,8 @@ def test_default_mode_reads_no_session_beyond_the_catalog(store, monkeypatch, tm
         monkeypatch.setattr(agents.load(name), "translate", refuse)
     assert len(found(store, "scenario")) >= 3
     failed = [json.loads(line) for line in
-              run(store, "search", "--content", "--json", "default search translated").stdout.splitlines()]
+              run(store, "search", "--content", "--json", "--limit", "0",
+                                       "default search translated").stdout.splitlines()]
     assert len(failed) == len(everything)
 
 
