@@ -57,6 +57,12 @@ TABLES = {
                 "str_replace": "edit", "edit": "edit", "insert": "edit", "str_replace_editor": "edit",
                 "apply_patch": "edit", "grep": "search", "glob": "search", "web_fetch": "fetch",
                 "task": "task", "update_todo": "plan"},
+    "continue": {"Bash": "shell", "Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit",
+                 "List": "search", "Search": "search", "Fetch": "fetch", "Checklist": "plan",
+                 "Subagent": "task", "run_terminal_command": "shell", "read_file": "read",
+                 "create_new_file": "write", "edit_existing_file": "edit", "single_find_and_replace": "edit",
+                 "grep_search": "search", "file_glob_search": "search", "ls": "search",
+                 "fetch_url_content": "fetch", "search_web": "fetch"},
     "crush": {"bash": "shell", "view": "read", "write": "write", "edit": "edit", "multiedit": "edit",
               "grep": "search", "glob": "search", "ls": "search", "sourcegraph": "search", "fetch": "fetch",
               "agentic_fetch": "fetch", "download": "fetch", "agent": "task", "todos": "plan"},
@@ -70,6 +76,8 @@ TABLES = {
               "ApplyPatch": "edit", "Grep": "search", "Glob": "search", "LS": "search", "FetchUrl": "fetch",
               "WebSearch": "fetch", "Task": "task", "TodoWrite": "plan"},
     "gemini": _GEMINI,
+    "gptme": {"shell": "shell", "tmux": "shell", "read": "read", "save": "write", "append": "edit",
+              "patch": "edit", "morph": "edit", "browser": "fetch", "subagent": "task", "todo": "plan"},
     "goose": {"developer__shell": "shell", "shell": "shell", "developer__text_editor": "edit",
               "text_editor": "edit", "subagent__execute_task": "task", "dynamic_task__create_task": "task",
               "todo__write": "plan"},
@@ -81,7 +89,12 @@ TABLES = {
              "StrReplaceFile": "edit", "Glob": "search", "Grep": "search", "SearchWeb": "fetch",
              "FetchURL": "fetch", "Task": "task", "SetTodoList": "plan"},
     "mswea": {"bash": "shell"},
+    "omp": {"bash": "shell", "read": "read", "write": "write", "edit": "edit", "grep": "search",
+            "find": "search", "ls": "search", "task": "task", "todo_write": "plan", "web_search": "fetch",
+            "fetch": "fetch"},
     "opencode": _OPENCODE,
+    "openhands": {"terminal": "shell", "execute_bash": "shell", "bash": "shell", "file_editor": "edit",
+                  "str_replace_editor": "edit", "task_tracker": "plan", "browser": "fetch", "fetch": "fetch"},
     "pi": {"bash": "shell", "read": "read", "write": "write", "edit": "edit", "grep": "search",
            "find": "search", "ls": "search"},
     "qwen": _GEMINI,
@@ -90,7 +103,7 @@ TABLES = {
 # an editor tool whose `command` argument says what it does (Goose's, Copilot's str_replace_editor)
 _EDITOR_COMMANDS = {"view": "read", "create": "write", "write": "write"}
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
-_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "notebook_path", "target_file", "file",
+_PATH_KEYS = ("file_path", "filePath", "filepath", "path", "absolute_path", "notebook_path", "target_file", "file",
               "filename", "paths", "files", "file_paths")
 _WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 _PATCH_KEYS = ("input", "patch", "diff", "patchText", "patch_text")

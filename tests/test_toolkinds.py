@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -18,7 +19,15 @@ import toolkinds
 from helpers import all_steps, assert_valid, scenario_runs
 from homes import by_agent, live_stores
 
-TOOL_AGENTS = [agent for agent, _ in live_stores() if agent not in ("aider", "droid")]
+def lists_calls(store: str) -> bool:
+    """Whether the store's SCENARIO.md quotes each call the fake model made."""
+    with open(os.path.join(store, "SCENARIO.md"), encoding="utf-8") as handle:
+        return "tool call `" in handle.read()
+
+
+TOOL_AGENTS = [agent for agent, store in live_stores() if agent not in ("aider", "droid") and lists_calls(store)]
+# recorded by the conformance harness with a SCENARIO.md that states the scenario once
+SHAPE_AGENTS = [agent for agent, store in live_stores() if agent not in ("aider", "droid") and not lists_calls(store)]
 
 
 def meanings(env, agent: str) -> list[tuple]:
@@ -42,7 +51,8 @@ def expected_meaning(cwd: str, arguments: dict) -> tuple:
     if command is not None:
         command = "\n".join(command) if isinstance(command, list) else command
         return "shell", command, ((os.path.join(cwd, "note.txt"),) if "> note.txt" in command else ())
-    path = arguments.get("path") or arguments.get("file_path") or arguments.get("filePath")
+    path = (arguments.get("path") or arguments.get("file_path") or arguments.get("filePath")
+            or arguments.get("filepath"))
     return "read", None, (path or arguments["files"][0]["path"],)
 
 
@@ -56,6 +66,29 @@ def test_live_calls_have_their_meaning(agent, tmp_path):
     assert expected and meanings(env, agent) == expected
     commands = {m[1] for m in meanings(env, agent) if m[0] == "shell"}
     assert {f"echo hello-{r.prompt.split()[1]} > note.txt && ls" for r in runs} <= commands
+
+
+@pytest.mark.parametrize("agent", SHAPE_AGENTS)
+def test_scenario_calls_have_their_meaning(agent, tmp_path):
+    """Every session of these stores ran the scenario of its first prompt, `SCENARIO <id> in
+    <dir>`: a shell call `echo hello-<id> > note.txt && ls` (which writes <dir>/note.txt), then
+    note.txt read back (a read call naming it, or `cat note.txt` in a shell)."""
+    env = by_agent(agent).build(tmp_path)
+    sessions = catalog.discover(env, [agent], use_cache=False).sessions
+    assert len(sessions) >= 3
+    for session in sessions:
+        doc = documents.translate(session, env)
+        assert_valid(doc)
+        prompts = [s["message"] for s in all_steps(doc) if s["source"] == "user" and isinstance(s["message"], str)]
+        scenarios = {m.group(1): m.group(2) for p in prompts for m in [re.search(r"SCENARIO (\S+) in (\S+?):", p)] if m}
+        assert scenarios, prompts[:1]
+        calls = [c["extra"] for s in all_steps(doc) for c in s.get("tool_calls") or ()]
+        for run, folder in scenarios.items():
+            note = os.path.join(folder, "note.txt")
+            write = {"kind": "shell", "command": f"echo hello-{run} > note.txt && ls", "paths": [note]}
+            assert write in calls, (run, calls)
+            assert any(c["kind"] == "read" and c.get("paths") == [note] or
+                       c["kind"] == "shell" and "cat note.txt" in c.get("command", "") for c in calls), calls
 
 
 def test_droid_calls_have_their_meaning(tmp_path):
