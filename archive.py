@@ -52,10 +52,10 @@ Database stores keep many sessions in one SQLite file. A module of such a store 
     def extract_signature(session, env) -> str | None
         A cheap marker of the session's rows, which changes whenever they do: asked only when
         the store's files changed; `extract` runs only when the marker changed. None for a
-        session the module does not extract (opencode's older JSON tree): its files are
-        archived instead.
+        session the module does not extract (opencode's older JSON tree, a session bigger than
+        an extract holds, rows SQLite cannot read): its files are archived instead.
 Either raises when the store cannot be read, or no longer holds the session: the copy archived
-before is kept.
+before is kept. opencode, Kilo, Crush, Goose and Hermes offer both (agents/sqlite_extract.py).
 
 The image is archived as the session's one file, at the store's path. A database module without
 `extract` has its database files archived instead (the database and its -wal, shared by every

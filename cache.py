@@ -52,6 +52,8 @@ def tighten(path: str) -> bool:
     """Make an existing folder of ours owner-only, with everything in it (group and other bits
     removed, the owner's kept: the unpacked program in app/ stays executable). False when the
     folder is not ours to use: owned by another user, or not a folder."""
+    if not _ancestors_trusted(path):
+        return False
     try:
         st = os.lstat(path)
     except OSError:
@@ -62,6 +64,26 @@ def tighten(path: str) -> bool:
         _strip_group_and_other(path)
     _remove_obsolete(path)
     return True
+
+
+def _ancestors_trusted(path: str) -> bool:
+    """Whether every folder above `path` (and every symlink on the way) is ours or root's:
+    the owner of a folder can rename what is in it, so one of another user's
+    (XDG_CACHE_HOME=/tmp/cache made by someone else first) could swap our private folder for
+    a symlink after it was checked. Missing levels are fine: make_private_dirs creates them."""
+    trusted = (os.getuid(), 0)
+    current = os.path.dirname(os.path.abspath(path))
+    while True:
+        try:
+            st = os.lstat(current)
+            if st.st_uid not in trusted or (stat.S_ISLNK(st.st_mode) and os.stat(current).st_uid not in trusted):
+                return False
+        except OSError:
+            pass  # not there yet
+        parent = os.path.dirname(current)
+        if parent == current:
+            return True
+        current = parent
 
 
 def _remove_obsolete(path: str) -> None:
@@ -171,8 +193,14 @@ def stats(paths, memo: dict | None = None) -> list:
     return found
 
 
+NS_LIMIT = 2 ** 63 - 1  # a fingerprint is stored as JSON too (orjson: 64-bit integers only)
+
+
 def fingerprint_of(stat_results: list) -> list:
-    return [[st.st_size, st.st_mtime_ns] if st is not None else None for st in stat_results]
+    """[size, mtime_ns] per stat result; an mtime past 2262 (any file's mtime can be set so, and
+    tmpfs and btrfs hold any) is cut to the signed 64-bit range."""
+    return [[st.st_size, max(-NS_LIMIT, min(st.st_mtime_ns, NS_LIMIT))] if st is not None else None
+            for st in stat_results]
 
 
 def _decode(name: str, data: bytes):

@@ -372,6 +372,9 @@ def untrusted(session: Session) -> Session:
         session.cwd = None
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
+    redacted_id = listing_text(session.native_id)
+    if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
+        session.extra = {**session.extra, "shown_id": redacted_id}
     session.title = listing_text(session.title if isinstance(session.title, str) else "")
     session.model = listing_text(session.model) if isinstance(session.model, str) else None
     if warnings:
@@ -394,6 +397,12 @@ def listing_text(text: str) -> str:
                 _texts.clear()
             _texts[text] = known
     return known
+
+
+def shown_id(session: Session) -> str:
+    """The native id as printed and matched (`show ID`, search): redacted when it holds a
+    secret, so that no prefix match can reveal one character by character."""
+    return session.extra.get("shown_id") or session.native_id
 
 
 # identity ------------------------------------------------------------------------------------------
@@ -438,13 +447,28 @@ def assign_short_ids(sessions: list[Session]) -> None:
         session.short_id = f"{prefixes[session.agent]}-{digest[:width]}"
 
 
+def local_time(session: Session) -> datetime | None:
+    """When the session started, in local time; None when unknown, or when no date can be
+    made of what the store (or a file's mtime) says: year 0, after 9999, not a number."""
+    try:
+        return datetime.fromtimestamp(session.started) if session.started is not None else None
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
+
+
 def local_date(session: Session) -> str:
     if session.started is None:
         return "unknown"
-    quarter = int(session.started // 900)  # no time zone of today starts a day within a quarter hour
+    try:
+        quarter = int(session.started // 900)  # no time zone of today starts a day within a quarter hour
+    except (OverflowError, ValueError, TypeError):
+        quarter = None
     found = _dates.get(quarter)
     if found is None:
-        found = _dates[quarter] = datetime.fromtimestamp(session.started).strftime("%Y-%m-%d")
+        moment = local_time(session)
+        found = "unknown" if moment is None else moment.strftime("%Y-%m-%d")
+        if quarter is not None:
+            _dates[quarter] = found
     return found
 
 
@@ -452,7 +476,8 @@ _dates: dict = {}  # quarter hours since the epoch -> the local date (a listing 
 
 
 def file_name(session: Session) -> str:
-    date = local_date(session) if session.started is not None else "0000-00-00"
+    moment = local_time(session)
+    date = moment.strftime("%Y-%m-%d") if moment is not None else "0000-00-00"
     return f"{date}_{session.agent}_{session.short_id}.atif.json"
 
 
@@ -462,14 +487,14 @@ def find(catalog: Catalog, ident: str) -> Session:
     ident = ident.strip()
     if ident.endswith(".atif.json"):
         ident = os.path.basename(ident)[: -len(".atif.json")].rsplit("_", 1)[-1]
-    matches = [s for s in catalog.sessions if s.short_id == ident or s.native_id == ident]
+    matches = [s for s in catalog.sessions if s.short_id == ident or shown_id(s) == ident]
     if not matches and "-" in ident:
         prefix, _, hex_part = ident.partition("-")
         if hex_part and all(c in "0123456789abcdef" for c in hex_part.lower()):
             matches = [s for s in catalog.sessions if s.short_id.split("-", 1)[0] == prefix
                        and full_hash(s).startswith(hex_part.lower())]
     if not matches and len(ident) >= 4:
-        matches = [s for s in catalog.sessions if s.native_id.startswith(ident)]
+        matches = [s for s in catalog.sessions if shown_id(s).startswith(ident)]
     if not matches:
         raise UserError(f"no session with id {ident!r} (try: trajectoriz list --all, or trajectoriz search)")
     if len(matches) > 1:

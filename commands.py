@@ -156,7 +156,7 @@ def listing_record(session) -> dict:
     import archive
 
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-              "started": session.started, "native_id": catalog.listing_text(session.native_id),
+              "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),

@@ -23,6 +23,7 @@ import ctypes.util
 import hashlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -58,14 +59,15 @@ KNOWN_FAILURES = (  # what libfuse prints (to the log) -> the cause and the fix
 
 
 def run_memory(args, env) -> int:
-    point = os.path.abspath(args.mountpoint)
+    point = mountpoint(args.mountpoint)
     if args.unmount:
         return run_unmount(point, env)
     if args.status:
         return run_status(point, env)
     project = commands.chosen_project(args)
     fuse = load_fuse()
-    if not prepare(point, project, args.mountpoint, env):
+    unmount = shlex.join(["trajectoriz", "memory", "--unmount", *([args.mountpoint] if args.mountpoint else [])])
+    if not prepare(point, project, unmount, env):
         print(f"Trajectory memory for {project} is already mounted at {point}.")
         return 0
     if args.foreground:
@@ -74,8 +76,18 @@ def run_memory(args, env) -> int:
     # here: the server then finds it warm (see below)
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
-          f"Unmount with: trajectoriz memory --unmount {args.mountpoint}")
+          f"Unmount with: {unmount}")
     return 0
+
+
+def mountpoint(given: str | None) -> str:
+    """MOUNTPOINT as given, else memory/ at the root of the current project (its git work tree,
+    or the current directory): the same folder from any of its subdirectories, so that a mount,
+    its --status and its --unmount agree wherever they run. --dir does not move it: it chooses
+    the sessions, not where they are mounted."""
+    if given is not None:
+        return os.path.abspath(given)
+    return os.path.join(catalog.project_root(os.getcwd()), "memory")
 
 
 # FUSE itself --------------------------------------------------------------------------------------
@@ -131,9 +143,10 @@ def mount_options() -> dict:
 
 
 # mounting -----------------------------------------------------------------------------------------
-def prepare(point: str, project: str, shown: str, env) -> bool:
+def prepare(point: str, project: str, unmount: str, env) -> bool:
     """Make `point` ready to mount on: heal a dead mount there, create the directory, keep it out
-    of git. False when trajectory memory of this project is already mounted there."""
+    of git. False when trajectory memory of this project is already mounted there. `unmount`:
+    the command that unmounts it, as the user would type it."""
     current = mounts.find(point)
     if current is not None:
         health = probe(point)
@@ -143,7 +156,7 @@ def prepare(point: str, project: str, shown: str, env) -> bool:
         if not (ours and health in ("stale", "hung")):  # only our own dead mounts heal
             state = "" if health == "ok" else f", {health}"
             raise UserError(f"{point} is already a mount point ({current.fstype}{state}): unmount it "
-                            f"first (trajectoriz memory --unmount {shown}) or choose another directory")
+                            f"first ({unmount}) or choose another directory")
         recover(point, env, health)
     if os.path.lexists(point) and not os.path.isdir(point):
         raise UserError(f"{point} exists and is not a directory")
@@ -463,6 +476,8 @@ def exclude_from_git(point: str) -> None:
     if found is None:
         return
     top, common = found
+    if not os.path.isfile(os.path.join(common, "HEAD")):
+        return  # not a repository (a `.git` file may name any folder: a store, say): write nothing
     entry = "/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", os.path.relpath(point, top)) + "/"
     exclude = os.path.join(common, "info", "exclude")
     try:
@@ -474,7 +489,7 @@ def exclude_from_git(point: str) -> None:
         if entry in existing.splitlines():
             return
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as handle:
+        with os.fdopen(os.open(exclude, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as handle:
             handle.write(("" if not existing or existing.endswith("\n") else "\n") + entry + "\n")
     except OSError:
         pass  # a read-only repository: git will show the directory, nothing worse

@@ -806,9 +806,65 @@ def _cleaned(value, redact: bool) -> tuple[object, dict]:
         for old, new in changed.items():  # a repaired string that also held a secret
             changed[old] = redacted.pop(new, new)
         changed.update(redacted)
+        if not isinstance(value, str):
+            _redact_in_context(value, changed, counts)
     if not changed:
         return value, counts
     return (changed.get(value, value) if isinstance(value, str) else _rebuilt(value, changed)), counts
+
+
+CONTEXT_LIMIT = 4096  # an argument vector's strings, each, at most: longer ones are text, not arguments
+
+
+def _redact_in_context(value, changed: dict, counts: dict) -> None:
+    """Secrets that only their place in the tree shows: the string value of a secret-named key
+    (`{"password": "..."}`, an `env` object's `API_KEY`, a `headers` object's `Authorization`),
+    read as the JSON text `"key": "value"`; and an argument of a command recorded as a vector
+    of strings (`["sshpass", "-p", "..."]`), read as the command line they make. What is found
+    there is replaced in the string that holds it (every occurrence of that string: it is a
+    secret wherever it appears). Strings the pass over each string changed are left as they
+    are."""
+    for segments in _contexts(value):
+        texts = [text for text, _ in segments]
+        data = "".join(texts).encode("utf-8", "surrogatepass")
+        spans = found_spans(data)
+        if not spans:
+            continue
+        offset = 0
+        for text, real in segments:
+            size = len(text.encode("utf-8", "surrogatepass"))
+            inside = [(max(a, offset), min(b, offset + size), kind) for a, b, kind in spans
+                      if a < offset + size and b > offset]
+            if real and inside and text not in changed:
+                changed[text] = _replaced(data[offset:offset + size], inside, offset, counts)
+            offset += size
+
+
+def _contexts(value):
+    """The places `_redact_in_context` reads: (text, whether it is a string of the tree)
+    segments, walked without recursion."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if isinstance(item, str) and isinstance(key, str) and item and _names_secret(key):
+                    yield [(f'"{key}": "', False), (item, True), ('"', False)]
+                elif isinstance(item, (dict, list, tuple)):
+                    pending.append(item)
+        elif isinstance(node, (list, tuple)):
+            if (len(node) > 1 and all(isinstance(item, str) and len(item) <= CONTEXT_LIMIT for item in node)):
+                segments = []
+                for item in node:
+                    segments += [(item, True), (" ", False)]
+                yield segments[:-1]
+            else:
+                pending.extend(item for item in node if isinstance(item, (dict, list, tuple)))
+
+
+def _names_secret(key: str) -> bool:
+    return len(key) <= 128 and (kind_of_name(key.encode("utf-8", "surrogatepass")) is not None
+                                or "authorization" in key.lower())
 
 
 def valid_unicode(text: str) -> str:

@@ -272,7 +272,7 @@ def run_search(args, env) -> int:
     args.every_project = project is None  # the tables then say where each session ran
     if args.content:
         return content_search(args, env, query, sessions)
-    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{s.native_id}\n{s.agent}")]
+    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{catalog.shown_id(s)}\n{s.agent}")]
     shown = page(found, args.offset, args.limit)
     if args.json:
         import orjson

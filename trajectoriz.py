@@ -156,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 MEMORY_DESCRIPTION = """\
 Mount the sessions of the current project (its git work tree, or the current
-directory; --dir P for another) at MOUNTPOINT as a read-only directory:
+directory; --dir P for another) as a read-only directory at MOUNTPOINT: by
+default memory/ in the current project's root, from any of its subdirectories
+(--status and --unmount look there too). It holds:
 
   README.md                        what the files hold, with jq recipes
   <date>_<agent>_<id>.atif.json    one ATIF v1.7 document per session,
@@ -175,7 +177,7 @@ is added to .git/info/exclude (never to .gitignore)."""
 
 MEMORY_EPILOG = """\
 examples:
-  trajectoriz memory                     # ./memory, sessions of this project
+  trajectoriz memory                     # at memory/ in the work tree's root
   ls -l memory/ && jq '.final_metrics' memory/*_claude_*.atif.json
   trajectoriz memory --unmount           # also heals "Transport endpoint is not connected"
 
@@ -188,8 +190,9 @@ def _memory_parser(commands) -> None:
         "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
         description=MEMORY_DESCRIPTION, epilog=MEMORY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    memory.add_argument("mountpoint", nargs="?", default="memory", metavar="MOUNTPOINT",
-                        help="where to mount (default: ./memory, created if missing)")
+    memory.add_argument("mountpoint", nargs="?", metavar="MOUNTPOINT",
+                        help="where to mount (default: memory/ at the root of the current project, "
+                             "its git work tree or the current directory; created if missing)")
     memory.add_argument("--dir", metavar="P", help="sessions of project directory P instead of the current one")
     mode = memory.add_mutually_exclusive_group()
     mode.add_argument("--foreground", action="store_true",

@@ -88,7 +88,19 @@ def render(session, doc: dict, part: str | None, steps: str | None, max_chars: i
     for step in all_steps[first - 1: last]:
         lines += render_step(step, session.short_id, refs, max_chars)
     lines += footer(session.short_id, part, first, last, len(all_steps))
-    return "\n".join(lines) + "\n"
+    return terminal_safe("\n".join(lines) + "\n")
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """The transcript without the characters that drive a terminal (escape sequences that set
+    its title, write its clipboard or clear it; a carriage return that hides a line's start):
+    line ends become newlines, other controls U+FFFD. Tabs stay; the document keeps them all."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("\ufffd", text)
 
 
 def header(session, doc: dict, trajectory: dict, part: str | None, first: int, last: int) -> list[str]:
@@ -115,11 +127,8 @@ def header(session, doc: dict, trajectory: dict, part: str | None, first: int, l
 
 
 def _started(session) -> str | None:
-    if session.started is None:
-        return None
-    from datetime import datetime
-
-    return datetime.fromtimestamp(session.started).strftime("%Y-%m-%d %H:%M:%S")
+    moment = catalog.local_time(session)
+    return None if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def tokens_line(fm: dict) -> str | None:

@@ -390,12 +390,13 @@ def parse_count(text: str | None) -> int | None:
     number = text[:-1] if scale != 1 else text
     try:
         return int(round(float(number) * scale))
-    except ValueError:
+    except (ValueError, OverflowError):  # hundreds of digits read as inf
         return None
 
 
 def parse_amount(text: str | None) -> float | None:
     try:
-        return float(text.replace(",", "")) if text else None
+        amount = float(text.replace(",", "")) if text else None
     except ValueError:
         return None
+    return amount if amount is None or amount < float("inf") else None

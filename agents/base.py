@@ -66,6 +66,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -85,6 +86,7 @@ RECORD_LIMIT = 1_000_000     # records read of one JSONL file
 FILE_LIMIT = 512 * 1024 * 1024  # a file read whole (read_whole): a larger one is not read
 SESSION_LIMIT = 1024 * 1024 * 1024  # bytes read of one JSONL session file (decompressed, for `.zst`)
 NESTING_LIMIT = 200          # levels of containers kept of a native JSON value (parse_native)
+MAX_EPOCH = 1e11             # seconds: the latest moment `epoch` gives (year 5138); larger numbers are ms, us, ns
 
 
 @dataclass(slots=True)
@@ -188,27 +190,35 @@ _ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
 
 def epoch(value) -> float | None:
     """Seconds since the epoch from whatever a store wrote: ISO 8601 (naive means local time),
-    or a number in seconds, milliseconds, microseconds or nanoseconds."""
+    or a number in seconds, milliseconds, microseconds or nanoseconds. None for anything else,
+    and for a moment before 1970 or after MAX_EPOCH (infinity, an integer no float holds, year
+    0001 or 9999 in a far time zone: no date can be printed of them)."""
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        number = float(value)
-        if number != number or number <= 0:
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits
             return None
-        while number > 1e11:  # ms, us, ns -> s
+        if not math.isfinite(number) or number <= 0:  # inf would be divided by 1000 forever
+            return None
+        while number > MAX_EPOCH:  # ms, us, ns -> s
             number /= 1000.0
         return number
     if isinstance(value, str):
         text = value.strip()
         if not text:
             return None
-        if text.isdigit():
-            return epoch(int(text))
+        if text.isascii() and text.isdigit():  # "²" is a digit to str.isdigit, not to int()
+            try:
+                return epoch(int(text))
+            except ValueError:  # more digits than int() converts
+                return None
         try:
-            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
+            seconds = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError, OSError):
             return None
-        return parsed.timestamp()
+        return seconds if 0 < seconds <= MAX_EPOCH else None
     return None
 
 
@@ -239,8 +249,10 @@ def open_binary(path: str):
     """A binary file object; `.zst` files are decompressed as they are read (within SESSION_LIMIT).
     Only regular files are opened: a FIFO or a device named like a session would block or never
     end."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # before the open: opening a device is already an act
+        raise OSError(errno.EINVAL, "not a regular file", path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for one meanwhile
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", path)
     handle = os.fdopen(fd, "rb")

@@ -37,7 +37,7 @@ import sqlite3
 import mounts
 import safepath
 
-from agents import projects, session_totals, sqlite_ro
+from agents import projects, session_totals, sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line,
                          open_binary, unique_files)
 from atif.build import TrajectoryBuilder, image_part, text_part, unreadable_database
@@ -106,7 +106,7 @@ SESSION_FIELDS = ("id", "parent_session_id", "title", "message_count", "prompt_t
 
 def scan(source: str, env) -> list[Session]:
     """Top-level sessions (sub-agent sessions are embedded in their parents), in one query."""
-    with sqlite_ro.listing(source) as connection:
+    with sqlite_ro.listing(source, env) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
             f"SELECT {fields}, " + sqlite_ro.capped(
@@ -152,7 +152,7 @@ def first_text(raw) -> str:
 def translate(session: Session, env) -> dict:
     session_id = session.locator or session.native_id
     try:
-        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
+        connection = sqlite_ro.shared(session.source, env)  # one snapshot for all of the store's sessions
     except sqlite_ro.StoreError as exc:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
@@ -381,3 +381,21 @@ def binary_part(data: dict) -> dict:
 
 def shell_text(data: dict) -> str:
     return f"$ {data.get('command', '')}\n{data.get('output', '')}\n(exit code {data.get('exit_code')})"
+
+
+# the archive's interface (archive.py): one session's rows as a database of their own -------------
+def extract(session: Session, env) -> bytes:
+    """The store's schema with only this session's rows (`session_rows`): not the other
+    sessions', nor the file history Crush keeps (`files`, which translation does not read)."""
+    return sqlite_extract.image(session.source, session_rows, session.locator or session.native_id)
+
+
+def extract_signature(session: Session, env) -> str | None:
+    return sqlite_extract.signature(session.source, session_rows, session.locator or session.native_id)
+
+
+def session_rows(connection) -> list[tuple[str, str]]:
+    """What `translate` reads of a session: its row and its task sessions' (embedded), and
+    their messages."""
+    tree = sqlite_extract.tree(connection, "sessions", "parent_session_id")
+    return [("sessions", f"id IN {tree}"), ("messages", f"session_id IN {tree}")]

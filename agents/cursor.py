@@ -116,7 +116,7 @@ def _transcript_project(transcript: str) -> str:
 
 
 def scan(source: str, env) -> list[Session]:
-    return [_scan_store(source) if _is_store(source) else _scan_transcript(source)]
+    return [_scan_store(source, env) if _is_store(source) else _scan_transcript(source)]
 
 
 # the cwd -----------------------------------------------------------------------------------------
@@ -432,11 +432,11 @@ class _Store:
     blobs: dict
 
 
-def read_store(path: str, builder: TrajectoryBuilder | None = None, first_user_only: bool = False) -> _Store:
+def read_store(path: str, env, builder: TrajectoryBuilder | None = None, first_user_only: bool = False) -> _Store:
     """The meta row and the message blobs of a chat store (all of them, or up to the first
     user message when only the title is wanted), read within one `sqlite_ro.RowBudget`: the
     blobs after it is spent are not read, nor named."""
-    connection = sqlite_ro.connect(path)
+    connection = sqlite_ro.connect(path, env)
     budget = sqlite_ro.RowBudget()
     try:
         meta = _store_meta(connection, budget)
@@ -532,8 +532,8 @@ def _store_cwd(path: str, store: _Store, messages: list[_Message]) -> _Cwd:
     return _resolve_cwd(meta_json.get("cwd") or store.meta.get("cwd"), candidates, md5_folder)
 
 
-def _scan_store(path: str) -> Session:
-    store = read_store(path, first_user_only=True)
+def _scan_store(path: str, env) -> Session:
+    store = read_store(path, env, first_user_only=True)
     messages = [_store_message(decode_message(store.blobs[i])) for i in store.ids if store.blobs.get(i) is not None]
     cwd = _store_cwd(path, store, messages)
     meta = store.meta
@@ -682,7 +682,7 @@ def _embed_subagents(builder: TrajectoryBuilder, transcript: str, messages: list
 def translate(session: Session, env) -> dict:
     builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
     if _is_store(session.source):
-        _translate_store(builder, session)
+        _translate_store(builder, session, env)
     else:
         _translate_transcript(builder, session)
     builder.extra.update({k: v for k, v in session.extra.items() if k.startswith("cwd_")})
@@ -698,8 +698,8 @@ def _translate_transcript(builder: TrajectoryBuilder, session: Session) -> None:
     builder.extra["timestamps"] = "none recorded; the session time is the file's modification time"
 
 
-def _translate_store(builder: TrajectoryBuilder, session: Session) -> None:
-    store = read_store(session.source, builder)
+def _translate_store(builder: TrajectoryBuilder, session: Session, env) -> None:
+    store = read_store(session.source, env, builder)
     messages = []
     missing = undecodable = 0
     for blob_id in store.ids:

@@ -25,7 +25,7 @@ import os
 import re
 import sqlite3
 
-from agents import session_totals, sqlite_ro
+from agents import session_totals, sqlite_extract, sqlite_ro
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, home, iso, one_line)
 from atif.build import (TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part,
@@ -71,7 +71,7 @@ def dependencies(source: str, env) -> list[str]:
 
 
 def scan(source: str, env) -> list[Session]:
-    return scan_database(source) if source.endswith(".db") else [scan_legacy(source)]
+    return scan_database(source, env) if source.endswith(".db") else [scan_legacy(source)]
 
 
 def utc_epoch(value) -> float | None:
@@ -81,8 +81,8 @@ def utc_epoch(value) -> float | None:
     return epoch(value)
 
 
-def scan_database(path: str) -> list[Session]:
-    with sqlite_ro.listing(path) as connection:
+def scan_database(path: str, env) -> list[Session]:
+    with sqlite_ro.listing(path, env) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
         rows = connection.execute(
             f"SELECT {fields}, " + sqlite_ro.capped(
@@ -194,14 +194,14 @@ def database_messages(connection, session_id: str, budget) -> list[Message]:
 # translation --------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
     if session.source.endswith(".db"):
-        return translate_database(session)
+        return translate_database(session, env)
     return translate_legacy(session)
 
 
-def translate_database(session: Session) -> dict:
+def translate_database(session: Session, env) -> dict:
     session_id = session.locator or session.native_id
     try:
-        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
+        connection = sqlite_ro.shared(session.source, env)  # one snapshot for all of the store's sessions
     except sqlite_ro.StoreError as exc:
         return unreadable_database(ATIF_NAME, session_id, str(exc))
     try:
@@ -467,3 +467,23 @@ def usage_metrics(usage: dict) -> dict | None:
                    as_int(usage.get("cacheReadTokens")),
                    cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
                    extra)
+
+
+# the archive's interface (archive.py): one session's rows as a database of their own -------------
+def extract(session: Session, env) -> bytes:
+    """The store's schema with only this session's rows (`session_rows`)."""
+    return sqlite_extract.image(session.source, session_rows, session.locator or session.native_id)
+
+
+def extract_signature(session: Session, env) -> str | None:
+    """None for a legacy JSONL session, whose file is archived."""
+    if not session.source.endswith(".db"):
+        return None
+    return sqlite_extract.signature(session.source, session_rows, session.locator or session.native_id)
+
+
+def session_rows(connection) -> list[tuple[str, str]]:
+    """What `translate_database` reads of a session: its row and its sub-agent sessions'
+    (embedded), and their messages."""
+    tree = sqlite_extract.tree(connection, "sessions", "parent_session_id")
+    return [("sessions", f"id IN {tree}"), ("messages", f"session_id IN {tree}")]

@@ -16,7 +16,7 @@ Usage is recorded per session, not per message, so `final_metrics` carries the s
 sub-agent) names it in `extra.parent_session_id`; Hermes records no link from a tool call to a
 child session, so children are listed as sessions of their own.
 
-Every read goes through `agents.sqlite_ro.connect`: an in-memory snapshot, WAL applied.
+Every read goes through `agents.sqlite_ro.connect`: a snapshot, WAL applied.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 import sqlite3
 from contextlib import closing
 
-from agents import session_totals, sqlite_ro
+from agents import session_totals, sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, chat_content, env_dir, epoch,
                          iso, join_result, json_arguments, one_line)
 from atif.build import TrajectoryBuilder
@@ -59,7 +59,7 @@ def dependencies(source: str, env) -> list[str]:
 # discovery ---------------------------------------------------------------------------------------
 def scan(source: str, env) -> list[Session]:
     """One query: every session with its first user message."""
-    with _reading(source), _connect(source) as connection:
+    with _reading(source), _connect(source, env) as connection:
         available = sqlite_ro.columns(connection, "sessions")
         if "id" not in available:
             raise sqlite_ro.StoreError(f"{source} has no sessions table")
@@ -74,9 +74,9 @@ def scan(source: str, env) -> list[Session]:
     return [_session(source, row, schema) for row in rows if isinstance(row["id"], str) and row["id"]]
 
 
-def _connect(source: str):
+def _connect(source: str, env):
     """A closing context around the read-only snapshot (sqlite3's own `with` only commits)."""
-    connection = sqlite_ro.connect(source)
+    connection = sqlite_ro.connect(source, env)
     connection.row_factory = sqlite3.Row
     return closing(connection)
 
@@ -141,7 +141,7 @@ def translate(session: Session, env) -> dict:
     builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
     budget = sqlite_ro.RowBudget()
     with _reading(session.source):
-        connection = sqlite_ro.shared(session.source)  # one snapshot for all of the store's sessions
+        connection = sqlite_ro.shared(session.source, env)  # one snapshot for all of the store's sessions
         found = _rows(connection, budget, "sessions", "WHERE id = ?", (session.locator,))
         if not found:
             builder.warn(f"session {session.locator} is no longer in {session.source}")
@@ -293,3 +293,20 @@ def tool_result_extra(content) -> dict | None:
     if payload.get("error") or (exit_code not in (None, 0)):
         extra["is_error"] = True
     return extra or None
+
+
+# the archive's interface (archive.py): one session's rows as a database of their own -------------
+def extract(session: Session, env) -> bytes:
+    """The store's schema with only this session's rows (`session_rows`): not the other
+    sessions', nor their search index, delegations or gateway routes."""
+    return sqlite_extract.image(session.source, session_rows, session.locator)
+
+
+def extract_signature(session: Session, env) -> str | None:
+    return sqlite_extract.signature(session.source, session_rows, session.locator)
+
+
+def session_rows(connection) -> list[tuple[str, str]]:
+    """What `translate` reads of a session: its row, its messages and its usage per model.
+    Children are sessions of their own (Hermes links no call to them), archived on their own."""
+    return [("sessions", "id = ?"), ("messages", "session_id = ?"), ("session_model_usage", "session_id = ?")]

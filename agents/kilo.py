@@ -29,3 +29,12 @@ def scan(source: str, env) -> list[Session]:
 
 def translate(session: Session, env) -> dict:
     return opencode.family_translate(session, env, KILO)
+
+
+def extract(session: Session, env) -> bytes:
+    """Its session's rows as opencode's (archive.py): the schemas are one family's."""
+    return opencode.extract(session, env)
+
+
+def extract_signature(session: Session, env) -> str | None:
+    return opencode.extract_signature(session, env)

@@ -32,10 +32,9 @@ import glob
 import os
 import re
 import sqlite3
-import threading
 from dataclasses import dataclass
 
-from agents import sqlite_ro
+from agents import sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
                          open_binary, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
@@ -44,7 +43,7 @@ from atif.serialize import loads
 NAME = "opencode"
 PREFIX = "oc"
 ATIF_NAME = "opencode"
-VERSION = 1
+VERSION = 2
 
 MAX_DEPTH = 8           # nesting of sub-agent sessions embedded in one document
 
@@ -109,20 +108,20 @@ def family_dependencies(source: str) -> list[str]:
 
 
 # the SQLite store -------------------------------------------------------------------------------
-def open_database(path: str) -> sqlite3.Connection:
+def open_database(path: str, env) -> sqlite3.Connection:
     """A snapshot of the database (WAL applied), kept while its files are unchanged
     (`sqlite_ro.shared`): translating every session of a large store must not copy it once per
     session."""
-    return sqlite_ro.shared(path)
+    return sqlite_ro.shared(path, env)
 
 
 class DbStore:
     """Rows of the SQLite store as the same dicts the JSON store reads. What one document reads
     is bounded (`sqlite_ro.RowBudget`); what was left out is in `take_warnings()`."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, env):
         self.path = path
-        self.db = open_database(path)
+        self.db = open_database(path, env)
         tables = ("session", "message", "part", "project")
         self.columns = {table: sqlite_ro.columns(self.db, table) for table in tables}
         if not self.columns["session"] or not self.columns["message"]:
@@ -220,10 +219,35 @@ class DbStore:
                 f"ORDER BY {self.message_order()}, pt.id LIMIT 1)")
 
     def first_model(self) -> str:
-        return (f"(SELECT coalesce({json_field('m.data', '$.modelID')}, "
-                f"{json_field('m.data', '$.model.modelID')}) FROM message m WHERE m.session_id = s.id "
-                f"AND {within_limit('m.data')} AND {json_field('m.data', '$.role')} = 'assistant' "
-                f"ORDER BY {self.message_order()} LIMIT 1)")
+        """SQL: the model fields of the session's first message that names a model, as a JSON
+        array (`model_fields` reads it), so that the listing names the model as the document
+        does (`first_model_name`)."""
+        fields = [string_field("m.data", path) for path in MODEL_PATHS]
+        named = " OR ".join(f"coalesce({field}, '') != ''" for field in (fields[0], fields[2]))
+        return (f"(SELECT json_array({', '.join(fields)}) FROM message m WHERE m.session_id = s.id "
+                f"AND {within_limit('m.data')} AND ({named}) ORDER BY {self.message_order()} LIMIT 1)")
+
+
+MODEL_PATHS = ("$.modelID", "$.providerID", "$.model.modelID", "$.model.providerID")
+
+
+def string_field(column: str, path: str) -> str:
+    """SQL for a field of a JSON column that holds a string, NULL otherwise."""
+    return (f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}, '{path}') = 'text' "
+            f"THEN json_extract({column}, '{path}') END END")
+
+
+def model_fields(found) -> dict:
+    """The message fields `first_model` selected, shaped as the message holds them."""
+    try:
+        values = loads(found) if isinstance(found, str) else None
+    except ValueError:
+        values = None
+    if not isinstance(values, list) or len(values) != len(MODEL_PATHS):
+        return {}
+    model_id, provider, nested_id, nested_provider = values
+    return {"modelID": model_id, "providerID": provider,
+            "model": {"modelID": nested_id, "providerID": nested_provider}}
 
 
 def within_limit(column: str) -> str:
@@ -344,14 +368,14 @@ class JsonStore:
 # scan -------------------------------------------------------------------------------------------
 def family_scan(source: str, env, family: Family) -> list[Session]:
     if is_database(source):
-        return scan_database(source, family)
+        return scan_database(source, env, family)
     return scan_json(source, family)
 
 
-def scan_database(source: str, family: Family) -> list[Session]:
-    rows = [row for row in DbStore(source).listing() if isinstance(row["id"], str) and row["id"]]
+def scan_database(source: str, env, family: Family) -> list[Session]:
+    rows = [row for row in DbStore(source, env).listing() if isinstance(row["id"], str) and row["id"]]
     parents = {row["id"]: row["parent_id"] for row in rows}
-    return [listed(family, source, row, row["first_text"], row["model"], "sqlite")
+    return [listed(family, source, row, row["first_text"], model_name(model_fields(row["model"])), "sqlite")
             for row in rows if is_top_level(row["id"], parents)]
 
 
@@ -377,8 +401,8 @@ def scan_json(source: str, family: Family) -> list[Session]:
         return []
     first_text, model = None, None
     for message in store.messages(row["id"]):
-        if message.get("role") == "assistant" and model is None:
-            model = model_id(message)
+        if model is None:
+            model = model_name(message)
         if message.get("role") == "user" and first_text is None:
             parts = store.parts(row["id"], [message])[message["id"]]
             first_text = prompt_text(parts) or None
@@ -398,6 +422,11 @@ def model_id(message: dict) -> str | None:
     return as_str(message.get("modelID")) or as_str(as_dict(message.get("model")).get("modelID"))
 
 
+def first_model_name(messages: list[dict]) -> str | None:
+    """The session's model: that of its first message naming one, as `provider/model`."""
+    return next((model_name(m) for m in messages if model_name(m)), None)
+
+
 def model_name(message: dict) -> str | None:
     """`provider/model`, the way opencode names models (`opencode run -m provider/model`)."""
     model = model_id(message)
@@ -414,7 +443,7 @@ def prompt_text(parts: list[dict]) -> str:
 # translation ------------------------------------------------------------------------------------
 def family_translate(session: Session, env, family: Family) -> dict:
     if is_database(session.source):
-        store = DbStore(session.source)
+        store = DbStore(session.source, env)
         row = store.session(session.locator or session.native_id)
     else:
         store = JsonStore(storage_of(session.source))
@@ -440,7 +469,7 @@ class SessionTranslator:
         children = {child["id"]: {**child, "referenced": False} for child in self.store.children(row)}
         for warning in self.store.take_warnings():
             builder.warn(warning)
-        builder.model_name = next((model_name(m) for m in messages if model_name(m)), None)
+        builder.model_name = first_model_name(messages)
         for message in messages:
             MessageTranslator(builder, message, parts.get(message["id"], []), children).translate()
         self.embed_children(builder, children)
@@ -712,111 +741,27 @@ def translate(session: Session, env) -> dict:
 
 
 # the archive's interface (archive.py): one session's rows as a database of their own -------------
-TREE = ("WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM session s JOIN tree t "
-        "ON s.parent_id = t.id) SELECT id FROM tree")
-_archiving_lock = threading.Lock()
-_archiving_snapshot: dict = {}  # path -> (stamp, connection): the store archiving reads now
-
-
 def extract(session: Session, env) -> bytes:
-    """The store's schema with only this session's rows: its session row and its sub-agent
-    sessions' (what `translate` embeds), their messages and parts, and their project (the
-    worktree). Nothing else of the store (accounts, credentials, other sessions) goes in."""
-    with _archiving_lock:
-        store = _archiving_store(session.source)
-        ids = _session_tree(store, session.locator or session.native_id)
-        image = sqlite3.connect(":memory:")
-        try:
-            _copy_session_rows(store, image, ids)
-            return image.serialize()
-        finally:
-            image.close()
+    """The store's schema with only this session's rows (`session_rows`). Nothing else of the
+    store (accounts, credentials, other sessions) goes in."""
+    return sqlite_extract.image(session.source, session_rows, session.locator or session.native_id)
 
 
 def extract_signature(session: Session, env) -> str | None:
-    """Counts and newest update times of the session's rows (session, messages, parts), its
-    sub-agents' included: opencode stamps `time_updated` on every write of a row."""
+    """The digest of the session's rows (`sqlite_extract.signature`); None for the JSON tree,
+    whose files are archived."""
     if not is_database(session.source):
         return None
-    with _archiving_lock:
-        store = _archiving_store(session.source)
-        ids = _session_tree(store, session.locator or session.native_id)
-        marks = [_table_marks(store, table, where, ids) for table, where in _session_rows(store)]
-    return repr(marks)
+    return sqlite_extract.signature(session.source, session_rows, session.locator or session.native_id)
 
 
-def _archiving_store(path: str) -> sqlite3.Connection:
-    """A snapshot of the store for archiving alone (`sqlite_ro.shared` is read by the mount's
-    serving thread while archiving runs in another), kept while the store does not change."""
-    stamp = [(st.st_size, st.st_mtime_ns) if (st := _stat(p)) else None for p in sqlite_ro.fingerprint_paths(path)]
-    found = _archiving_snapshot.get(path)
-    if found is None or found[0] != stamp:
-        _archiving_snapshot.clear()
-        found = (stamp, sqlite_ro.connect(path))
-        _archiving_snapshot[path] = found
-    return found[1]
-
-
-def _stat(path: str):
-    try:
-        return os.stat(path)
-    except OSError:
-        return None
-
-
-def _session_tree(store: sqlite3.Connection, session_id: str) -> list[str]:
-    """The session and its sub-agent sessions, at any depth; StoreError when it is gone (the
-    archive then keeps the copy it had)."""
-    if store.execute("SELECT 1 FROM session WHERE id = ?", (session_id,)).fetchone() is None:
-        raise sqlite_ro.StoreError(f"session {session_id} is no longer in the store")
-    if "parent_id" not in sqlite_ro.columns(store, "session"):
-        return [session_id]
-    return [row[0] for row in store.execute(TREE, (session_id,))]
-
-
-def _session_rows(store: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(table, WHERE clause over the session ids `{ids}`) of every table holding the rows."""
-    rows = [("session", "id IN ({ids})"), ("message", "session_id IN ({ids})")]
+def session_rows(store: sqlite3.Connection) -> list[tuple[str, str]]:
+    """What `translate` reads of a session: its session row and its sub-agent sessions' (which
+    it embeds), their messages and parts, and their project (the worktree)."""
+    tree = sqlite_extract.tree(store, "session", "parent_id")
+    rows = [("session", f"id IN {tree}"), ("message", f"session_id IN {tree}")]
     if sqlite_ro.columns(store, "part"):
-        rows.append(("part", "message_id IN (SELECT id FROM message WHERE session_id IN ({ids}))"))
-    if {"id"} <= sqlite_ro.columns(store, "project") and "project_id" in sqlite_ro.columns(store, "session"):
-        rows.append(("project", "id IN (SELECT project_id FROM session WHERE id IN ({ids}))"))
+        rows.append(("part", f"message_id IN (SELECT id FROM message WHERE session_id IN {tree})"))
+    if "id" in sqlite_ro.columns(store, "project") and "project_id" in sqlite_ro.columns(store, "session"):
+        rows.append(("project", f"id IN (SELECT project_id FROM session WHERE id IN {tree})"))
     return rows
-
-
-def _table_marks(store: sqlite3.Connection, table: str, where: str, ids: list[str]) -> tuple:
-    updated = "max(time_updated)" if "time_updated" in sqlite_ro.columns(store, table) else "NULL"
-    query = f"SELECT count(*), {updated} FROM {table} WHERE {where.format(ids=_marks(ids))}"
-    return tuple(store.execute(query, ids * where.count("{ids}")).fetchone())
-
-
-def _marks(ids: list[str]) -> str:
-    return ", ".join("?" * len(ids))
-
-
-def _copy_session_rows(store: sqlite3.Connection, image: sqlite3.Connection, ids: list[str]) -> None:
-    """Tables first, then the rows, then indexes, triggers and views (a trigger must not fire
-    on the copy)."""
-    schema = store.execute("SELECT type, sql FROM sqlite_master WHERE sql IS NOT NULL "
-                           "AND name NOT LIKE 'sqlite_%'").fetchall()
-    for kind, sql in schema:
-        if kind == "table":
-            _create(image, sql)
-    for table, where in _session_rows(store):
-        rows = store.execute(f"SELECT * FROM {table} WHERE {where.format(ids=_marks(ids))}",
-                             ids * where.count("{ids}")).fetchall()
-        if rows:
-            image.executemany(f"INSERT INTO {table} VALUES ({_marks(rows[0])})", rows)
-    for kind, sql in schema:
-        if kind != "table":
-            _create(image, sql)
-    image.commit()
-
-
-def _create(image: sqlite3.Connection, sql: str) -> None:
-    """One statement of the store's schema; one this SQLite cannot run (a virtual table of an
-    extension, the shadow tables of one it made) is left out: translation reads none."""
-    try:
-        image.execute(sql)
-    except sqlite3.DatabaseError:
-        pass

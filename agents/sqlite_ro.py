@@ -4,28 +4,50 @@ Agents keep their databases in WAL mode, and the newest sessions often live only
 file. SQLite's own read-only modes are not enough: `mode=ro` still writes read marks into the
 `-shm` file (and creates it if missing), and `immutable=1` ignores the WAL. So this module reads
 the bytes of the database and of its WAL, applies the WAL's committed frames itself, and hands
-SQLite the resulting image in memory (`Connection.deserialize`). Nothing next to the user's
-database is opened for writing, no lock is taken, and a database locked by a running agent
-reads as its last committed state.
+SQLite the resulting image, a plain journal-mode database with no WAL of its own. Nothing next
+to the user's database is opened for writing, no lock is taken, and a database locked by a
+running agent reads as its last committed state.
 
-Limits: a snapshot holds the database and its WAL in memory, so a store of more than
-MAX_STORE_BYTES (database + WAL) is refused with a `StoreError`; reading one costs about twice
-its size at the peak (our image, then SQLite's copy of it). What a translator reads from a
-snapshot is bounded by `RowBudget`: no value over MAX_VALUE_BYTES reaches Python, and one
+Where the image lives depends on the store's size (database + WAL):
+- up to MEMORY_BYTES (64 MB), in memory (`snapshot`, then `Connection.deserialize`): reading
+  one costs about twice its size at the peak (our image, then SQLite's copy of it);
+- above, in a private file under trajectoriz's cache (`_connect_copy`): the database and the
+  WAL streamed into files of ours COPY_CHUNK bytes at a time, the WAL's committed pages then
+  written over the database's by seeking, the result opened by SQLite with
+  `mode=ro&immutable=1`, its page cache bounded (PAGE_CACHE_KIB: an unbounded one keeps every
+  page a query reads) and no memory mapping. Memory stays at a few MB however big the store
+  (real opencode stores reach tens of GB, mostly events trajectoriz never reads).
+  The disk cost is one extra copy of each big store (its size, the WAL applied), at rest: one
+  copy per store version, named by the store's files' identity, sizes and times, written
+  atomically and shared by every process (one makes it, under a lock, the others reuse it),
+  replaced when the store changes (that store's older copies removed), and removed once no
+  process used it for UNUSED_AFTER. While a copy is made, the WAL is there twice more. A store
+  is copied only if the cache's file system keeps KEEP_FREE_BYTES free besides: the only limit
+  on a store's size, since neither memory nor what a translator reads grows with it. Time
+  does: a store that changed since its copy was made is copied again (a read and a write of
+  its size, about a second per GB), so a store the agent is writing is copied by every
+  command.
+Either image is of one moment (`snapshot`'s rules, the same for both). What a translator reads
+from it is bounded by `RowBudget`: no value over MAX_VALUE_BYTES reaches Python, and one
 document reads at most MAX_SESSION_ROWS rows and MAX_SESSION_BYTES bytes of values.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import sqlite3
 import struct
 import threading
 import time
+import urllib.parse
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import cache
 from agents.base import open_binary
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -33,11 +55,23 @@ WAL_MAGIC = (0x377F0682, 0x377F0683)
 WAL_HEADER_BYTES = 32
 FRAME_HEADER_BYTES = 24
 
-MAX_STORE_BYTES = 1 << 30           # database + WAL read into memory for one snapshot
+MEMORY_BYTES = 64 << 20             # a store (database + WAL) read into memory, at most; bigger: a copy on disk
 SNAPSHOT_ATTEMPTS = 30              # reads of a store that keeps changing underneath, at most
-SNAPSHOT_PATIENCE = 5.0             # seconds spent on them, at most
+SNAPSHOT_PATIENCE = 5.0             # seconds spent on them, at most ...
+MIN_ATTEMPTS = 3                    # ... unless fewer reads were made (a big store's take longer)
 QUIET_NS = 50_000_000               # see `_quiet_for`
 QUIET_COARSE_NS = 2_100_000_000
+
+QUERY_SECONDS = 60.0                # one statement on a snapshot, at most (`_Bounded`)
+WATCH_SECONDS = 0.5                 # how often the deadlines are looked at
+
+COPIES = "sqlite-v1"                # the cache's folder of copies of big stores
+COPY_CHUNK = 1 << 20                # bytes of the store held at once while it is copied
+CHECK_EVERY = 64 << 20              # bytes copied between two looks for a checkpoint that spoils the copy
+PAGE_CACHE_KIB = 8192               # SQLite's page cache for a copy on disk (PRAGMA cache_size)
+KEEP_FREE_BYTES = 2 << 30           # free space a copy leaves on the cache's file system, at least
+UNUSED_AFTER = 7 * 86400            # seconds: a copy no process used for this long is removed
+REFRESH_AFTER = 600                 # seconds: a copy used is marked as such when its mark is older
 
 MAX_VALUE_BYTES = 64 << 20          # one TEXT or BLOB value read into Python
 MAX_SESSION_ROWS = 200_000          # rows read for one document, its sub-agent sessions included
@@ -45,7 +79,16 @@ MAX_SESSION_BYTES = 256 << 20       # bytes of values read for one document
 
 
 class StoreError(Exception):
-    """A database that cannot be read (corrupt, not SQLite, unreadable, too big, never still)."""
+    """A database that cannot be read (corrupt, not SQLite, unreadable, never still, too big for
+    the disk)."""
+
+
+class TooBig(StoreError):
+    """A store bigger than MEMORY_BYTES, for `snapshot`: it is read through a copy on disk."""
+
+
+class _Spoiled(Exception):
+    """A reading in progress that can no longer be of one moment (`_spoiled`)."""
 
 
 # the WAL ---------------------------------------------------------------------------------------
@@ -69,37 +112,66 @@ def valid_wal_header(header) -> bool:
     return _checksum(header[:24], magic == WAL_MAGIC[1], 0, 0) == (c1, c2)
 
 
-def committed_pages(wal: bytes) -> tuple[dict[int, memoryview], int | None]:
-    """Pages of the WAL's committed transactions (page number -> a view of its bytes in `wal`)
-    and the database size in pages after the last commit. Frames after the last valid commit
-    are ignored, as SQLite ignores them: a transaction still being written, a frame cut short
-    or half overwritten (its checksum fails), frames left from before the WAL was restarted
-    (other salts)."""
-    if not valid_wal_header(wal):
-        return {}, None
-    magic, _version, page_size, _seq, salt1, salt2, s0, s1 = struct.unpack_from(">8I", wal)
+def _frames(header, read):
+    """(offset, page number, commit size) of each frame SQLite would use, in order: frames whole,
+    of the header's salts, each checksum continuing the one before; the first that is not ends
+    them (a frame cut short or half overwritten, frames left from before the WAL was restarted).
+    `read(offset, count)` gives the WAL's bytes there, fewer at its end."""
+    magic, _version, page_size, _seq, salt1, salt2, s0, s1 = struct.unpack_from(">8I", header)
     big_endian = magic == WAL_MAGIC[1]
-    view = memoryview(wal)
-    committed: dict[int, memoryview] = {}
-    pending: dict[int, memoryview] = {}
-    db_pages = None
     offset, frame_size = WAL_HEADER_BYTES, FRAME_HEADER_BYTES + page_size
-    while offset + frame_size <= len(wal):
-        page_no, commit_size, f_salt1, f_salt2, f_c1, f_c2 = struct.unpack_from(">6I", wal, offset)
+    while True:
+        frame = read(offset, frame_size)
+        if len(frame) < frame_size:
+            return
+        page_no, commit_size, f_salt1, f_salt2, f_c1, f_c2 = struct.unpack_from(">6I", frame)
         if (f_salt1, f_salt2) != (salt1, salt2):
-            break
-        page = view[offset + FRAME_HEADER_BYTES:offset + frame_size]
-        s0, s1 = _checksum(view[offset:offset + 8], big_endian, s0, s1)
-        s0, s1 = _checksum(page, big_endian, s0, s1)
+            return
+        s0, s1 = _checksum(frame[:8], big_endian, s0, s1)
+        s0, s1 = _checksum(frame[FRAME_HEADER_BYTES:], big_endian, s0, s1)
         if (s0, s1) != (f_c1, f_c2):
-            break
-        pending[page_no] = page
+            return
+        yield offset, page_no, commit_size
+        offset += frame_size
+
+
+def _committed(frames) -> tuple[dict[int, int], int | None]:
+    """The offset of each page's newest frame in a committed transaction, and the database size
+    in pages after the last commit. Frames after the last commit are a transaction still being
+    written: ignored, as SQLite ignores them."""
+    committed: dict[int, int] = {}
+    pending: dict[int, int] = {}
+    db_pages = None
+    for offset, page_no, commit_size in frames:
+        pending[page_no] = offset
         if commit_size:
             committed.update(pending)
             pending.clear()
             db_pages = commit_size
-        offset += frame_size
     return committed, db_pages
+
+
+def committed_pages(wal: bytes) -> tuple[dict[int, memoryview], int | None]:
+    """Pages of the WAL's committed transactions (page number -> a view of its bytes in `wal`)
+    and the database size in pages after the last commit (`_frames`, `_committed`)."""
+    if not valid_wal_header(wal):
+        return {}, None
+    page_size = struct.unpack_from(">I", wal, 8)[0]
+    view = memoryview(wal)
+    offsets, db_pages = _committed(_frames(wal, lambda offset, count: view[offset:offset + count]))
+    start = FRAME_HEADER_BYTES
+    return {n: view[o + start:o + start + page_size] for n, o in offsets.items()}, db_pages
+
+
+def _check_extent(path: str, pages, db_pages: int | None, page_size: int, most: int) -> None:
+    """A WAL may not make the database bigger than `most` bytes, the database file and the WAL
+    together: every page past the file's end is in a frame (one page more: SQLite never writes
+    the page holding the lock byte at 1 GB). The sizes are the store's, so they are untrusted:
+    a forged commit frame would otherwise have the image grow to terabytes."""
+    highest = max(max(pages, default=0), db_pages or 0)
+    if highest > most // page_size + 1:
+        raise StoreError(f"{path}-wal is damaged: it names page {highest:,}, past the "
+                         f"{most:,} bytes of the database and its WAL")
 
 
 # one moment ------------------------------------------------------------------------------------
@@ -114,15 +186,15 @@ class _Reading:
     before: os.stat_result      # the database file, first
     wal_before: bytes           # the WAL's header, before the database is read
     journal_before: bool        # a rollback journal in use then
-    image: bytearray            # the database file
-    wal: bytearray              # the WAL
+    wal_read: bytes             # the WAL's header as read with its frames, after the database
     wal_after: bytes            # the WAL's header, after the WAL is read
     journal_after: bool
     after: os.stat_result       # the database file, last
 
 
 def snapshot(path: str) -> bytearray:
-    """The database as SQLite would read it at one moment: the main file with its WAL applied.
+    """The database as SQLite would read it at one moment: the main file with its WAL applied,
+    in memory. A store of more than MEMORY_BYTES is not read: `TooBig`.
 
     The database file and the WAL are two reads, and the agent may checkpoint in between. What
     makes a pair of reads one moment follows from how SQLite runs a WAL (sqlite.org/wal.html,
@@ -151,18 +223,27 @@ def snapshot(path: str) -> bytearray:
         it. A write within the same tick of the file system's clock as the one before it
         leaves the mtime unchanged, so this also needs the file to have been still for
         `_quiet_for` when we began (else we wait until it has been).
-    Anything else is read again, at most SNAPSHOT_ATTEMPTS times in SNAPSHOT_PATIENCE seconds;
-    then a StoreError says so: never an image of two moments. Frames being appended while the
-    WAL is read are not seen: it is read up to its size when opened, a frame cut short or half
-    written fails its checksum, and frames after the last commit are ignored
-    (`committed_pages`)."""
+    Anything else is read again, at most SNAPSHOT_ATTEMPTS times in SNAPSHOT_PATIENCE seconds
+    (and at least MIN_ATTEMPTS times); then a StoreError says so: never an image of two
+    moments. Frames being appended while the WAL is read are not seen: it is read up to its
+    size when opened, a frame cut short or half written fails its checksum, and frames after
+    the last commit are ignored (`committed_pages`)."""
+    image, wal = _one_moment(path, _read_into_memory)
+    return _applied(path, image, wal)
+
+
+def _one_moment(path: str, read_files):
+    """What `read_files(path, spoiled)` returns (the WAL's header as read with its frames, and
+    the content read) for the first reading of `path` that is of one moment (`snapshot`).
+    `spoiled()` says, during a long read, when the reading can no longer be one."""
     deadline = time.monotonic() + SNAPSHOT_PATIENCE
     for attempt in range(1, SNAPSHOT_ATTEMPTS + 1):
-        reading = _read(path)
-        if _one_moment(reading):
-            return _applied(path, reading.image, reading.wal)
+        with contextlib.suppress(_Spoiled):
+            reading, content = _read(path, read_files)
+            if _is_one_moment(reading):
+                return content
         pause = _pause(attempt)
-        if time.monotonic() + pause > deadline:
+        if attempt >= MIN_ATTEMPTS and time.monotonic() + pause > deadline:
             break
         time.sleep(pause)
     raise StoreError(f"{path} kept changing while it was read ({attempt} attempts in "
@@ -170,31 +251,39 @@ def snapshot(path: str) -> bytearray:
                      "is writing or checkpointing it; try again")
 
 
-def _read(path: str) -> _Reading:
+def _read(path: str, read_files) -> tuple[_Reading, object]:
     clock = time.time_ns()
     before = _stat_database(path)
     wal_before, journal_before = _wal_header(path), _journal_in_use(path)
-    wal_size = _size(path + "-wal")
-    if before.st_size + wal_size > MAX_STORE_BYTES:
-        raise _too_big(path, before.st_size + wal_size)
-    image = _read_file(path, MAX_STORE_BYTES)
-    wal = _read_wal(path, MAX_STORE_BYTES - len(image))
+    wal_read, content = read_files(path, lambda: _spoiled(path, before, wal_before))
     wal_after, journal_after = _wal_header(path), _journal_in_use(path)
-    return _Reading(clock, before, wal_before, journal_before, image, wal, wal_after,
-                    journal_after, _stat_database(path))
+    return _Reading(clock, before, wal_before, journal_before, wal_read, wal_after,
+                    journal_after, _stat_database(path)), content
 
 
-def _one_moment(reading: _Reading) -> bool:
+def _is_one_moment(reading: _Reading) -> bool:
     """Whether the reading is of one moment, by (a) or (b) of `snapshot`."""
     before, after = reading.before, reading.after
     if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
         return False
     if valid_wal_header(reading.wal_before):
-        return reading.wal_before == reading.wal[:WAL_HEADER_BYTES] == reading.wal_after
+        return reading.wal_before == reading.wal_read == reading.wal_after
     unchanged = ((before.st_size, before.st_mtime_ns, before.st_ctime_ns)
                  == (after.st_size, after.st_mtime_ns, after.st_ctime_ns))
     return (unchanged and not reading.journal_before and not reading.journal_after
             and _still_for(reading) >= _quiet_for(before))
+
+
+def _spoiled(path: str, before: os.stat_result, wal_before: bytes) -> bool:
+    """Whether a reading begun with the database file's stat `before` and the WAL header
+    `wal_before` has already failed (a) or (b) of `snapshot`: the header changed, or (with no
+    WAL in use at first) the file did. Neither ever changes back (a new header has new salts;
+    a ctime only grows), so the reading could only be thrown away at its end."""
+    if valid_wal_header(wal_before):
+        return _wal_header(path) != wal_before
+    now = _stat_database(path)
+    return ((now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns)
+            != (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns))
 
 
 def _still_for(reading: _Reading) -> int:
@@ -231,10 +320,14 @@ def _size(path: str) -> int:
         return 0
 
 
-def _too_big(path: str, size: int) -> StoreError:
-    return StoreError(f"{path} is too big to read: {size:,} bytes with its WAL, over the "
-                      f"{MAX_STORE_BYTES >> 20} MB ({MAX_STORE_BYTES:,} bytes) that trajectoriz "
-                      "reads into memory")
+def _read_into_memory(path: str, _spoiled) -> tuple[bytes, tuple[bytearray, bytearray]]:
+    """`read_files` for `snapshot`: the database file, then the WAL, each into one buffer.
+    A store over MEMORY_BYTES (found so before, or while, it is read) is `TooBig`."""
+    if _stat_database(path).st_size + _size(path + "-wal") > MEMORY_BYTES:
+        raise TooBig(path)
+    image = _read_file(path, MEMORY_BYTES)
+    wal = _read_wal(path, MEMORY_BYTES - len(image))
+    return bytes(wal[:WAL_HEADER_BYTES]), (image, wal)
 
 
 def _read_file(path: str, limit: int) -> bytearray:
@@ -243,7 +336,7 @@ def _read_file(path: str, limit: int) -> bytearray:
         with open_binary(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > limit:
-                raise _too_big(path, size)
+                raise TooBig(path)
             data = bytearray(size)
             view, got = memoryview(data), 0
             while got < size:
@@ -292,6 +385,7 @@ def _applied(path: str, image: bytearray, wal) -> bytearray:
     pages, db_pages = committed_pages(wal)
     if pages:
         page_size = struct.unpack_from(">I", wal, 8)[0]
+        _check_extent(path, pages, db_pages, page_size, len(image) + len(wal))
         if db_pages:
             _resize(image, db_pages * page_size)
         for number, page in pages.items():
@@ -312,42 +406,373 @@ def _resize(image: bytearray, size: int) -> None:
         image.extend(bytes(size - len(image)))
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """A read-only, in-memory connection to the store's committed state at one moment."""
-    connection = sqlite3.connect(":memory:", check_same_thread=False)
+# a copy on disk, for a big store ---------------------------------------------------------------
+def _connect_copy(path: str, env) -> sqlite3.Connection:
+    """A connection to the private copy of the store as it is now, made unless a process made
+    it already: a file in the cache's COPIES folder (0700), 0600, named by the store (its real
+    path) and its version (`_version`). Copies are made, opened and removed under one lock, so
+    concurrent processes make one, and none is removed between being found and being opened; a
+    copy is only ever renamed into place whole (written, synced, renamed), so one that exists
+    is complete. Making one removes the store's older copies, the leftovers of a process killed
+    while copying, and the copies no process used for UNUSED_AFTER; a process that still reads
+    a removed copy keeps reading it (its blocks are freed once it closes it)."""
+    folder = _copies_folder(path, env)
+    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:20]
+    with _locked(folder):
+        copy = os.path.join(folder, f"{key}-{_version(path)[0]}.db")
+        if not _reuse(copy):
+            copy = _new_copy(path, folder, key)
+        return _on_disk(copy)
+
+
+def _new_copy(path: str, folder: str, key: str) -> str:
+    """A copy made now, under the lock. It is named by the version taken before it is read
+    once the store's files have been still for `_quiet_for` (waited for once): a write in the
+    same tick of the clock as the one before leaves the version unchanged, so a copy named by
+    the version of a file just written could be reused after such a write, without it. A store
+    still being written then gets a copy of its own, under a name no version has, for this
+    connection only (the next copy of the store removes it)."""
+    version, wait = _version(path)
+    if wait:
+        time.sleep(wait / 1e9)
+        version, wait = _version(path)
+    name = f"{key}-once-{os.getpid()}-{time.time_ns()}" if wait else f"{key}-{version}"
+    copy = os.path.join(folder, name + ".db")
+    _remove_old(folder, key)
+    _check_room(path, folder)
+    _make_copy(path, folder, copy)
+    return copy
+
+
+def _copies_folder(path: str, env) -> str:
+    directory = cache.cache_dir(os.environ if env is None else env)
+    folder = os.path.join(directory, COPIES)
     try:
-        connection.deserialize(snapshot(path))
+        if not cache.usable(directory):
+            raise PermissionError(f"{directory} is not this user's")
+        cache.make_private_dirs(folder)
+    except OSError as exc:
+        raise StoreError(f"{path} is too big to read in memory ({size_of(path):,} bytes with its "
+                         f"WAL, over {MEMORY_BYTES >> 20} MB), and no copy of it can be made in "
+                         f"{folder}: {exc.strerror or exc}") from None
+    return folder
+
+
+@contextlib.contextmanager
+def _locked(folder: str):
+    """The folder's lock, held while a copy is looked for, made or removed (flock: released if
+    the process dies; the descriptor is not inherited by the programs it starts)."""
+    try:
+        fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                     cache.PRIVATE_FILE)
+    except OSError as exc:
+        raise StoreError(f"cannot lock {folder}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise StoreError(f"cannot lock {folder}: {exc.strerror or exc}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _version(path: str) -> tuple[str, int]:
+    """A name for the store's current content, and the nanoseconds until it is settled (0 when
+    it is: each file unmodified for `_quiet_for`). Taken before the store is read, so that what
+    is read is at least as new: the database file's and the WAL's device, inode, size, mtime
+    and ctime; a write changes one of them, unless it falls in the same tick of the file
+    system's clock as the write before (see `_new_copy`)."""
+    clock = time.time_ns()
+    stats = [_stat(name) for name in fingerprint_paths(path)]
+    wait = max([_quiet_for(st) - (clock - max(st.st_mtime_ns, st.st_ctime_ns)) for st in stats if st],
+               default=0)
+    found = [(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st else None
+             for st in stats]
+    return hashlib.sha256(repr(found).encode()).hexdigest()[:20], max(wait, 0)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _reuse(copy: str) -> bool:
+    """Whether the copy exists; if so, it is marked used (its mtime, if older than
+    REFRESH_AFTER: not every read writes the inode)."""
+    try:
+        if time.time() - os.stat(copy).st_mtime > REFRESH_AFTER:
+            os.utime(copy)
+    except OSError:
+        return False
+    return True
+
+
+def _remove_old(folder: str, key: str) -> None:
+    """Under the lock: the store's other copies, every temporary file (no copy is being made:
+    each is a killed process's), and copies unused for UNUSED_AFTER."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in list(entries):
+            name = entry.name
+            with contextlib.suppress(OSError):
+                unused = time.time() - entry.stat(follow_symlinks=False).st_mtime > UNUSED_AFTER
+                if name.endswith(".tmp") or name.startswith(key + "-") or (name.endswith(".db") and unused):
+                    os.unlink(entry.path)
+
+
+def _check_room(path: str, folder: str) -> None:
+    """A copy is made only if the file system keeps KEEP_FREE_BYTES free besides: the agent
+    writing its store, and the user, need the disk more than trajectoriz does. While it is
+    made, the WAL is there twice (copied as it is, then applied)."""
+    needed = size_of(path) + _size(path + "-wal")
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return
+    free = found.f_bavail * found.f_frsize
+    if free < needed + KEEP_FREE_BYTES:
+        raise StoreError(f"{path} is too big to read in memory ({needed:,} bytes with its WAL, "
+                         f"over {MEMORY_BYTES >> 20} MB), and a copy of it in {folder} would leave "
+                         f"less than {KEEP_FREE_BYTES >> 30} GB free there ({free:,} bytes free)")
+
+
+def _make_copy(path: str, folder: str, copy: str) -> None:
+    """The store's image of one moment (`snapshot`'s rules), written to a temporary file
+    beside `copy`, synced, then renamed to it. The WAL is copied as it is into a second one,
+    and applied only once the reading is known to be of one moment: checking its frames (in
+    Python, slow) then lengthens no reading, and a shorter reading meets fewer checkpoints."""
+    temporary = os.path.join(folder, f".{os.path.basename(copy)}.{os.getpid()}")
+    try:
+        with _created(temporary + ".tmp") as out, _created(temporary + "-wal.tmp") as wal:
+            _one_moment(path, lambda store, spoiled: _read_into_files(store, out, wal, spoiled))
+            _apply_wal(path, out, wal)
+            _finish(path, out)
+            _without_views(temporary + ".tmp")
+            os.fsync(out.fileno())  # a copy renamed into place is whole on disk, even after a crash
+        os.replace(temporary + ".tmp", copy)
+    except OSError as exc:
+        raise StoreError(f"cannot copy {path} into {folder}: {exc.strerror or exc}") from None
+    finally:
+        for name in (temporary + ".tmp", temporary + "-wal.tmp"):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+
+
+def _created(name: str):
+    """A new file, owner-only, open for reading and writing."""
+    return os.fdopen(os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                             cache.PRIVATE_FILE), "r+b")
+
+
+def _read_into_files(path: str, out, wal, spoiled) -> tuple[bytes, None]:
+    """`read_files` for a copy: the database file into `out`, then the WAL (none: nothing)
+    into `wal`, each as it is, over what an earlier attempt left there."""
+    _copy_file(path, out, spoiled)
+    if os.path.lexists(path + "-wal"):
+        _copy_file(path + "-wal", wal, spoiled)
+    else:
+        wal.seek(0)
+        wal.truncate()
+    return os.pread(wal.fileno(), WAL_HEADER_BYTES, 0), None
+
+
+def _copy_file(source_path: str, out, spoiled) -> None:
+    """The file's bytes, up to its size when opened, COPY_CHUNK at a time, into `out` (cut to
+    them). Every CHECK_EVERY bytes, a reading that `spoiled()` is abandoned (`_Spoiled`): a
+    WAL restarted while a store of gigabytes is copied is seen then, not at the end."""
+    out.seek(0)
+    with open_binary(source_path) as source:
+        left = os.fstat(source.fileno()).st_size
+        buffer = memoryview(bytearray(max(1, min(COPY_CHUNK, left))))
+        since_look = 0
+        while left > 0:
+            count = source.readinto(buffer[:min(left, len(buffer))])
+            if not count:
+                break  # the file shrank while being read
+            out.write(buffer[:count])
+            left -= count
+            since_look += count
+            if since_look >= CHECK_EVERY:
+                since_look = 0
+                if spoiled():
+                    raise _Spoiled
+    out.truncate()
+
+
+def _apply_wal(path: str, out, wal) -> None:
+    """The committed pages of the WAL's copy written over the database's, the WAL read twice,
+    never whole: its frames in order (checksums, `_committed`), then the newest version of
+    each committed page, read where its frame lies."""
+    header = os.pread(wal.fileno(), WAL_HEADER_BYTES, 0)
+    if not valid_wal_header(header):
+        return
+    wal.seek(WAL_HEADER_BYTES)
+    offsets, db_pages = _committed(_frames(header, lambda _offset, count: wal.read(count)))
+    if offsets:
+        page_size = struct.unpack_from(">I", header, 8)[0]
+        most = os.fstat(out.fileno()).st_size + os.fstat(wal.fileno()).st_size
+        _check_extent(path, offsets, db_pages, page_size, most)
+        _write_pages(out, wal.fileno(), offsets, db_pages, page_size)
+
+
+def _write_pages(out, wal_fd: int, offsets: dict[int, int], db_pages: int, page_size: int) -> None:
+    """Each page of `offsets` (page number -> its frame's offset in the WAL) into `out`, in page
+    order; the copy cut or extended to `db_pages` pages first (pages past it are left out)."""
+    out.truncate(db_pages * page_size)
+    for number in sorted(offsets):
+        if number <= db_pages:
+            out.seek((number - 1) * page_size)
+            out.write(os.pread(wal_fd, page_size, offsets[number] + FRAME_HEADER_BYTES))
+
+
+def _finish(path: str, out) -> None:
+    """The copy checked to be SQLite and made a journal-mode database (no WAL of its own: SQLite
+    then reads it as it is, and looks for no file beside it)."""
+    out.seek(0)
+    if not out.read(100).startswith(SQLITE_MAGIC):
+        raise StoreError(f"{path} is empty or not a SQLite database")
+    out.seek(18)
+    out.write(b"\x01\x01")
+    out.flush()
+
+
+def _without_views(copy: str) -> None:
+    """The store's views dropped from the copy before it is used, as from an image in memory
+    (`_drop_views`): opened by SQLite for writing, our own file, with no journal (a copy cut
+    short is a temporary file, never used); a copy without views is not written to."""
+    connection = sqlite3.connect(copy, isolation_level=None, factory=_Bounded)
+    try:
+        connection.execute("PRAGMA journal_mode=OFF")
+        _drop_views(connection)
+    finally:
+        connection.close()
+
+
+# connections -----------------------------------------------------------------------------------
+class _Bounded(sqlite3.Connection):
+    """A connection whose every statement (`execute`, and the reading of its rows) is
+    interrupted once it has run QUERY_SECONDS: a store's schema is untrusted, and a generated
+    column (100 MB computed for every row read, in one step of SQLite's machine) would make
+    one SELECT run for hours. The interruption is SQLite's OperationalError, a DatabaseError
+    like any damaged store's. A watcher thread (`_watch`) interrupts the overdue statements."""
+
+    deadline = float("inf")
+
+    def execute(self, *args):
+        self.deadline = time.monotonic() + QUERY_SECONDS
+        _watch(self)
+        return super().execute(*args)
+
+
+_watched: "weakref.WeakSet[_Bounded]" = weakref.WeakSet()
+_watcher_pid = None
+
+
+def _watch(connection: _Bounded) -> None:
+    """Have the watcher look at `connection`, starting it in this process if need be."""
+    global _watcher_pid
+    _watched.add(connection)
+    if _watcher_pid != os.getpid():
+        _watcher_pid = os.getpid()
+        threading.Thread(target=_interrupt_overdue, name="sqlite-deadline", daemon=True).start()
+
+
+def _interrupt_overdue() -> None:
+    while True:
+        time.sleep(WATCH_SECONDS)
+        now = time.monotonic()
+        for connection in list(_watched):
+            if connection.deadline < now:
+                connection.deadline = float("inf")
+                try:
+                    connection.interrupt()
+                except Exception:  # closed meanwhile
+                    pass
+
+
+def connect(path: str, env=None) -> sqlite3.Connection:
+    """A read-only connection to the store's committed state at one moment: in memory, or for a
+    store over MEMORY_BYTES through its copy on disk (`_connect_copy`, in the cache folder of
+    `env`, this process's environment by default). The store's views are not in either image
+    (`_drop_views`), and every statement is bounded in time (`_Bounded`)."""
+    try:
+        image = snapshot(path)
+    except TooBig:
+        image = None
+    try:
+        connection = _in_memory(image) if image is not None else _connect_copy(path, env)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: {exc}") from None
+    try:
         connection.execute("PRAGMA query_only=1")
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         connection.close()
         raise StoreError(f"{path}: {exc}") from None
-    except StoreError:
+    return connection
+
+
+def _in_memory(image: bytearray) -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:", check_same_thread=False, factory=_Bounded)
+    try:
+        connection.deserialize(image)
+        _drop_views(connection)
+    except sqlite3.DatabaseError:
         connection.close()
         raise
     return connection
 
 
-SHARED_BYTES = 256 * 1024 * 1024
+def _drop_views(connection: sqlite3.Connection) -> None:
+    """The store's views dropped from our image (no agent's store has any; a query naming one
+    would run whatever it says: an endless recursion, for one)."""
+    views = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+    for name in views:
+        connection.execute(f"DROP VIEW {quoted(name)}")  # in our copy only
+
+
+def _on_disk(copy: str) -> sqlite3.Connection:
+    """SQLite on our own copy: read-only and immutable (no lock taken, no journal or WAL looked
+    for: nothing is written beside it), with a page cache of PAGE_CACHE_KIB and no memory
+    mapping (mapped pages would count in the process's memory)."""
+    connection = sqlite3.connect(f"file:{urllib.parse.quote(copy)}?mode=ro&immutable=1", uri=True,
+                                 check_same_thread=False, factory=OnDisk)
+    connection.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
+    connection.execute("PRAGMA mmap_size=0")
+    return connection
+
+
+class OnDisk(_Bounded):
+    """A connection to a copy on disk (`_on_disk`), as `shared` tells them apart."""
+
+
+SHARED_BYTES = 128 * 1024 * 1024  # with two reads of a store at MEMORY_BYTES, a process stays under 300 MB
 _shared_lock = threading.Lock()
-_shared: OrderedDict = OrderedDict()  # path -> (stamp, size, connection), least recent first
+_shared: OrderedDict = OrderedDict()  # path -> (stamp, bytes, connection, pid), least recent first
 
 
-def shared(path: str) -> sqlite3.Connection:
+def shared(path: str, env=None) -> sqlite3.Connection:
     """The `connect` snapshot of a store, kept while its files do not change, for translators
     that read its sessions one after another: a store of N sessions is copied once, not N
-    times. Recently used snapshots are kept up to SHARED_BYTES in all (the last one always).
+    times. Recently used snapshots are kept up to SHARED_BYTES of memory in all (the last one
+    always; one on disk counts its page cache). A connection to a copy on disk is not used in a
+    process forked from the one that opened it (sqlite.org/howtocorrupt.html: no connection is
+    carried across a fork); one in memory is (its image is the child's own).
     Never close what it returns; it is read from one thread at a time."""
     stamp = [_stamp(p) for p in fingerprint_paths(path)]
     with _shared_lock:
         entry = _shared.get(path)
-        if entry is not None and entry[0] == stamp:
+        if entry is not None and entry[0] == stamp and entry[3] in (None, os.getpid()):
             _shared.move_to_end(path)
             return entry[2]
         if entry is not None:
             del _shared[path]
-        connection = connect(path)
-        _shared[path] = (stamp, size_of(path), connection)
+        connection = connect(path, env)
+        on_disk = isinstance(connection, OnDisk)
+        cost = PAGE_CACHE_KIB << 10 if on_disk else size_of(path)
+        _shared[path] = (stamp, cost, connection, os.getpid() if on_disk else None)
         while len(_shared) > 1 and sum(e[1] for e in _shared.values()) > SHARED_BYTES:
             _shared.popitem(last=False)
         return connection
@@ -460,10 +885,10 @@ class RowBudget:
 
 
 @contextlib.contextmanager
-def listing(path: str):
+def listing(path: str, env=None):
     """A snapshot of the store for discovery's one query, closed after it; SQLite's error on a
     damaged database becomes a `StoreError` naming the file."""
-    connection = connect(path)
+    connection = connect(path, env)
     try:
         yield connection
     except sqlite3.DatabaseError as exc:

@@ -26,6 +26,20 @@ SCHEMA = os.path.join(FIXTURES, "atif", "atif-v1.7.schema.json")
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 
 
+# programs the tests run ------------------------------------------------------------------------
+PACKAGES = {"rg": "ripgrep", "dd": "coreutils", "man": "man-db"}  # Debian's name, where it differs
+NOT_INSTALLED = "not installed (Debian: apt install"
+
+
+def needs(*programs: str):
+    """Skip a test that runs one of `programs` when it is not installed, saying which and how to
+    install it: `make test` on a fresh machine reports what it could not check instead of
+    failing. .ci/run installs them all, so in CI these tests run."""
+    missing = sorted(p for p in programs if shutil.which(p) is None)
+    install = " ".join(PACKAGES.get(p, p) for p in missing)
+    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} {NOT_INSTALLED} {install})")
+
+
 # homes and the command line ----------------------------------------------------------------------
 def base_env(tmp_path, home: str | None = None) -> dict:
     """An environment whose $HOME and caches are the test's own."""

@@ -27,6 +27,7 @@ LIVE_HOME = os.path.join(LIVE, "opencode-1.18.33")
 DATA = ".local/share/opencode"
 LIVE_DB = os.path.join(LIVE_HOME, DATA, "opencode.db")
 OLD = os.path.join(SAMPLES, "opencode")
+JSON_TREES = ["agent-sessions/storage_v2", "agent-sessions/storage_legacy", "cass/storage"]
 
 
 # native facts, straight from the store -----------------------------------------------------------
@@ -122,7 +123,42 @@ def test_sessions_are_scoped_by_their_directory(tmp_path):
     other = catalog.Scope("/tmp/agents/proj-opencode-other").filter(sessions)
     assert len(mine) == 2 and len(other) == 1
     assert other[0].title.startswith('"SCENARIO opencode-3 in /tmp/agents/proj-opencode-other')
-    assert all(s.locator == s.native_id and s.model == "fake-model" for s in sessions)
+    assert all(s.locator == s.native_id and s.model == "fakellm/fake-model" for s in sessions)
+
+
+def listed_and_translated_models(env) -> list[tuple]:
+    sessions = catalog.discover(env, ["opencode"], use_cache=False).sessions
+    assert sessions
+    return [(s.model, documents.translate(s, env)["agent"].get("model_name")) for s in sessions]
+
+
+@pytest.mark.parametrize("tree", [None, *JSON_TREES])
+def test_the_listing_names_the_model_as_the_document_does(tmp_path, tree):
+    """`list` showed `fake-model` where the document said `fakellm/fake-model`."""
+    home = str(tmp_path / "home")
+    if tree:
+        copy_into(home, os.path.join(OLD, tree), f"{DATA}/storage")
+    else:
+        shutil.copytree(LIVE_HOME, home)
+    pairs = listed_and_translated_models(base_env(tmp_path, home))
+    assert all(listed == translated and translated for listed, translated in pairs), pairs
+
+
+def test_a_model_named_first_by_a_user_message_is_the_sessions_in_both(tmp_path):
+    """Newer opencode records the chosen model in the user message (`model.providerID`,
+    `model.modelID`); the listing took the first assistant's `modelID` alone."""
+    home = str(tmp_path / "home")
+    shutil.copytree(LIVE_HOME, home)
+    db_path = os.path.join(home, DATA, "opencode.db")
+    with sqlite3.connect(db_path) as connection:
+        rows = connection.execute("SELECT id, data FROM message").fetchall()
+        for message_id, data in rows:
+            message = json.loads(data)
+            if message["role"] == "user":
+                message["model"] = {"providerID": "chosen", "modelID": "model-7"}
+            connection.execute("UPDATE message SET data = ? WHERE id = ?", (json.dumps(message), message_id))
+    pairs = listed_and_translated_models(base_env(tmp_path, home))
+    assert pairs == [("chosen/model-7", "chosen/model-7")] * len(pairs)
 
 
 # sub-agent sessions ------------------------------------------------------------------------------
@@ -222,7 +258,6 @@ def test_only_sessions_no_ancestor_embeds_are_listed():
 
 
 # the JSON tree and the older dumps ---------------------------------------------------------------
-JSON_TREES = ["agent-sessions/storage_v2", "agent-sessions/storage_legacy", "cass/storage"]
 
 
 def json_native_counts(storage: str, session_id: str) -> tuple[int, int, int]:

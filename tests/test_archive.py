@@ -2,8 +2,12 @@
 clean-up: for every agent (tests/homes.py: live stores, file and database stores alike), a
 session archived and then deleted the way its agent deletes it (its files, its database rows)
 is listed, shown, searched, exported and served by the mount with the same id, file name and
-document bytes as before, marked archived. Then: a run with nothing new archives nothing, an
-append costs about the appended bytes, what the opencode extract keeps, and the health report.
+document bytes as before, marked archived; a database session, from an extract of its own rows
+holding no row of another session. Then: a run with nothing new archives nothing, an append
+costs about the appended bytes, the health report; the database extracts: signatures that
+change with their session's rows only, sub-agent sessions and parent loops, hostile schemas,
+bounds (a session bigger than a translation reads, a value over the limit), damaged pages, a
+session deleted while a run is under way.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import shlex
 import shutil
 import sqlite3
+from contextlib import closing
 from types import SimpleNamespace
 
 import orjson
@@ -24,11 +29,13 @@ import archiving
 import cache
 import catalog
 import memoryfs
+from agents import sqlite_extract, sqlite_ro
 from helpers import assert_clear, cli, run_main
 from homes import agent_homes, by_agent
 from test_memory import LONG_AGO_NS, append_user_message, client, mount, needs_fuse, settle, take_down
 
 DATABASE_AGENTS = {"opencode", "kilo", "crush", "goose", "hermes"}  # many sessions per SQLite file
+EMBEDDING = DATABASE_AGENTS - {"hermes"}  # a document embeds its sub-agent sessions (Hermes lists them)
 
 
 # the agents' own deletions -----------------------------------------------------------------------
@@ -40,26 +47,44 @@ def is_database(path: str) -> bool:
         return False
 
 
-def delete_rows(db: str, native_id: str) -> None:
-    """What an agent's clean-up does to a database store: the session's rows go (its sub-agent
-    sessions' too), in every table that names sessions."""
-    connection = sqlite3.connect(db)
-    tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    columns = {t: {row[1] for row in connection.execute(f"PRAGMA table_info({t})")} for t in tables}
-    sessions = next(t for t in ("session", "sessions") if t in tables)
-    parent = next((c for c in ("parent_id", "parent_session_id") if c in columns[sessions]), None)
+def sessions_table(connection) -> str:
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return next(t for t in ("session", "sessions") if t in tables)
+
+
+def columns(connection, table: str) -> set:
+    return {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+
+
+def session_tree(connection, native_id: str) -> set:
+    """The session and its sub-agent sessions, at any depth."""
+    sessions = sessions_table(connection)
+    parent = next((c for c in ("parent_id", "parent_session_id") if c in columns(connection, sessions)), None)
     ids, frontier = {native_id}, [native_id]
     while frontier and parent:
         frontier = [row[0] for row in connection.execute(
             f"SELECT id FROM {sessions} WHERE {parent} IN ({','.join('?' * len(frontier))})", frontier)
             if row[0] not in ids]
         ids.update(frontier)
+    return ids
+
+
+def delete_rows(db: str, native_id: str) -> None:
+    """What an agent's clean-up does to a database store: the session's rows go (its sub-agent
+    sessions' too), in every table that names sessions, and the rows that name those by a
+    foreign key (opencode's parts name their message) go with them; then a checkpoint writes
+    it all into the database file and empties the WAL."""
+    connection = sqlite3.connect(db)
+    connection.execute("PRAGMA foreign_keys = ON")
+    tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    ids = list(session_tree(connection, native_id))
     marks = ",".join("?" * len(ids))
     for table in tables:
-        if "session_id" in columns[table]:
-            connection.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", list(ids))
-    connection.execute(f"DELETE FROM {sessions} WHERE id IN ({marks})", list(ids))
+        if "session_id" in columns(connection, table):
+            connection.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", ids)
+    connection.execute(f"DELETE FROM {sessions_table(connection)} WHERE id IN ({marks})", ids)
     connection.commit()
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
 
 
@@ -88,6 +113,60 @@ def is_gone(env, session, staying: list) -> bool:
     if session.agent in DATABASE_AGENTS and is_database(session.source):
         return True
     return session.source not in {p for s in staying for p in dependencies(env, s)}
+
+
+# what the archive keeps of a database session ---------------------------------------------------------
+def archived_image(env, session, folder) -> str:
+    """The database image the archive keeps of a database session: its one file, at the
+    store's path, extracted (a signature recorded); written out into `folder`."""
+    index = archive.read_index(env)
+    entry = index["sessions"][archive.key_of(session)]
+    [(path, kind, fid, length)] = entry["files"]
+    assert (path, kind) == (session.source, "file") and entry["signature"]
+    data = bytearray()
+    archive.read_version(env, fid, index["files"][fid], length, data.extend)
+    image = os.path.join(folder, f"{fid}.db")
+    with open(image, "wb") as handle:
+        handle.write(data)
+    return image
+
+
+def foreign_rows(image: str, tree: set) -> list:
+    """(table, key) of the rows of an extract that belong to no session of `tree`: rows of its
+    sessions table, or naming a session (`session_id`), outside it; rows of its sessions'
+    project outside theirs; rows of any other table (a virtual table's own bookkeeping aside)."""
+    with closing(sqlite3.connect(image)) as connection:
+        sessions = sessions_table(connection)
+        tables = connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+        virtual = [name for name, sql in tables if sql.upper().startswith("CREATE VIRTUAL")]
+        found = []
+        for name, _ in tables:
+            if name == "sqlite_sequence" or any(name.startswith(v + "_") for v in virtual):
+                continue
+            key, allowed = "NULL", set()
+            if name == sessions or "session_id" in columns(connection, name):
+                key, allowed = ("id" if name == sessions else "session_id"), tree
+            elif name == "project":
+                key = "id"
+                allowed = {row[0] for row in connection.execute(f"SELECT project_id FROM {sessions}")}
+            found += [(name, row[0]) for row in connection.execute(f"SELECT {key} FROM {name}")
+                      if row[0] not in allowed]
+    return found
+
+
+def assert_extracted_alone(env, sessions: list, folder) -> None:
+    """Each database session is archived as an extract holding its rows (and its embedded
+    sub-agent sessions') and no row of another session."""
+    for session in sessions:
+        if session.agent in DATABASE_AGENTS and is_database(session.source):
+            with closing(sqlite_ro.connect(session.source)) as store:
+                tree = session_tree(store, session.native_id) if session.agent in EMBEDDING else {
+                    session.native_id}
+            image = archived_image(env, session, folder)
+            assert foreign_rows(image, tree) == []
+            with closing(sqlite3.connect(image)) as connection:
+                ids = {row[0] for row in connection.execute(f"SELECT id FROM {sessions_table(connection)}")}
+            assert ids == tree
 
 
 # what every channel serves -------------------------------------------------------------------------
@@ -148,6 +227,7 @@ def test_a_session_its_agent_deleted_is_served_from_the_archive_as_before(home, 
     assert before.hits, f"{home.agent}: the anchor {home.anchor!r} finds nothing to compare"
     ok(env, "archive", cwd=cwd)
     sessions = catalog.discover(env).sessions
+    assert_extracted_alone(env, sessions, tmp_path)
     first, rest = sessions[:1], sessions[1:]
 
     delete_natively(env, first, rest)
@@ -255,44 +335,234 @@ def test_the_archive_is_private(tmp_path):
 
 
 # the database extract -----------------------------------------------------------------------------
-def test_the_opencode_extract_holds_only_the_session_and_translates_alike(tmp_path):
-    env = by_agent("opencode").build(tmp_path)
-    module = agents.load("opencode")
-    sessions = catalog.discover(env).sessions
-    for session in sessions:
-        image = module.extract(session, env)
-        path = tmp_path / f"{session.native_id}.db"
-        path.write_bytes(image)
-        connection = sqlite3.connect(path)
-        ids = {row[0] for row in connection.execute("SELECT id FROM session")}
-        assert session.native_id in ids and not ids & {s.native_id for s in sessions if s is not session}
-        assert connection.execute("SELECT count(*) FROM account").fetchone() == (0,)
-        connection.close()
-        relocated = catalog.Session.from_cache(session.to_cache())
-        relocated.source = str(path)
-        assert module.translate(relocated, env) == module.translate(session, env)
+REWRITTEN = {"opencode": ("part", "data"), "kilo": ("part", "data"), "crush": ("messages", "parts"),
+             "goose": ("messages", "content_json"), "hermes": ("messages", "content")}
 
 
-def test_the_opencode_signature_changes_with_the_sessions_rows_only(tmp_path):
-    env = by_agent("opencode").build(tmp_path)
-    module = agents.load("opencode")
-    first, second, *_ = catalog.discover(env).sessions
+def rewrite(agent: str, session) -> None:
+    """The session's rows rewritten in place, as an agent updating a message does within the
+    same tick of the clock it stamps rows with (no timestamp changes)."""
+    table, column = REWRITTEN[agent]
+    with closing(sqlite3.connect(session.source)) as connection:
+        connection.execute(f"UPDATE {table} SET {column} = {column} || ' ' WHERE session_id = ?",
+                           (session.native_id,))
+        connection.commit()
+
+
+@pytest.mark.parametrize("agent", sorted(DATABASE_AGENTS))
+def test_a_signature_changes_with_its_sessions_rows_only_and_that_session_alone_is_stored_again(
+        agent, tmp_path):
+    env = by_agent(agent).build(tmp_path)
+    cwd = env.get("PWD")
+    module = agents.load(agent)
+    first, second, *others = catalog.discover(env).sessions
     signatures = (module.extract_signature(first, env), module.extract_signature(second, env))
-    connection = sqlite3.connect(first.source)
-    connection.execute("UPDATE part SET data = data, time_updated = time_updated + 1 WHERE session_id = ?",
-                       (first.native_id,))
-    connection.commit()
-    connection.close()
+    rewrite(agent, first)
     assert module.extract_signature(first, env) != signatures[0]
     assert module.extract_signature(second, env) == signatures[1]
-    summary = archive_json(env)  # after a first run: only the changed session is extracted again
-    connection = sqlite3.connect(first.source)
-    connection.execute("UPDATE message SET time_updated = time_updated + 1 WHERE session_id = ?",
-                       (first.native_id,))
-    connection.commit()
-    connection.close()
-    again = archive_json(env)
-    assert summary["archived"] == 3 and (again["updated"], again["unchanged"]) == (1, 2)
+    summary = archive_json(env, cwd)
+    kept = archive.read_index(env)["sessions"][archive.key_of(second)]["files"]
+    rewrite(agent, first)
+    again = archive_json(env, cwd)
+    assert summary["archived"] == 2 + len(others)
+    assert (again["updated"], again["unchanged"]) == (1, 1 + len(others))
+    assert archive.read_index(env)["sessions"][archive.key_of(second)]["files"] == kept
+
+
+def test_an_extract_keeps_its_rows_with_their_rowids_whatever_the_schema(tmp_path):
+    """A store whose schema a copy could trip on: a trigger that rewrites every message
+    inserted, a view, a generated column, a column named `rowid` (the rowid goes by `_rowid_`),
+    a WITHOUT ROWID table, a virtual table of a module SQLite does not have; and sessions that
+    are each other's parents. The image holds the session's rows, rowids included, and nothing
+    else; the trigger is there and fired on none of them; the view and the virtual table are
+    left out (sqlite_ro drops views from its copy of a store)."""
+    db = str(tmp_path / "store.db")
+    with closing(sqlite3.connect(db)) as connection:
+        connection.executescript("""
+            CREATE TABLE sessions (id TEXT PRIMARY KEY, parent TEXT, title TEXT);
+            CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, body TEXT, rowid INTEGER,
+                                   shout GENERATED ALWAYS AS (upper(body)) VIRTUAL);
+            CREATE TABLE notes (session_id TEXT, n INTEGER, PRIMARY KEY (session_id, n)) WITHOUT ROWID;
+            INSERT INTO sessions VALUES ('a', 'c', 'A'), ('b', 'a', 'B'), ('c', 'b', 'C'), ('other', NULL, 'O');
+            INSERT INTO messages (_rowid_, id, session_id, body, rowid) VALUES
+                (40, 'm1', 'a', 'hello', 3), (7, 'm2', 'other', 'secret', 2), (12, 'm3', 'c', 'child', 1);
+            INSERT INTO notes VALUES ('b', 1), ('other', 2);
+            CREATE TRIGGER scramble AFTER INSERT ON messages BEGIN UPDATE messages SET body = '' WHERE id = new.id; END;
+            CREATE VIEW everything AS SELECT * FROM messages;
+            PRAGMA writable_schema = ON;
+            INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql)
+                VALUES ('table', 'hostile', 'hostile', 0, 'CREATE VIRTUAL TABLE hostile USING nosuchmodule(a)');
+        """)
+        version = connection.execute("PRAGMA schema_version").fetchone()[0]
+        connection.execute(f"PRAGMA schema_version = {version + 1}")
+    def rows(connection):
+        tree = sqlite_extract.tree(connection, "sessions", "parent")
+        return [("sessions", f"id IN {tree}")] + [(t, f"session_id IN {tree}") for t in ("messages", "notes")]
+    image = tmp_path / "image.db"
+    image.write_bytes(sqlite_extract.image(db, rows, "a"))
+    queries = {"sessions": "SELECT _rowid_, * FROM sessions ORDER BY id",
+               "messages": "SELECT _rowid_, * FROM messages ORDER BY id", "notes": "SELECT * FROM notes"}
+    with closing(sqlite3.connect(db)) as store, closing(sqlite3.connect(image)) as copy:
+        for table, query in queries.items():
+            assert copy.execute(query).fetchall() == [r for r in store.execute(query) if "other" not in r]
+        names = {row[0] for row in copy.execute("SELECT name FROM sqlite_master")}
+        assert "scramble" in names and not {"everything", "hostile"} & names
+
+
+@pytest.mark.parametrize("agent", ["opencode", "kilo"])
+def test_sub_agent_sessions_and_a_parent_loop_are_archived_with_their_session(agent, tmp_path):
+    """A sub-agent session with one of its own (embedded two levels deep), and two sessions
+    each the other's parent (both listed, each embedding the other): each extract holds the
+    session with all of those, and they are served alike once their agent deleted them."""
+    import test_agent_opencode
+
+    env = by_agent(agent).build(tmp_path)
+    first, second, *_ = catalog.discover(env).sessions
+    test_agent_opencode.add_child_session(first.source, first.native_id, "ses_child")
+    test_agent_opencode.add_child_session(first.source, "ses_child", "ses_grandchild")
+    test_agent_opencode.add_child_session(first.source, second.native_id, "ses_loop")
+    with closing(sqlite3.connect(first.source)) as connection:
+        connection.execute("UPDATE session SET parent_id = 'ses_loop' WHERE id = ?", (second.native_id,))
+        connection.commit()
+    sessions = catalog.discover(env).sessions
+    before = {s.short_id: ok(env, "show", s.short_id) for s in sessions}
+    assert b"ses_grandchild" in before[first.short_id] and b"ses_loop" in before[second.short_id]
+    ok(env, "archive")
+    assert_extracted_alone(env, sessions, tmp_path)
+    delete_natively(env, sessions, [])
+    assert {s: ok(env, "show", s) for s in before} == before
+
+
+def test_a_hermes_continuation_is_archived_without_its_parent_where_sqlite_enforces_foreign_keys(
+        tmp_path, monkeypatch):
+    """Hermes lists a session that continues another as one of its own: each extract holds its
+    session alone, the continuation's with a parent_session_id its extract lacks; that copy is
+    made even by a SQLite built to enforce foreign keys (SQLITE_DEFAULT_FOREIGN_KEYS=1)."""
+    env = by_agent("hermes").build(tmp_path)
+    parent, child, *_ = catalog.discover(env).sessions
+    with closing(sqlite3.connect(child.source)) as connection:
+        connection.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?",
+                           (parent.native_id, child.native_id))
+        connection.commit()
+    connect = sqlite_ro.connect
+
+    def enforcing(path, env=None):
+        connection = connect(path, env)
+        connection.execute("PRAGMA foreign_keys = ON")
+        return connection
+    monkeypatch.setattr(sqlite_ro, "connect", enforcing)
+    sessions = catalog.discover(env).sessions
+    before = {s.short_id: ok(env, "show", s.short_id) for s in sessions}
+    assert parent.native_id.encode() in before[child.short_id]
+    ok(env, "archive")
+    assert_extracted_alone(env, sessions, tmp_path)
+    delete_natively(env, sessions, [])
+    assert {s: ok(env, "show", s) for s in before} == before
+
+
+# the database extract's bounds ----------------------------------------------------------------------
+def test_a_session_over_what_a_translation_reads_is_archived_as_its_database(tmp_path, monkeypatch):
+    """With the rows one document may read lowered to 10, Crush's first session (15 rows with
+    its task session's) is archived as the database files, as before extracts (its document
+    is cut, live and archived alike), the other one (8 rows) as its extract."""
+    env = by_agent("crush").build(tmp_path)
+    monkeypatch.setattr(sqlite_ro, "MAX_SESSION_ROWS", 10, raising=False)
+    big, small = sorted(catalog.discover(env).sessions, key=lambda s: s.native_id != "s-main")
+    before = {s.short_id: ok(env, "show", s.short_id) for s in (big, small)}
+    assert b"were not read" in before[big.short_id]
+    with pytest.raises(sqlite_ro.StoreError, match="holds more than 10 rows"):
+        agents.load("crush").extract(big, env)  # asked without its signature: refused all the same
+    ok(env, "archive", cwd=env["PWD"])
+    entry = archive.read_index(env)["sessions"][archive.key_of(big)]
+    assert entry["signature"] is None and entry["files"][0][0] == big.source
+    assert_extracted_alone(env, [small], tmp_path)
+    delete_natively(env, [big, small], [])
+    assert {s: ok(env, "show", s) for s in before} == before
+
+
+def test_a_value_over_the_limit_is_extracted_whole_and_its_signature_never_reads_it(tmp_path):
+    """A Crush message of 64 MB and a bit: translation leaves it out with a warning; the
+    signature reads its size, never the value (Python's peak while computing it stays small);
+    the extract keeps it, so that the archived document says the same."""
+    import tracemalloc
+
+    env = by_agent("crush").build(tmp_path)
+    session = next(s for s in catalog.discover(env).sessions if s.native_id == "s-main")
+    with closing(sqlite3.connect(session.source)) as connection:
+        connection.execute("""UPDATE messages SET parts = '[{"type": "text", "data": {"text": "' ||"""
+                           """ printf('%.*c', ?, 'x') || '"}}]' WHERE id = 'm1'""", (sqlite_ro.MAX_VALUE_BYTES,))
+        connection.commit()
+    before = ok(env, "show", session.short_id)
+    assert b"held more than 64 MB each and were left out" in before
+    module = agents.load("crush")
+    module.extract_signature(session, env)  # the store's snapshot, read once
+    tracemalloc.start()
+    try:
+        module.extract_signature(session, env)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < sqlite_ro.MAX_VALUE_BYTES // 16
+    ok(env, "archive", cwd=env["PWD"])
+    image = archived_image(env, session, tmp_path)
+    with closing(sqlite3.connect(image)) as connection:
+        size = connection.execute("SELECT length(parts) FROM messages WHERE id = 'm1'").fetchone()[0]
+    assert size > sqlite_ro.MAX_VALUE_BYTES
+    delete_natively(env, [session], [])
+    assert ok(env, "show", session.short_id) == before
+
+
+def damage_value(db: str, message: str) -> None:
+    """A Crush message given a value long enough to take a chain of overflow pages, then one
+    page of that chain overwritten (as a failing disk leaves it): reading the value fails."""
+    marker = b"zqxdamaged"
+    with closing(sqlite3.connect(db)) as connection:
+        connection.execute("UPDATE messages SET provider = ? WHERE id = ?", ((marker * 4000).decode(), message))
+        connection.commit()
+        size = connection.execute("PRAGMA page_size").fetchone()[0]
+    with open(db, "r+b") as handle:
+        data = handle.read()
+        chain = [n for n in range(len(data) // size) if marker in data[n * size:(n + 1) * size]]
+        handle.seek(chain[-2] * size)  # one whose pointer to the next page is read
+        handle.write(b"\xff" * size)
+
+
+def test_a_session_whose_rows_sqlite_cannot_read_is_archived_as_its_database_and_served_alike(tmp_path):
+    """A damaged page under one of Crush's messages: that session's document warns (what
+    could be read is kept) and no extract of it can be made; `archive` says nothing goes wrong,
+    keeps the database files for it and an extract for the other session, and serves both
+    documents alike once the store is gone."""
+    env = by_agent("crush").build(tmp_path)
+    damaged, intact = sorted(catalog.discover(env).sessions, key=lambda s: s.native_id != "s-main")
+    damage_value(damaged.source, "m9")
+    before = {s.short_id: ok(env, "show", s.short_id) for s in (damaged, intact)}
+    assert b"database disk image is malformed" in before[damaged.short_id]
+    result = run_main(env, ["archive", "--json"], cwd=env["PWD"])
+    assert_clear(result)
+    assert result.returncode == 0 and orjson.loads(result.stdout)["archived"] == 2
+    entry = archive.read_index(env)["sessions"][archive.key_of(damaged)]
+    assert entry["signature"] is None and entry["files"][0][0] == damaged.source
+    assert_extracted_alone(env, [intact], tmp_path)
+    shutil.rmtree(os.path.dirname(damaged.source))
+    assert {s: ok(env, "show", s) for s in before} == before
+
+
+def test_a_session_gone_before_it_is_extracted_keeps_its_copy_with_a_warning(tmp_path):
+    """Hermes deletes a session after discovery listed it: the run says so, keeps the copy it
+    had, and goes on with the others (one of them changed)."""
+    env = by_agent("hermes").build(tmp_path)
+    ok(env, "archive")
+    first, second, *_ = sessions = catalog.discover(env).sessions
+    before = ok(env, "show", first.short_id)
+    kept = archive.read_index(env)["sessions"][archive.key_of(first)]
+    rewrite("hermes", second)
+    delete_rows(first.source, first.native_id)  # by the agent, while the run is under way
+    with archiving.Writer(env) as writer:
+        writer.update(sessions)
+        assert (writer.summary.failed, writer.summary.updated) == (1, 1)
+        assert "no longer in the store" in writer.summary.problems[0]
+    assert archive.read_index(env)["sessions"][archive.key_of(first)] == kept
+    assert ok(env, "show", first.short_id) == before
 
 
 # the mount -----------------------------------------------------------------------------------------

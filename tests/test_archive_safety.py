@@ -3,8 +3,8 @@ run, in turn; and at moments of a run in its own process), a full disk, damaged 
 user who wants a session gone for good (`forget`: no trace in any folder of trajectoriz's).
 
 The store used mixes the kinds of work a run does: a transcript appended to (Claude Code), a
-file rewritten (Gemini CLI), a session deleted by its agent (Codex), a new session, a database
-session extracted (opencode) and a database archived whole (Hermes, no extract yet).
+file rewritten (Gemini CLI), a session deleted by its agent (Codex), a new session, and
+database sessions extracted (opencode, Hermes).
 """
 
 from __future__ import annotations

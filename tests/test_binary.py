@@ -2,8 +2,12 @@
 copied out of the source tree, started from a project folder elsewhere, with no virtualenv on
 PATH, against the example store. Its output must be byte-identical to `python trajectoriz.py`.
 
-Without dist/trajectoriz (or with one older than the sources) these tests are skipped; CI
-builds it first and sets TRAJECTORIZ_TEST_BINARY=1, which turns the skip into a failure.
+Without dist/trajectoriz (or with one older than the sources) these tests are skipped, and
+pytest's summary says so in one line (conftest.py); CI builds it first and sets
+TRAJECTORIZ_TEST_BINARY=1, which turns the skip into a failure. Every run of the binary gets a
+$HOME, cache and TMPDIR of its test's own: the launcher runs whatever program it finds in its
+fallback folder, ${TMPDIR:-/tmp}/trajectoriz-<uid>, so a copy left there by any earlier run
+would be tested instead of this build.
 """
 
 from __future__ import annotations
@@ -34,12 +38,12 @@ MARKER = ".trajectoriz-app"
 
 def _missing_reason() -> str | None:
     if not os.path.exists(BINARY):
-        return "dist/trajectoriz not built (run `make build`)"
+        return "dist/trajectoriz is not built (run `make build` first)"
     built = os.path.getmtime(BINARY)
     newer = [p for pattern in SOURCES for p in glob.glob(os.path.join(ROOT, pattern))
              if os.path.getmtime(p) > built]
     if newer:
-        return f"dist/trajectoriz is older than {os.path.relpath(newer[0], ROOT)} (run `make build`)"
+        return f"dist/trajectoriz is older than {os.path.relpath(newer[0], ROOT)} (run `make build` again)"
     return None
 
 
@@ -60,11 +64,13 @@ def binary(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """The example store, re-homed into a project; an environment with no virtualenv in it."""
+    """The example store, re-homed into a project; an environment with no virtualenv in it, and
+    a TMPDIR of its own."""
     workdir = str(tmp_path_factory.mktemp("store"))
     env, project = demo.stage(workdir)
     env = {"PATH": "/usr/bin:/bin", "HOME": env["HOME"], "XDG_CACHE_HOME": env["XDG_CACHE_HOME"],
-           "TZ": "UTC", "LANG": "C.UTF-8"}
+           "TMPDIR": os.path.join(workdir, "tmp"), "TZ": "UTC", "LANG": "C.UTF-8"}
+    os.mkdir(env["TMPDIR"], 0o700)
     return env, project
 
 
@@ -116,6 +122,8 @@ def test_show_matches_the_source_tree(binary, store):
 
 
 def test_export_and_validate(binary, store, tmp_path):
+    import invocation
+
     env, project = store
     out_frozen, out_source = tmp_path / "frozen", tmp_path / "source"
     assert run(binary, "export", "--all", "--out", str(out_frozen), env=env, cwd=project).returncode == 0
@@ -123,7 +131,12 @@ def test_export_and_validate(binary, store, tmp_path):
     names = sorted(os.listdir(out_frozen))
     assert names == sorted(os.listdir(out_source)) and "README.md" in names
     for name in names:
-        assert (out_frozen / name).read_bytes() == (out_source / name).read_bytes(), name
+        frozen, source = (out_frozen / name).read_bytes(), (out_source / name).read_bytes()
+        if name == "README.md":  # each names the command that runs it again (invocation.py)
+            [app_id] = app_dirs(env["XDG_CACHE_HOME"])
+            program = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", app_id, "trajectoriz")
+            source = source.replace(invocation.shown_command().encode(), program.encode())
+        assert frozen == source, name
     files = sorted(str(p) for p in out_frozen.glob("*.atif.json"))
     checked = run(binary, "validate", *files, env=env, cwd=project)
     assert checked.returncode == 0, checked.stdout
@@ -195,6 +208,17 @@ def fresh_env(tmp_path, **extra) -> dict:
            "TMPDIR": str(tmp_path)}
     env.update(extra)
     return env
+
+
+def test_every_run_of_the_binary_keeps_its_state_in_its_tests_folders(store, tmp_path, tmp_path_factory):
+    """$HOME, the cache and the launcher's fallback folder (under TMPDIR, else the shared /tmp)
+    of every environment the binary runs in are the tests' own: a program another run left in
+    /tmp/trajectoriz-<uid> is never started in place of this build. Needs no build."""
+    base = str(tmp_path_factory.getbasetemp()) + os.sep
+    for env in (store[0], fresh_env(tmp_path)):
+        folders = [env.get(v, "") for v in ("HOME", "XDG_CACHE_HOME", "TMPDIR")]
+        assert [folder for folder in folders if not folder.startswith(base)] == []
+        assert not {"XDG_RUNTIME_DIR", "XDG_DATA_HOME"} & env.keys()  # trajectoriz's other folders
 
 
 def test_first_run_unpacks_once_and_later_runs_never_read_the_payload(binary, tmp_path):

@@ -30,7 +30,7 @@ import pytest
 
 import mounts
 from atif.validate import validate
-from helpers import cli
+from helpers import cli, needs
 from test_memory import (FUSE_PROBLEM, LONG_AGO_NS, append_user_message, claude_sessions, client,
                          copy_session, expected_sessions, listed, make_store, mount, servers_of, settle,
                          take_down, wait_for)
@@ -282,6 +282,7 @@ def record_fast(load: LiveReads, sessions: list[Growing]) -> None:
         time.sleep(rng.uniform(0.002, 0.03))
 
 
+@needs("dd", "jq", "rg")
 def test_reads_of_sessions_being_recorded_are_never_torn(tmp_path):
     """Every kind of reader, many at once, on sessions that grow every few milliseconds (and
     shrink back now and then): each read is one complete document, whole from one version, and

@@ -1,17 +1,20 @@
-"""The help a user reads: every command and option explains itself, and `man ./trajectoriz.1`
-(written by `make man` from the real parser) renders every command and option."""
+"""The help a user reads: every command and option explains itself, `man ./trajectoriz.1`
+(written by `make man` from the real parser) renders every command and option, and its FILES
+section names every file and folder trajectoriz keeps, with its bound."""
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, needs, run_main
 
 sys.path.insert(0, os.path.join(ROOT, "build"))
 from trajectoriz import build_parser  # noqa: E402
@@ -45,8 +48,6 @@ def test_every_command_and_option_has_help_worth_reading():
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     pytest.importorskip("argparse_manpage")
-    if not shutil.which("man"):
-        pytest.skip("man is not installed")
     page = tmp_path_factory.mktemp("man") / "trajectoriz.1"
     subprocess.run([sys.executable, os.path.join(ROOT, "build", "manpage.py"), "--output", str(page)],
                    check=True)
@@ -56,6 +57,7 @@ def rendered(tmp_path_factory):
     return result.stdout, result.stderr
 
 
+@needs("man")
 def test_man_page_renders_every_command_and_option(rendered):
     text, warnings = rendered
     assert warnings == ""
@@ -68,3 +70,60 @@ def test_man_page_renders_every_command_and_option(rendered):
                 assert flag in text, f"{name} {flag}"
     for section in ("SYNOPSIS", "COMMANDS", "EXAMPLES", "ENVIRONMENT", "FILES"):
         assert f"\n{section}\n" in text
+
+
+# FILES: what trajectoriz keeps ------------------------------------------------------------------------
+def files_section() -> str:
+    with open(os.path.join(ROOT, "build", "trajectoriz.1.include"), encoding="utf-8") as handle:
+        text = handle.read()
+    return text[text.index("[FILES]"):].replace("\\-", "-")
+
+
+def documented(section: str) -> list[str]:
+    """The names FILES gives, as patterns: its `.I` tags and the names in italics."""
+    tags = [name for line in re.findall(r"^\.I (.*)$", section, re.M) for name in line.split(", ")]
+    return [name.rstrip("/") for name in tags + re.findall(r"\\fI(.*?)\\fR", section)]
+
+
+def kept_by_every_command(tmp_path) -> tuple[list[str], list[str]]:
+    """The names in the cache folder and in the archive after every command that writes there
+    has run on the example store, with the names the mount (its state and log) and the
+    single-file executable (app/) would add."""
+    import memory
+
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import demo
+
+    env, project = demo.stage(str(tmp_path))
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    first = json.loads(run_main(env, ["list", "--json"], cwd=project).stdout.splitlines()[0])["id"]
+    for args in (["list", "--steps"], ["show", first], ["search", "--content", "note"], ["stats"],
+                 ["export", "--out", str(tmp_path / "out")], ["archive"]):
+        assert run_main(env, args, cwd=project).returncode in (0, 1), args
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    documents = [os.path.join("documents-v2", n) for n in os.listdir(os.path.join(cache, "documents-v2"))]
+    point = os.path.join(project, "memory")
+    names = os.listdir(cache) + documents + [memory._state_name(point), memory._log_name(point), "app"]
+    return names, os.listdir(os.path.join(env["XDG_DATA_HOME"], "trajectoriz", "archive"))
+
+
+def test_files_names_every_file_and_folder_trajectoriz_keeps(tmp_path):
+    patterns = documented(files_section())
+    cache, archive = kept_by_every_command(tmp_path)
+    assert {"index.bin", "data", "lock"} <= set(archive) and len(cache) > 6  # everything ran
+    undocumented = [n for n in cache + archive
+                    if not any(fnmatch.fnmatch(os.path.basename(n), p) for p in patterns)]
+    assert undocumented == []
+    assert {"documents-v2", "app", "mirrors"} <= set(patterns)
+
+
+def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
+    import doccache
+
+    section = " ".join(files_section().split())
+    assert "small" not in section.lower()
+    assert f"at most {doccache.LIMIT_BYTES // 1024 ** 3} GiB together" in section
+    assert re.search(r"\.I \$\{XDG_DATA_HOME:-~/\.local/share\}/trajectoriz/archive/ .* no bound", section)
+    for name in ("index-v3-py*.bin", "facts-v3-py*.bin", "exports-v1-py*.bin"):
+        entry = section[section.index(f".I {name}"):].split(".TP")[0]
+        assert re.search(r"about \d|one entry per", entry), name  # what it grows with

@@ -34,10 +34,9 @@ import documents
 import memory
 import memoryfs
 import mounts
-from helpers import LIVE, ROOT, base_env, cli
+from helpers import LIVE, ROOT, base_env, cli, needs
 
 GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(not GIT, reason="git is not installed")
 HOMES = ["claude-2.1.332", "codex-0.171.0", "copilot-1.0.102", "gemini-0.61.0", "pi-0.73.1", "qwen-0.24.4"]
 CLIENT_SECONDS = 10
 
@@ -53,6 +52,7 @@ def make_store(root) -> tuple[dict, str, str]:
         subprocess.run(["git", "init", "-q", proj], check=True, capture_output=True)
     else:
         os.makedirs(os.path.join(proj, ".git", "info"))  # what memory looks for, without git
+        open(os.path.join(proj, ".git", "HEAD"), "w").write("ref: refs/heads/main\n")
     pattern = re.compile(r"/tmp/agents/proj-[a-z]+(-other)?")
     for name in HOMES:
         shutil.copytree(os.path.join(LIVE, name), env["HOME"], dirs_exist_ok=True)
@@ -347,7 +347,7 @@ def git(*args, cwd):
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
-@needs_git
+@needs("git")
 def test_git_exclude_is_written_once_also_from_a_linked_worktree(tmp_path):
     repo, linked = tmp_path / "repo", tmp_path / "linked"
     repo.mkdir()
@@ -450,7 +450,7 @@ def mounted(tmp_path_factory):
         result = cli("memory", env=env, cwd=proj, timeout=60)
         assert result.returncode == 0, result.stderr
         assert result.stdout.decode() == (f"Mounting trajectory memory for {proj} at\n  {point} (daemonized).\n"
-                                          "Unmount with: trajectoriz memory --unmount memory\n")
+                                          "Unmount with: trajectoriz memory --unmount\n")
         yield SimpleNamespace(env=env, proj=proj, proj2=proj2, point=point)
         done = cli("memory", "--unmount", env=env, cwd=proj)
         assert done.returncode == 0 and mounts.find(point) is None, done.stderr
@@ -484,6 +484,7 @@ def test_ls_shows_this_projects_sessions_with_the_sizes_show_prints(mounted):
 
 
 @needs_fuse
+@needs("rg", "jq")
 def test_tools_read_complete_correct_content(mounted):
     env, point = mounted.env, mounted.point
     wanted = listed(env, mounted.proj)
@@ -536,6 +537,36 @@ def test_git_ignores_the_mount_and_a_second_mount_changes_nothing(mounted):
 
 
 @needs_fuse
+def test_from_a_subdirectory_it_mounts_at_the_work_trees_root(store):
+    """Without MOUNTPOINT, `memory` run deep in the work tree mounts <root>/memory, and says so;
+    --status and --unmount run from another subdirectory find it there. A MOUNTPOINT given is
+    still taken as given, relative to the current directory."""
+    env, proj, _ = store
+    deep, other = os.path.join(proj, "src", "deep"), os.path.join(proj, "docs")
+    for folder in (deep, other):
+        os.makedirs(folder)
+    point, explicit = os.path.join(proj, "memory"), os.path.join(deep, "memory")
+    try:
+        started = cli("memory", env=env, cwd=deep, timeout=60)
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.decode() == (f"Mounting trajectory memory for {proj} at\n  {point} (daemonized).\n"
+                                           "Unmount with: trajectoriz memory --unmount\n")
+        assert "README.md" in client("ls", point).stdout and not os.path.exists(explicit)
+        status = cli("memory", "--status", env=env, cwd=other)
+        assert status.returncode == 0 and status.stdout.decode().startswith(f"{point}: mounted, trajectory memory of {proj},")
+        done = cli("memory", "--unmount", env=env, cwd=other)
+        assert done.returncode == 0 and done.stdout.decode() == f"Unmounted {point}.\n" and mounts.find(point) is None
+        assert mount(env, deep, "memory")[0] == explicit and mounts.find(point) is None
+        assert "README.md" in client("ls", explicit).stdout
+        done = cli("memory", "--unmount", "memory", env=env, cwd=deep)
+        assert done.returncode == 0 and mounts.find(explicit) is None, done.stderr
+    finally:
+        take_down(point)
+        take_down(explicit)
+
+
+@needs_fuse
+@needs("jq")
 def test_live_sessions_grow_appear_and_disappear(mounted):
     env, proj, point = mounted.env, mounted.proj, mounted.point
     first, second = claude_sessions(env)
@@ -625,6 +656,7 @@ def tool_outputs(path: str, copy: str) -> list[str]:
 
 
 @needs_fuse
+@needs("jq", "rg")
 @pytest.mark.parametrize("recorded_now", [False, True], ids=["settled", "being-recorded"])
 def test_each_reader_gets_one_whole_version_while_a_session_grows(store, tmp_path, recorded_now):
     """A handle opened before a change reads the old version whole, with its own size from
