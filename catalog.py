@@ -254,7 +254,10 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
         fp = cache.fingerprint_of(found_stats)
         entry = entries.get(source)
         if entry and entry[0] == fp:
-            found.append((source, deps, [Session.from_cache(values) for values in entry[1]], entry))
+            kept = [Session.from_cache(values) for values in entry[1]]
+            problems.extend(SourceProblem(s.agent, source, s.extra["scan_error"])  # said again
+                            for s in kept if "scan_error" in s.extra)
+            found.append((source, deps, kept, entry))
         else:
             changed.append(len(found))
             found.append((source, deps, None, fp))

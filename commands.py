@@ -205,7 +205,6 @@ def run_export(args, env) -> int:
     """Write the sessions' files into the folder, adding and updating; with --delete, also remove
     the files an earlier export wrote there whose sessions this one no longer has. Files that
     export did not write (not in the folder's manifest) are never touched."""
-    import documents
     import guide
 
     _, sessions, project = selected(args, env)
@@ -214,19 +213,7 @@ def run_export(args, env) -> int:
         cache.make_private_dirs(out)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
-    redact = not args.no_redact
-    facts = documents.Facts(env, redact)
-    written = set()
-    try:
-        for session in sessions:
-            name = catalog.file_name(session)
-            stamp = documents.cache_stamp(session, env, redact)
-            doc, data = documents.document(session, env, redact)
-            facts.record(session, stamp, data, doc)
-            cache.write_private(os.path.join(out, name), data)
-            written.add(name)
-    finally:
-        facts.save()
+    written = _export_all(sessions, out, env, not args.no_redact)
     exports = cache.load(env, EXPORTS_FILE)
     earlier = _exported(exports.get(out))
     removed = _remove_files(out, earlier - written) if args.delete else 0
@@ -236,6 +223,39 @@ def run_export(args, env) -> int:
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0
+
+
+def _export_all(sessions: list, out: str, env, redact: bool) -> set:
+    """Write every session's document into `out`, on every core, with progress on a terminal;
+    the names written. Each worker renders and writes its sessions' files and hands back their
+    facts only (documents never travel between processes)."""
+    import documents
+    import parallel
+
+    facts = documents.Facts(env, redact)
+    progress = parallel.Progress(len(sessions), "exporting")
+    written = set()
+    try:
+        for session, (name, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
+            facts.put(session, totals)
+            written.add(name)
+            progress.step()
+    finally:
+        progress.clear()
+        facts.save()
+    return written
+
+
+def export_one(session, out: str, env, redact: bool) -> tuple[str, dict]:
+    """(file name, document facts) of one session written into `out` (a pool worker's job). The
+    stamp is taken before translating, so a session that changes meanwhile is re-done next time."""
+    import documents
+
+    name = catalog.file_name(session)
+    stamp = documents.cache_stamp(session, env, redact)
+    doc, data = documents.document(session, env, redact)
+    cache.write_private(os.path.join(out, name), data)
+    return name, documents.totals(doc, data, stamp)
 
 
 def _exported(names) -> set:
