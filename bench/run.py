@@ -785,7 +785,8 @@ def archive_target(archived: dict) -> list[str]:
 
 # main ---------------------------------------------------------------------------------------------------
 class Finished(Exception):
-    """The sections of a run are done (`--huge` measures discovery and search only)."""
+    """The sections of a run are done (`--huge` measures discovery and search only,
+    `--skip-extras` stops before start-up)."""
 
 
 def main(argv=None) -> int:
@@ -793,6 +794,8 @@ def main(argv=None) -> int:
     parser.add_argument("--full", action="store_true", help="the 5,000-session corpus (default: the small one)")
     parser.add_argument("--huge", action="store_true",
                         help="a heavy user's 40,000 Claude Code sessions (make_corpus --huge): discovery, search, RSS")
+    parser.add_argument("--skip-extras", action="store_true",
+                        help="no start-up, redaction and archive sections (nor their targets): a loaded machine's quicker run")
     parser.add_argument("--runs", type=int, help="runs per figure (default 5; 3 with --full or --huge)")
     parser.add_argument("--tree", default=ROOT, help="the trajectoriz source tree to measure")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs it")
@@ -824,13 +827,15 @@ def main(argv=None) -> int:
         show = bench_show(report, me, them, translation["largest"], runs)
         print("mount", file=sys.stderr)
         mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
+        targets += issue19_rows(discovery, show, mount, export, project_count)
+        if args.skip_extras:
+            raise Finished
         print("start-up", file=sys.stderr)
         bench_startup(report, me, args.tree, runs)
         print("redaction", file=sys.stderr)
         redaction = bench_redaction(report, me, translation, runs)
         print("archive", file=sys.stderr)
         archived = bench_archive(report, me, translation["largest"], runs)
-        targets += issue19_rows(discovery, show, mount, export, project_count)
         targets += target_rows(discovery, translation, show, mount, redaction, project_count)
         targets.append(archive_target(archived))
     except Finished:
