@@ -18,6 +18,7 @@ import marshal
 import os
 import stat
 import sys
+import threading
 
 from agents.base import home
 
@@ -158,14 +159,17 @@ class no_collection:
     meanwhile (`gc.freeze`): reading a large cache makes hundreds of thousands of objects, none
     in a cycle, that live as long as the command, which it would otherwise walk again and again
     (a warm listing of 40,000 sessions spent a third of its time there). They are still freed
-    when no longer referenced."""
+    when no longer referenced. A process with other threads (the mount's server, which discovers
+    again every few seconds for as long as it runs) does not freeze: the cycles frozen with each
+    discovery would never be collected."""
 
     def __enter__(self):
         self._was = gc.isenabled()
         gc.disable()
 
     def __exit__(self, *exc):
-        gc.freeze()
+        if threading.active_count() == 1:
+            gc.freeze()
         if self._was:
             gc.enable()
 
