@@ -67,10 +67,8 @@ while some archived session still needs the older version.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import marshal
 import os
-import shutil
 import sys
 import threading
 
@@ -115,6 +113,8 @@ def session_key(agent: str, native_id: str, cwd: str | None) -> str:
     """The identity of a session in the archive, as discovery tells sessions apart: its agent and
     native id, and its working directory for agents that keep sessions per project (`cwd` None
     for the others)."""
+    import hashlib  # here: listings import this module, seldom read the archive
+
     identity = "\0".join([agent, native_id, cwd or ""])
     return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -127,6 +127,8 @@ def empty_index() -> dict:
 def encode_index(index: dict) -> bytes:
     """Two marshal parts under one checksum: the listing (key -> [agent, discovery record,
     identity]: all that discovery reads, a third of the time to parse), then the rest."""
+    import hashlib  # here: listings import this module, seldom read the archive
+
     sessions = index["sessions"]
     listing = {key: [e["agent"], e["record"], identity(e, index)] for key, e in sessions.items()}
     rest = {**index, "sessions": {key: {k: v for k, v in e.items() if k not in ("agent", "record")}
@@ -139,6 +141,8 @@ def encode_index(index: dict) -> bytes:
 def _parts(data: bytes, both: bool) -> list:
     """The listing and (with `both`) the rest; ValueError when the bytes are not a complete,
     intact index."""
+    import hashlib  # here: listings import this module, seldom read the archive
+
     payload = data[len(MAGIC) + 32:]
     if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != data[len(MAGIC):len(MAGIC) + 32]:
         raise ValueError("the archive index is damaged (its checksum does not match)")
@@ -261,6 +265,8 @@ def marked(session: Session) -> bool:
 def identity(entry: dict, index: dict) -> str:
     """What an archived session's document depends on: the versions and lengths of its files,
     and the checksum of the last frame each length reaches."""
+    import hashlib  # here: listings import this module, seldom read the archive
+
     parts = []
     for path, kind, fid, length in entry["files"]:
         record = index["files"].get(fid) if kind == "file" else None
@@ -323,6 +329,7 @@ def read_version(env, fid: str, record: dict, length: int, write) -> None:
 
 
 def _read_frame(fd: int, offset: int, stored: int, native: int, digest: str, decompressor, write) -> None:
+    import hashlib  # here: listings import this module, seldom read the archive
     import zstandard
 
     frame = decompressor.decompressobj()
@@ -408,6 +415,8 @@ def _mirror(env, entry: dict, index: dict) -> str:
     the archive's folder (native bytes, secrets as recorded, never go to the cache). The last
     one is kept for the next session that needs the same files (the sessions of one archived
     database share them), and removed when the process ends."""
+    import shutil  # here: listings import this module, seldom read the archive
+
     files = entry["files"]
     if _kept_mirror.get("files") == files and os.path.isdir(_kept_mirror["folder"]):
         return _kept_mirror["folder"]
@@ -461,6 +470,8 @@ def _write_all(fd: int, data: bytes) -> None:
 def _drop_kept_mirror() -> None:
     """Remove the kept mirror, if this process made it (a forked child inherits the record of
     its parent's)."""
+    import shutil  # here: listings import this module, seldom read the archive
+
     folder, pid = _kept_mirror.get("folder"), _kept_mirror.get("pid")
     _kept_mirror.clear()
     if folder and pid == os.getpid():
@@ -473,6 +484,8 @@ atexit.register(_drop_kept_mirror)
 def remove_abandoned_mirrors(root: str, every: bool = False) -> None:
     """Remove the mirrors of processes that ended without removing theirs (killed); with
     `every`, all of them (`forget`: no copy of a forgotten session may stay)."""
+    import shutil  # here: listings import this module, seldom read the archive
+
     try:
         names = os.listdir(root)
     except OSError:

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import agents
-import archive
 import cache
+import fswatch
 import mounts
 import safepath
-from agents.base import TITLE_CHARACTERS, Session
+import snapshot
+from agents.base import TITLE_CHARACTERS, Session, reading
 from errors import UserError
 from output import printable
-from redact import markers_of, redact_text
 
 SHORT_HEX = 8
 
@@ -43,11 +43,52 @@ class SourceProblem:
 @dataclass
 class Catalog:
     sessions: list[Session]
-    problems: list[SourceProblem] = field(default_factory=list)
-    sources: dict = field(default_factory=dict)   # agent -> list of source paths seen
+    found_problems: list[SourceProblem] = field(default_factory=list)
+    sources_seen: dict = field(default_factory=dict)  # agent -> list of source paths seen
+    native: dict = field(default_factory=dict)    # source -> [native files, last mtime seen, their
+                                                  # current fingerprint, settled] (snapshot.Made)
+    versions: dict = field(default_factory=dict)  # agent -> its translator's version
+    snapshot: "snapshot.Snapshot | None" = None   # what a warm discovery read
+    rest: list = field(default_factory=list)      # the snapshot's groups left out (other projects')
 
     def by_agent(self, name: str) -> list[Session]:
         return [s for s in self.sessions if s.agent == name]
+
+    @property
+    def problems(self) -> list[SourceProblem]:
+        """The stores that could not be read (from the snapshot when discovery read one)."""
+        if self.snapshot is not None and not self.found_problems:
+            self.found_problems = [SourceProblem(*p) for p in self.snapshot.extras()[0]]
+        return self.found_problems
+
+    @property
+    def sources(self) -> dict:
+        """agent -> the source paths seen (from the snapshot when discovery read one)."""
+        if self.snapshot is not None and not self.sources_seen:
+            self.sources_seen = self.snapshot.extras()[1]
+        return self.sources_seen
+
+    def known(self, session: Session) -> tuple | None:
+        """(native files, translator version, the files' fingerprint) of a session, as discovery
+        found them (and checked, for the sessions it returned)."""
+        entry = self.native.get(session.source)
+        version = self.versions.get(session.agent)
+        return (entry[0], version, entry[2]) if entry and version is not None else None
+
+    def everything(self) -> list[Session]:
+        """Every session, those of the groups a project's discovery left out included."""
+        return self.sessions + self.of_agent(None)
+
+    def of_agent(self, agent: str | None, modified_before: float | None = None) -> list[Session]:
+        """The sessions the groups left out hold of `agent` (None: of every agent); with
+        `modified_before`, only groups holding some last seen modified earlier are decoded."""
+        rows = [row for row in self.rest if (agent is None or row[1] == agent)
+                and (modified_before is None or row[5] is None or row[5] < modified_before)]
+        return self.snapshot.sessions(rows, self.native) if rows else []
+
+    def folders_of(self, agent: str) -> set:
+        """The working directories of an agent's sessions, those left out included."""
+        return {s.cwd for s in self.sessions if s.agent == agent} | {row[0] for row in self.rest if row[1] == agent}
 
 
 def module_version(module) -> str:
@@ -59,13 +100,59 @@ def dependencies(module, source: str, env) -> list[str]:
     return deps(source, env) if deps else [source]
 
 
-def discover(env, names=None, use_cache: bool = True) -> Catalog:
+def discover(env, names=None, use_cache: bool = True, within: str | None = None) -> Catalog:
+    """Every session of the stores (of the agents `names`), newest first.
+
+    A warm discovery reads the snapshot the previous one left (snapshot.py) when nothing it was
+    made from changed: the folders its stores were listed from, and the sources that can change
+    what they list without their folder showing it. Every source whose sessions it returns is
+    checked (stat'ed) too. Given a project (`within`), it returns the project's sessions only
+    (`Catalog.everything()` has the others, unchecked) and leaves the settled sources of other
+    projects alone: a store that only appends (`APPENDS_ONLY`) adds to a transcript whose head
+    says where it ran, which never moves it into the project; a new transcript shows in its
+    folder, and one whose head is not complete yet is checked every time. Only rewriting a
+    complete head in place, which these agents never do, is seen by the next discovery of
+    every project (`list --all`, `search`) instead.
+
+    Otherwise the stores are listed (a store's listing is reused while the folders it was made
+    from did not change) and each source scanned again only when its fingerprint changed (the
+    index); a snapshot is written for the next discovery."""
+    name = snapshot.key(env, names) if use_cache else None
+    kept = snapshot.load(env, name) if name else None
+    found = _from_snapshot(kept, Scope(within, env) if within else None) if kept else None
+    if found is not None:
+        return found
+    made = snapshot.Made()
+    with cache.no_collection():
+        found = _from_stores(env, names, use_cache, made)
+    if name:
+        made.texts = {cwd: listing_text(cwd) for cwd in {s.cwd for s in found.sessions} if cwd}
+        snapshot.save(env, name, found, made)
+    found.native, found.versions = made.native, made.agents
+    return found
+
+
+def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None") -> Catalog | None:
+    """The snapshot's catalog (of the project `scope`), None when one of its sources changed."""
+    rows = kept.header["groups"]
+    chosen = rows if scope is None else [row for row in rows if scope.holds(row[0])]
+    found = Catalog([], versions=kept.header["agents"], snapshot=kept,
+                    rest=[row for row in rows if row not in chosen] if scope else [])
+    sessions = kept.sessions(chosen, found.native, checked=True)
+    if sessions is None:
+        return None
+    found.sessions = sessions
+    _texts.update(kept.header["texts"])
+    return found
+
+
+def _from_stores(env, names, use_cache: bool, made: snapshot.Made) -> Catalog:
     index = cache.load_shared(env, cache.INDEX_FILE) if use_cache else {}
     fresh: dict = {}
     sessions: list[Session] = []
     problems: list[SourceProblem] = []
     sources_seen: dict = {}
-    avoided = mounts.avoided(env)
+    made.avoided = avoided = mounts.avoided(env)
     stat_memo: dict = {}
     for module in _in_discovery_order(agents.modules(names)):
         cached = index.get(module.NAME) or {}
@@ -73,45 +160,154 @@ def discover(env, names=None, use_cache: bool = True) -> Catalog:
         kept: dict = {}
         seen: set = set()
         per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
+        listing = _listing(module, env, cached if entries else {}, sessions, avoided, problems)
         sources_seen[module.NAME] = []
-        try:
-            source_list = list(_sources(module, env, sessions))
-        except OSError as exc:
-            problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
-            source_list = []
-        for source in source_list:
-            if mounts.inside(source, avoided):
-                continue  # never read through a FUSE mount (see mounts.avoided)
-            deps = dependencies(module, source, env)
-            found_stats = cache.stats(deps, stat_memo)
-            own = found_stats[0] if deps and deps[0] == source else _stat(source)
-            if own is None or not (stat.S_ISREG(own.st_mode) or stat.S_ISDIR(own.st_mode)):
-                continue  # regular files and folders only: a FIFO or device would block or never end
+        for source, deps, found, entry in _sessions_of_all(module, listing[-1], entries, env, stat_memo, problems):
+            kept[source] = entry
             sources_seen[module.NAME].append(source)
-            fp = cache.fingerprint_of(found_stats)
-            entry = entries.get(source)
-            if entry and entry[0] == fp:
-                found = [Session.from_cache(values) for values in entry[1]]
-                kept[source] = entry
-            else:
-                found = _scan(module, source, env, problems)
-                kept[source] = [fp, [s.to_cache() for s in found]]
+            _note(made, entry, source, deps)
             for session in found:
                 identity = (session.native_id, session.cwd if per_project else None)
                 if identity not in seen:  # one session in two sources: the first wins
                     seen.add(identity)
                     sessions.append(session)
         sessions.extend(_archived_only(module, env, seen, per_project))
-        fresh[module.NAME] = {"version": module_version(module), "sources": kept}
+        fresh[module.NAME] = {"version": module_version(module), "sources": kept, "listing": listing}
+        made.env.update(listing[1])
+        made.witness = fswatch.merged([made.witness, listing[0]])
+        made.agents[module.NAME] = module_version(module)
     if use_cache and _changed(index, fresh, names):
         cache.save(env, cache.INDEX_FILE, {**index, **fresh})
+    made.env["HOME"] = env.get("HOME")
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     return Catalog(sessions, problems, sources_seen)
 
 
+def _listing(module, env, cached: dict, sessions: list, avoided: list, problems: list) -> list:
+    """[witness state, environment read, inputs, avoided mounts, [(source, native files)...]]:
+    the module's sources and what they depend on. The cached one while it holds: the folders
+    and files it was made from, the variables it read, the project folders it was given (the
+    stores kept inside projects) and the avoided mounts on its way are as they were."""
+    inputs = _inputs(module, sessions)
+    old = cached.get("listing")
+    if old and old[2] == inputs and fswatch.same_env(old[1], env) and \
+            _same_avoided(old[0], old[3], avoided) and fswatch.holds(old[0]):
+        return old
+    witness = fswatch.Witness(ignored=(cache.cache_dir(env),))
+    read = fswatch.ReadEnv(env)
+    pairs = []
+    with fswatch.watching(witness):
+        try:
+            source_list = list(_sources(module, read, sessions))
+        except OSError as exc:
+            problems.append(SourceProblem(module.NAME, "", f"cannot list the store: {exc}"))
+            witness.spoil()  # listed again next time, and the problem said again
+            source_list = []
+        outside: dict = {}  # folder -> whether it is outside every avoided mount
+        for source in source_list:
+            if _outside(source, avoided, outside):  # never read through a FUSE mount (mounts.avoided)
+                pairs.append((source, dependencies(module, source, read)))
+    return [witness.state(), read.read, inputs, avoided, pairs]
+
+
+def _outside(source: str, avoided: list, folders: dict) -> bool:
+    """Whether a source is outside every avoided mount, asked once per folder (a source is a
+    mount point itself only when one of them names it)."""
+    if not avoided:
+        return True
+    folder = os.path.dirname(source)
+    if folder not in folders:
+        folders[folder] = not mounts.inside(folder, avoided)
+    return folders[folder] and not (os.path.basename(source) in {os.path.basename(p) for p in avoided}
+                                    and mounts.inside(source, avoided))
+
+
+def _inputs(module, sessions: list) -> list | None:
+    """What a store kept inside projects is looked for from: the sessions' folders so far."""
+    if getattr(module, "STORES_IN_PROJECTS", False):
+        return list(dict.fromkeys(s.cwd for s in sessions if s.cwd))
+    return None
+
+
+def _same_avoided(state: list, before: list, avoided: list) -> bool:
+    """Whether the mounts discovery avoids are as they were where the listing looked."""
+    if before == avoided:
+        return True
+    changed = set(before) ^ set(avoided)
+    return not any(mounts.inside(path, changed) for path in fswatch.paths(state))
+
+
+def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, problems: list) -> list:
+    """(source, native files, sessions, index entry [fingerprint, sessions, settled]) of each
+    source that is a regular file or folder (a FIFO or a device would block or never end), in
+    order. A source is scanned again when its fingerprint changed; many of them (a first run)
+    are scanned on every core. Settled: its scan read a head that appending leaves as it was,
+    of a store that only appends to its files (`APPENDS_ONLY`), so that only replacing the file
+    (its folder shows that) or rewriting it in place can change what it lists."""
+    found, changed = [], []
+    for source, deps in pairs:
+        found_stats = cache.stats(deps, stat_memo)
+        own = found_stats[0] if deps and deps[0] == source else _stat(source)
+        if own is None or not (stat.S_ISREG(own.st_mode) or stat.S_ISDIR(own.st_mode)):
+            continue
+        fp = cache.fingerprint_of(found_stats)
+        entry = entries.get(source)
+        if entry and entry[0] == fp:
+            kept = [Session.from_cache(values) for values in entry[1]]
+            problems.extend(SourceProblem(s.agent, source, s.extra["scan_error"])  # said again
+                            for s in kept if "scan_error" in s.extra)
+            found.append((source, deps, kept, entry))
+        else:
+            changed.append(len(found))
+            found.append((source, deps, None, fp))
+    scanned = _scans(module, [found[i][0] for i in changed], env)
+    for i, (records, settled, failures) in zip(changed, scanned):
+        source, deps, _, fp = found[i]
+        problems.extend(SourceProblem(*failure) for failure in failures)
+        found[i] = (source, deps, [Session.from_cache(values) for values in records], [fp, records, settled])
+    return found
+
+
+POOL_SCANS = 256  # sources to scan again for which a process pool pays (a first run, a big change)
+
+
+def _scans(module, sources: list, env) -> list:
+    """`_scan_job` of each source: in a process pool for many of a file store (a database
+    store's one source holds every session; a server's threads would not survive a fork)."""
+    import threading
+
+    if len(sources) < POOL_SCANS or threading.active_count() > 1:
+        return [_scan_job(source, module.NAME, env) for source in sources]
+    import parallel
+
+    return list(parallel.ordered(_scan_job, sources, (module.NAME, dict(env))))
+
+
+def _scan_job(source: str, agent: str, env) -> tuple[list, bool, list]:
+    """(the sessions' cache records, settled, problems as tuples) of one source's scan."""
+    module = agents.load(agent)
+    problems: list = []
+    reading.open_ended = False
+    found = _scan(module, source, env, problems)
+    settled = getattr(module, "APPENDS_ONLY", False) and not reading.open_ended
+    return [s.to_cache() for s in found], settled, [(p.agent, p.source, p.reason) for p in problems]
+
+
+def _note(made: snapshot.Made, entry: list, source: str, deps: list) -> None:
+    """What the snapshot keeps of a source: [native files, the source's mtime in seconds, their
+    fingerprint, settled], and the fingerprints of the files of one that is not settled, which
+    every warm discovery checks (a settled one is checked when its sessions are read)."""
+    fp, _, settled = entry
+    made.native[source] = [deps, fp[0][1] / 1e9 if fp and fp[0] else None, fp, settled]
+    if not settled:
+        made.volatile.update(zip(deps, fp))
+
+
 def _archived_only(module, env, seen: set, per_project: bool) -> list[Session]:
     """The module's archived sessions that no live source holds any more (the live one wins)."""
+    import archive
+
     def listed(native_id: str, cwd: str | None) -> bool:
         return (native_id, cwd if per_project else None) in seen
 
@@ -179,6 +375,8 @@ def untrusted(session: Session) -> Session:
         session.cwd = None
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
+    from redact import markers_of  # here: a warm listing has its texts from the snapshot
+
     with markers_of(f"{session.agent}:{session.native_id}"):  # as in its document
         redacted_id = listing_text(session.native_id)
         if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
@@ -190,8 +388,24 @@ def untrusted(session: Session) -> Session:
     return session
 
 
+_texts: dict = {}  # text -> listing text: known from the snapshot (see snapshot.py), or made
+                  # here (models and folders repeat across thousands of sessions)
+
+
 def listing_text(text: str) -> str:
-    return printable(redact_text(text)[0])
+    """The text printable and redacted. A text that held a secret is not kept in `_texts`: its
+    markers are those of the session it is redacted for (redact.markers_of)."""
+    known = _texts.get(text)
+    if known is None:
+        from redact import redact_text  # here: a warm listing has its texts from the snapshot
+
+        redacted, found = redact_text(text)
+        known = printable(redacted)
+        if len(text) <= 256 and not found:
+            if len(_texts) > 4096:
+                _texts.clear()
+            _texts[text] = known
+    return known
 
 
 def listing_title(text: str, limit: int = TITLE_CHARACTERS) -> str:
@@ -259,8 +473,22 @@ def local_time(session: Session) -> datetime | None:
 
 
 def local_date(session: Session) -> str:
-    moment = local_time(session)
-    return "unknown" if moment is None else moment.strftime("%Y-%m-%d")
+    if session.started is None:
+        return "unknown"
+    try:
+        quarter = int(session.started // 900)  # no time zone of today starts a day within a quarter hour
+    except (OverflowError, ValueError, TypeError):
+        quarter = None
+    found = _dates.get(quarter)
+    if found is None:
+        moment = local_time(session)
+        found = "unknown" if moment is None else moment.strftime("%Y-%m-%d")
+        if quarter is not None:
+            _dates[quarter] = found
+    return found
+
+
+_dates: dict = {}  # quarter hours since the epoch -> the local date (a listing repeats days)
 
 
 def file_name(session: Session) -> str:
@@ -333,7 +561,10 @@ class Scope:
         self._memo: dict = {}
 
     def contains(self, session: Session) -> bool:
-        cwd = session.cwd
+        return self.holds(session.cwd)
+
+    def holds(self, cwd) -> bool:
+        """Whether a working directory is the project or inside it."""
         if self._root is None or not safepath.usable(cwd):
             return False
         inside = self._memo.get(cwd)

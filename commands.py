@@ -6,16 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-
-import agents
-import archive
 import cache
 import catalog
-import documents
-import guide
-import memoryindex
-from atif.serialize import dumps, loads
-from atif.validate import validate
 from errors import UserError
 from output import cell, printable, table
 
@@ -36,10 +28,12 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
     project is where discovery looks for stores kept inside projects (Aider, Crush), wherever
     the command runs."""
     project = None if getattr(args, "all", False) else chosen_project(args)
-    found = catalog.discover(catalog.looking_in(env, project))
+    found = catalog.discover(catalog.looking_in(env, project), within=project)
     sessions = found.sessions
     agent = getattr(args, "agent", None)
     if agent:
+        import agents
+
         known = agents.names()
         if agent not in known:
             raise UserError(f"unknown agent {agent!r} (known: {', '.join(known)})")
@@ -51,24 +45,30 @@ def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
 
 def write(text: str | bytes) -> None:
     out = sys.stdout.buffer
-    out.write(printable(text).encode() if isinstance(text, str) else text)
+    if isinstance(text, str):
+        try:
+            text = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate, from a file name that is not UTF-8
+            text = printable(text).encode()
+    out.write(text)
     out.flush()
 
 
 # list ---------------------------------------------------------------------------------------------
 def run_list(args, env) -> int:
-    import orjson
-
     found, sessions, project = selected(args, env)
     retention_note(found, env)
-    rows = list(zip(sessions, known_facts(sessions, env, args.steps)))
+    rows = list(zip(sessions, known_facts(found, sessions, env, args.steps)))
     if args.json:
+        import orjson
+
         write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))
         return 0
     headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "First message"]
+    where = project_column(env)
     body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
-                            *([project_cell(s, env)] if project is None else []), cell(s.title, 80)]
+                            *([where(s)] if project is None else []), cell(s.title, 80)]
                            for s, f in rows])
     write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
     if not rows:
@@ -89,23 +89,34 @@ def where_shown(project: str | None, args) -> str:
 def project_cell(session, env) -> str:
     """A session's working directory for a table of several projects: ~ for $HOME, long ones
     cut from the left."""
-    if not session.cwd:
-        return "(none recorded)"
+    return project_column(env)(session)
+
+
+def project_column(env):
+    """`project_cell` for the rows of one table: each directory worked out once."""
     home = env.get("HOME", "").rstrip(os.sep)
-    cwd = catalog.listing_text(session.cwd)
-    if home and (cwd == home or cwd.startswith(home + os.sep)):
-        cwd = "~" + cwd[len(home):]
-    return cell(cwd if len(cwd) <= 40 else "…" + cwd[-39:])
+    done: dict = {None: "(none recorded)", "": "(none recorded)"}
+
+    def cell_of(session) -> str:
+        found = done.get(session.cwd)
+        if found is None:
+            cwd = catalog.listing_text(session.cwd)
+            if home and (cwd == home or cwd.startswith(home + os.sep)):
+                cwd = "~" + cwd[len(home):]
+            found = done[session.cwd] = cell(cwd if len(cwd) <= 40 else "…" + cwd[-39:])
+        return found
+    return cell_of
 
 
 def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
     """What to try when a listing is empty: where the sessions are, or that no store was found."""
-    if not found.sessions:
+    everything = found.everything()
+    if not everything:
         home = env.get("HOME", "~")
         return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
                 f"agent keeps them (and the variables that move them).")
-    elsewhere = len(found.sessions)
-    unplaced = sum(1 for s in found.sessions if not s.cwd)
+    elsewhere = len(everything)
+    unplaced = sum(1 for s in everything if not s.cwd)
     note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
     return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
             f"`trajectoriz list --all` lists them all, with their projects.")
@@ -113,20 +124,24 @@ def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
 
 def retention_note(found: catalog.Catalog, env) -> None:
     """One line on stderr when agents will delete, within a week, sessions not archived yet."""
+    import archive
     import retention
 
-    line = retention.warning(retention.at_risk(found.sessions, archive.holds(env), env))
+    line = retention.warning(retention.at_risk(found, archive.holds(env), env))
     if line:
         print(f"trajectoriz: {line}", file=sys.stderr)
 
 
-def known_facts(sessions: list, env, translate: bool) -> list:
+def known_facts(found: catalog.Catalog, sessions: list, env, translate: bool) -> list:
     """Each session's document facts (steps, size) when a document was rendered before and its
     session did not change since, else None: a listing renders nothing (`--steps` translates
-    the others, on every core)."""
+    the others, on every core). A session never rendered is not looked at."""
+    import documents
+
     facts = documents.Facts(env)
     if not translate:
-        return [facts.get(s, documents.cache_stamp(s, env)) for s in sessions]
+        return [facts.get(s, documents.cache_stamp(s, env, known=found.known(s))) if facts.has(s) else None
+                for s in sessions]
     try:
         return facts.of_all(sessions)
     finally:
@@ -138,6 +153,8 @@ def listing_record(session) -> dict:
     made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
     printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
     archive, its native record being gone."""
+    import archive
+
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
@@ -151,6 +168,8 @@ def listing_record(session) -> dict:
 def run_show(args, env) -> int:
     """The whole document as the mount serves it; or a part of it (a sub-agent, a step, a range
     of steps) as JSON; or, with --markdown, any of these as a readable transcript."""
+    import documents
+
     session = catalog.find(catalog.discover(env), args.id)
     redact = not args.no_redact
     if not (args.markdown or args.subagent or args.steps or args.step is not None):
@@ -159,6 +178,7 @@ def run_show(args, env) -> int:
         facts.save()
         return 0
     import transcript
+    from atif.serialize import dumps
 
     doc = documents.translate(session, env, redact)
     steps = str(args.step) if args.step is not None else args.steps
@@ -185,25 +205,16 @@ def run_export(args, env) -> int:
     """Write the sessions' files into the folder, adding and updating; with --delete, also remove
     the files an earlier export wrote there whose sessions this one no longer has. Files that
     export did not write (not in the folder's manifest) are never touched."""
+    import guide
+    import memoryindex
+
     _, sessions, project = selected(args, env)
     out = os.path.abspath(args.out)
     try:
         cache.make_private_dirs(out)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
-    redact = not args.no_redact
-    facts = documents.Facts(env, redact)
-    written = set()
-    try:
-        for session in sessions:
-            name = catalog.file_name(session)
-            stamp = documents.cache_stamp(session, env, redact)
-            doc, data = documents.document(session, env, redact)
-            facts.record(session, stamp, data, doc)
-            cache.write_private(os.path.join(out, name), data)
-            written.add(name)
-    finally:
-        facts.save()
+    written, facts = _export_all(sessions, out, env, not args.no_redact)
     exports = cache.load(env, EXPORTS_FILE)
     earlier = _exported(exports.get(out))
     removed = _remove_files(out, earlier - written) if args.delete else 0
@@ -214,6 +225,39 @@ def run_export(args, env) -> int:
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
     return 0
+
+
+def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, object]:
+    """Write every session's document into `out`, on every core, with progress on a terminal;
+    the names written, and the facts of the documents (documents.Facts). Each worker renders and writes its sessions' files and hands back their
+    facts only (documents never travel between processes)."""
+    import documents
+    import parallel
+
+    facts = documents.Facts(env, redact)
+    progress = parallel.Progress(len(sessions), "exporting")
+    written = set()
+    try:
+        for session, (name, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
+            facts.put(session, totals)
+            written.add(name)
+            progress.step()
+    finally:
+        progress.clear()
+        facts.save()
+    return written, facts
+
+
+def export_one(session, out: str, env, redact: bool) -> tuple[str, dict]:
+    """(file name, document facts) of one session written into `out` (a pool worker's job). The
+    stamp is taken before translating, so a session that changes meanwhile is re-done next time."""
+    import documents
+
+    name = catalog.file_name(session)
+    stamp = documents.cache_stamp(session, env, redact)
+    doc, data = documents.document(session, env, redact)
+    cache.write_private(os.path.join(out, name), data)
+    return name, documents.totals(doc, data, stamp)
 
 
 def _exported(names) -> set:
@@ -237,6 +281,9 @@ def _remove_files(out: str, names: set) -> int:
 
 # validate -----------------------------------------------------------------------------------------
 def run_validate(args, env) -> int:
+    from atif.serialize import loads
+    from atif.validate import validate
+
     invalid = 0
     for path in args.files:
         try:

@@ -14,13 +14,11 @@ import agents
 import archive
 import cache
 import catalog
-import doccache
 import toolkinds
 from agents.base import Session
 from atif import SCHEMA_VERSION
 from atif.build import final_metrics
 from atif.serialize import dumps, loads
-from redact import clean_tree, markers_of
 from version import VERSION
 
 FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
@@ -43,6 +41,8 @@ def _cached_or_rendered(session: Session, env, redact: bool,
     """The document's bytes from the document cache (`doccache`, redacted renderings only),
     without parsing them; else rendered now, with the document, and stored. The stamp is taken
     before translating, so a session that changes meanwhile is re-done next time."""
+    import doccache  # here: listings read facts, never documents
+
     if not redact:
         stamp = None
     elif stamp is None:
@@ -82,6 +82,8 @@ def archived_stamp(session: Session, env, module, redact: bool) -> list:
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
     serialized once."""
+    from redact import clean_tree, markers_of  # here: what reads cached documents never needs the rules
+
     translated = _translated(session, env)
     with markers_of(f"{session.agent}:{session.native_id}"):  # as in its listing (catalog.untrusted)
         doc, counts = clean_tree(translated, redact)
@@ -133,9 +135,13 @@ def cache_key(session: Session) -> str:
     return f"{session.agent}|{session.source}|{session.locator}"
 
 
-def cache_stamp(session: Session, env, redact: bool = True) -> list:
+def cache_stamp(session: Session, env, redact: bool = True, known: tuple | None = None) -> list:
     """What a cached rendering is valid for: the native files' fingerprint, the translator
-    and trajectoriz versions, and whether secrets were redacted."""
+    and trajectoriz versions, and whether secrets were redacted. `known`: the session's native
+    files, its translator's version and the files' fingerprint as discovery has just checked
+    it (`Catalog.known`), which spares loading the translator and stat'ing them again."""
+    if known is not None and not archive.marked(session):
+        return [known[2], known[1], VERSION, redact]
     module = agents.load(session.agent)
     if archive.marked(session):
         return archived_stamp(session, env, module, redact)
@@ -184,6 +190,10 @@ class Facts:
         self.entries: dict = cache.load(env, FACTS_FILE)
         self._unsaved: dict = {}
         self.generation = 0  # how many records were made: what was derived from fewer is older
+
+    def has(self, session: Session) -> bool:
+        """Whether some rendering of the session has facts here (of its current version or not)."""
+        return cache_key(session) in self.entries
 
     def get(self, session: Session, stamp: list) -> dict | None:
         found = self.entries.get(cache_key(session))

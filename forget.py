@@ -4,7 +4,8 @@ A forgotten session's archived versions that no other session needs are deleted,
 kept (a hash, nothing of its content) so that it is never archived again, and trajectoriz's
 caches drop what they derived from it: rendered documents and their search texts (found by the
 short id or native id they carry, whatever stamp they were kept under) and its facts; the
-folders archived files were materialized in go too. The discovery index needs nothing done: the
+folders archived files were materialized in go too, and the snapshots of the catalog (all of
+them: the next discovery makes a new one). The discovery index needs nothing done: the
 discovery `forget` runs first keeps only the sources it finds, as they are now. The agents'
 stores are never touched: a forgotten session that its agent still holds is read from there
 again while it exists (its first message back in the index, its document in the cache).
@@ -21,6 +22,7 @@ import cache
 import catalog
 import doccache
 import documents
+import snapshot
 from errors import UserError
 
 HEAD_BYTES = 4096  # a document names its session in its first lines
@@ -61,6 +63,7 @@ def chosen_sessions(args, env) -> list:
 def purge_caches(env, sessions: list) -> None:
     _purge_documents(env, sessions)
     _purge_facts(env, sessions)
+    snapshot.remove_all(env)
     archive.remove_abandoned_mirrors(archive.mirrors_folder(env), every=True)
 
 

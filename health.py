@@ -5,9 +5,9 @@ data they hold (and how many of its sessions are served from the archive only, t
 record gone), how many sessions translate with warnings and how many fail (grouped by kind of
 problem, with the first reason of each kind), and which native formats and agent versions were
 seen. Every session is translated, through `documents.translate`, the path every command uses,
-so a problem shows here exactly as it would in `show` or the mount. Sessions are translated in
-a small process pool (`parallel.ordered`, two workers at most) when there are enough to pay for
-it.
+so a problem shows here exactly as it would in `show` or the mount. Sessions are translated on
+every core (`parallel.ordered`) when there are enough to pay for a pool, with progress on a
+terminal.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import parallel
 import retention
 from output import cell, table
 
-WORKERS = 2
 POOL_THRESHOLD = 16      # fewer sessions are translated in this process: a pool costs more
 MAX_KINDS = 8            # problem kinds shown per agent; the rest are counted in "more"
 
@@ -43,8 +42,17 @@ def summarize(session, env) -> dict:
 
 
 def summarize_all(sessions: list, env) -> list[dict]:
-    workers = min(WORKERS, parallel.cores()) if len(sessions) >= POOL_THRESHOLD else 1
-    return list(parallel.ordered(summarize, sessions, (dict(env),), workers))
+    """`summarize` of every session, in order: on every core when there are enough of them."""
+    workers = parallel.cores() if len(sessions) >= POOL_THRESHOLD else 1
+    progress = parallel.Progress(len(sessions), "translating")
+    found = []
+    try:
+        for summary in parallel.ordered(summarize, sessions, (dict(env),), workers):
+            found.append(summary)
+            progress.step()
+    finally:
+        progress.clear()
+    return found
 
 
 # one agent -----------------------------------------------------------------------------------------

@@ -96,13 +96,22 @@ def _parts(path: str) -> tuple:
     return tuple(part for part in os.path.abspath(path).split(os.sep) if part)
 
 
+_points: dict = {}  # tuple of mount points -> their parts (one or two sets per process)
+
+
 def inside(path: str, points) -> bool:
     """Whether `path` is one of `points` or below one, comparing whole components of absolute
     paths (no symlink resolution: that would look inside)."""
     if not points:  # the usual case: discovery asks this of every source
         return False
+    key = tuple(points)
+    wanted = _points.get(key)
+    if wanted is None:
+        if len(_points) > 16:
+            _points.clear()
+        wanted = _points[key] = [_parts(p) for p in points]
     parts = _parts(path)
-    return any(parts[: len(p)] == p for p in map(_parts, points))
+    return any(parts[: len(p)] == p for p in wanted)
 
 
 def find(point: str, mounts: list[Mount] | None = None) -> Mount | None:

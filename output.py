@@ -12,14 +12,22 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """Text that encodes as UTF-8: lone surrogates (from a file name that is not UTF-8) become
     U+FFFD."""
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # a lone surrogate fails (and is rare): faster than a regex pass
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
 
 
 def cell(value, limit: int = 0) -> str:
     """A table cell: one line, valid text, no control characters (a first message holding a
     terminal escape sequence must not drive the user's terminal), `|` escaped."""
-    text = " ".join(printable(str(value if value is not None else "")).split())
-    text = _CONTROL.sub("\ufffd", text) if not text.isprintable() else text
+    text = value if type(value) is str else str(value if value is not None else "")
+    if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "):
+        text = " ".join(printable(text).split())  # (a listing's first messages are one line already)
+        text = _CONTROL.sub("\ufffd", text) if not text.isprintable() else text
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text.replace("|", "\\|")

@@ -1,5 +1,6 @@
-"""Work over many sessions on every core: `search --content`, `stats` and `list` translate
-sessions in a process pool and get their results back in the sessions' order.
+"""Work over many sessions on every core: `search --content`, `stats`, `list --steps`, `agents`
+and `export` translate sessions (and discovery scans sources) in a process pool and get their
+results back in the sessions' order.
 
 Workers return small results (hits, totals), never documents, so memory stays bounded however
 many sessions there are. The items themselves reach the workers once, when they start

@@ -42,14 +42,11 @@ import re
 import time
 from dataclasses import dataclass
 
-import agents
 import mounts
 import safepath
 from agents.base import as_dict, home, open_binary
-from agents.gemini import gemini_dir
-from agents.qwen import qwen_dir
 from atif.serialize import loads
-from catalog import listing_text
+from catalog import Catalog, listing_text
 
 WINDOW_DAYS = 7
 DAY = 86400
@@ -87,6 +84,7 @@ class SettingsFiles:
     def __init__(self, env):
         self._avoided = mounts.avoided(env)
         self._read: dict = {}
+        self._links: dict = {}  # the projects' settings files share most of their folders
 
     def get(self, path: str, comments: bool = False) -> dict:
         if path not in self._read:
@@ -94,7 +92,7 @@ class SettingsFiles:
         return self._read[path]
 
     def _load(self, path: str, comments: bool) -> dict:
-        resolved = safepath.resolve(path, self._avoided)
+        resolved = safepath.resolve(path, self._avoided, self._links)
         if resolved is None or mounts.inside(resolved, self._avoided):
             return {}
         try:
@@ -129,8 +127,8 @@ def days_text(days: float) -> str:
     return f"{days:g} day{'' if days == 1 else 's'}"
 
 
-def projects_of(sessions) -> list[str]:
-    return sorted({s.cwd for s in sessions if safepath.usable(s.cwd)})
+def projects_of(folders) -> list[str]:
+    return sorted(cwd for cwd in folders if safepath.usable(cwd))
 
 
 # Claude Code ---------------------------------------------------------------------------------------
@@ -184,6 +182,8 @@ def gemini_files(project: str | None, env) -> list[str]:
     system = env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or GEMINI_SYSTEM
     defaults = env.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or os.path.join(
         os.path.dirname(system), "system-defaults.json")
+    from agents.gemini import gemini_dir  # here: a listing without Gemini sessions never asks
+
     files = [defaults, os.path.join(gemini_dir(env), "settings.json")]
     if project:
         files.append(os.path.join(project, ".gemini", "settings.json"))
@@ -253,6 +253,8 @@ def qwen_period_text(value) -> str | None:
 
 def qwen_files(project: str | None, env) -> list[str]:
     """Qwen Code's settings files, highest precedence first."""
+    from agents.qwen import qwen_dir
+
     user = os.path.join(qwen_dir(env), "settings.json")
     return ([os.path.join(project, ".qwen", "settings.json")] if project else []) + [user]
 
@@ -263,12 +265,22 @@ class Retention:
     read once, and a project's files only for an agent that has sessions in it."""
 
     def __init__(self, sessions, env):
+        """`sessions`: a list, or a catalog.Catalog, whose sessions left out by a project's
+        discovery are decoded only as far as the rules need them."""
         self.env = env
         self.files = SettingsFiles(env)
-        self.sessions: dict = {}
-        for session in sessions:
-            self.sessions.setdefault(session.agent, []).append(session)
+        self.found = sessions if isinstance(sessions, Catalog) else Catalog(list(sessions))
         self._gemini: dict = {}
+
+    def sessions_of(self, agent: str, modified_before: float | None = None) -> list:
+        """The agent's sessions; with `modified_before`, those last seen modified earlier only
+        (a session cannot have been modified earlier than it was last seen modified)."""
+        found = [s for s in self.found.sessions if s.agent == agent] + self.found.of_agent(agent, modified_before)
+        if modified_before is None:
+            return found
+        seen = self.found.native
+        return [s for s in found if (seen.get(s.source) or (None, None))[1] is None
+                or seen[s.source][1] < modified_before]
 
     # Claude Code
     def claude_period(self, project: str | None) -> ClaudePeriod:
@@ -280,7 +292,7 @@ class Retention:
 
     def claude_shortest(self) -> ClaudePeriod:
         """The period of the project whose sweep deletes the most: it deletes in every project."""
-        projects = [None, *projects_of(self.sessions.get("claude", []))]
+        projects = [None, *projects_of(self.found.folders_of("claude"))]
         return min((self.claude_period(p) for p in projects), key=lambda period: period.days)
 
     def claude_policy(self) -> str:
@@ -291,7 +303,7 @@ class Retention:
 
     def claude_doomed(self, horizon: float) -> list:
         cutoff = horizon - self.claude_shortest().days * DAY
-        return [s for s in self.sessions.get("claude", []) if _before(last_activity(s), cutoff)]
+        return [s for s in self.sessions_of("claude", cutoff) if _before(last_activity(s), cutoff)]
 
     # Gemini CLI
     def gemini_rule(self, project: str | None) -> GeminiRule:
@@ -321,7 +333,7 @@ class Retention:
 
     def gemini_doomed(self, horizon: float) -> list:
         folders: dict = {}
-        for session in filter(is_gemini_chat, self.sessions.get("gemini", [])):
+        for session in filter(is_gemini_chat, self.sessions_of("gemini")):
             modified = last_activity(session)
             if modified is not None:
                 folders.setdefault(os.path.dirname(session.source), []).append((modified, session))
@@ -349,7 +361,7 @@ class Retention:
         return text + self._projects_differing("qwen", self.qwen_period, period, lambda p: p[0])
 
     def _projects_differing(self, agent: str, rule_of, usual, limits) -> str:
-        count = sum(1 for p in projects_of(self.sessions.get(agent, [])) if limits(rule_of(p)) != usual)
+        count = sum(1 for p in projects_of(self.found.folders_of(agent)) if limits(rule_of(p)) != usual)
         return f"; {count} project(s) set their own" if count else ""
 
     # every agent
@@ -367,6 +379,8 @@ def policies(sessions, env) -> dict[str, str]:
     """Every known agent's retention policy, one line each, for `trajectoriz agents` (printable
     and redacted: a project's path comes from a store)."""
     rules = Retention(sessions, env)
+    import agents
+
     return {name: listing_text(rules.policy(name)) for name in agents.names()}
 
 

@@ -24,9 +24,10 @@ def usable(path) -> bool:
     return isinstance(path, str) and "\0" not in path and os.path.isabs(path)
 
 
-def resolve(path: str, avoided) -> str | None:
+def resolve(path: str, avoided, known: dict | None = None) -> str | None:
     """`os.path.realpath(path)` that never looks inside an avoided mount; None for a path no
-    system call takes, or one whose symlinks loop."""
+    system call takes, or one whose symlinks loop. `known` (path -> its target, None for no
+    symlink) remembers what was found, for many paths under the same folders."""
     if not usable(path):
         return None
     done = os.sep
@@ -43,7 +44,12 @@ def resolve(path: str, avoided) -> str | None:
         candidate = os.path.join(done, part)
         if mounts.inside(candidate, avoided):
             return os.path.normpath(os.path.join(candidate, *reversed(pending)))
-        target = _link_target(candidate)
+        if known is None:
+            target = _link_target(candidate)
+        elif candidate in known:
+            target = known[candidate]
+        else:
+            target = known[candidate] = _link_target(candidate)
         if target is None:
             done = candidate
             continue

@@ -345,7 +345,7 @@ def _archive_parsers(commands) -> None:
         "forget", help="remove sessions from the archive and from every cache, for good",
         epilog=EPILOGS["forget"],
         description="Remove sessions from trajectoriz's archive and from its caches (documents, "
-                    "search texts, facts), and never archive them again: the way to "
+                    "search texts, facts, listings), and never archive them again: the way to "
                     "purge a secret. The agents' own stores are not touched: a session its "
                     "agent still holds is still shown from there.")
     forget.add_argument("ids", nargs="*", metavar="ID", help="session ids, as list and search show them")

@@ -6,7 +6,6 @@ an agent is adding its file; helper modules (`base`, `sqlite_ro`) define no `tra
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 _HELPERS = ("base", "sqlite_ro")
 _loaded: dict | None = None
@@ -15,6 +14,8 @@ _loaded: dict | None = None
 def _all() -> dict:
     global _loaded
     if _loaded is None:
+        import pkgutil  # here: a warm listing loads no agent
+
         found = {}
         for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
             if info.name in _HELPERS or info.name.startswith("_"):

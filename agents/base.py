@@ -70,7 +70,8 @@ import math
 import os
 import re
 import stat
-from dataclasses import asdict, dataclass, field
+import threading
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 
 from atif.build import image_part, plain_or_parts, text_part
@@ -102,13 +103,18 @@ class Session:
     short_id: str = ""                # assigned by the catalog, unique in the listing
 
     def to_cache(self) -> list:
-        data = asdict(self)
-        del data["short_id"]
-        return list(data.values())
+        """The fields but the short id, as the caches keep them (without `asdict`'s deep copy,
+        which costs more than the rest of a warm discovery: `extra` is copied one level)."""
+        values = [getattr(self, name) for name in _CACHED]
+        values[-1] = dict(values[-1])
+        return values
 
     @classmethod
     def from_cache(cls, values: list) -> "Session":
         return cls(*values)
+
+
+_CACHED = tuple(f.name for f in fields(Session) if f.name != "short_id")  # `extra` last
 
 
 def home(env) -> str:
@@ -129,8 +135,21 @@ def listdir(path: str) -> list[str]:
         return []
 
 
+class _Reading(threading.local):
+    """What the scan running in this thread read: `open_ended` once it read a file's records
+    up to its end (`head_records`) or its modification time (`mtime`), which appending to the
+    file can change. A scan that read neither saw only a head a later append leaves as it is:
+    discovery need not look at such a source again while its folder does not change (for the
+    agents whose stores only ever append, `APPENDS_ONLY`)."""
+    open_ended = False
+
+
+reading = _Reading()
+
+
 def mtime(path: str) -> float | None:
     """When a file was last written; None when it cannot be read."""
+    reading.open_ended = True
     try:
         return os.stat(path).st_mtime
     except OSError:
@@ -333,27 +352,57 @@ def read_whole(path: str, limit: int = FILE_LIMIT) -> bytes:
     return data
 
 
-def head_records(path: str, limit: int = HEAD_BYTES):
+def head_records(path: str, limit: int = HEAD_BYTES, wanted=None):
     """Parsed JSON records from the head of a JSONL file, skipping bad lines. For discovery:
     never reads a whole session.
 
     The head is `limit` bytes of lines, where one line counts at most a quarter of `limit`: a
     first record of megabytes (an image pasted in the first prompt) is read whole, and the
     records after it, which may hold the model or the title, still are. At most HEAD_MAX bytes
-    are read in all; a line cut there is dropped."""
+    are read in all; a line cut there is dropped. `wanted(line)`, when given, says which lines
+    are worth parsing (the scan still lacking only a model need not parse a request blob of
+    tens of kilobytes that names none): the others are read, counted, and skipped."""
     budget, room = limit, HEAD_MAX
     with open_binary(path) as handle:
+        lines = _Lines(handle)
         while budget > 0 and room > 0:
-            line = handle.readline(room)
+            line = lines.next(room)
             if not line:
+                reading.open_ended = True
                 return
             room -= len(line)
             budget -= min(len(line), limit // 4)
             if room == 0 and not line.endswith(b"\n"):
                 return  # cut at HEAD_MAX
-            record = _object(line)
+            record = _object(line) if wanted is None or wanted(line) else None
             if record is not None:
                 yield record
+
+
+class _Lines:
+    """`readline(size)` over a binary file, read CHUNK bytes at a time: a transcript's head is
+    tens of lines of kilobytes, which a buffered reader's readline copies in small pieces."""
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, handle):
+        self._handle, self._data, self._at = handle, b"", 0
+
+    def next(self, size: int) -> bytes:
+        """The next line, with its newline; at most `size` bytes of it; b"" at the end."""
+        while True:
+            end = self._data.find(b"\n", self._at, self._at + size)
+            if end >= 0 or len(self._data) - self._at >= size:
+                stop = end + 1 if end >= 0 else self._at + size
+                break
+            more = self._handle.read(max(self.CHUNK, size if size < self.CHUNK * 4 else self.CHUNK))
+            if not more:
+                stop = len(self._data)
+                break
+            self._data = self._data[self._at:] + more
+            self._at = 0
+        line, self._at = self._data[self._at:stop], stop
+        return line
 
 
 def _object(line: bytes) -> dict | None:

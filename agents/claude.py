@@ -19,7 +19,7 @@ import re
 
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
                          head_records, home, iso, listdir_cached, one_line, read_json_object, read_whole,
-                         text_of)
+                         reading, text_of)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps_text
 
@@ -28,6 +28,7 @@ PREFIX = "cl"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "claude-code"
 VERSION = 3
+APPENDS_ONLY = True  # transcripts only grow (catalog: a scan of a head that did not end stays true)
 
 SKIPPED_TYPES = {"file-history-snapshot", "progress", "permission-mode", "mode",
                  "custom-title", "ai-title", "agent-name", "agent-setting", "last-prompt", "pr-link",
@@ -76,7 +77,18 @@ def scan(source: str, env) -> list[Session]:
     native_id = os.path.basename(source)[: -len(".jsonl")]
     session = Session(agent=NAME, native_id=native_id, source=source, extra={"format": "jsonl"})
     queued = ""  # the first prompt enqueued, for a session that recorded no user record of it
-    for record in head_records(source):
+
+    def worth_parsing(line: bytes) -> bool:
+        """Whether a record could still fill a field: once the time, directory and version are
+        known, only an assistant's (the model) or a user's or queued prompt (the title), whose
+        type the line names (a request blob of tens of kilobytes before the first answer is
+        then skipped unparsed)."""
+        if session.started is None or session.cwd is None or "version" not in session.extra:
+            return True
+        return ((session.model is None and (b'"assistant"' in line or b'"modelId"' in line))
+                or (not session.title and (b'"user"' in line or (not queued and b'"queue-operation"' in line))))
+
+    for record in head_records(source, wanted=worth_parsing):
         if session.started is None:
             session.started = epoch(record.get("timestamp"))
         if session.cwd is None and isinstance(record.get("cwd") or record.get("project"), str):
@@ -84,8 +96,8 @@ def scan(source: str, env) -> list[Session]:
         if "version" in record and "version" not in session.extra and isinstance(record["version"], str):
             session.extra["version"] = record["version"]
         message = as_dict(record.get("message"))
-        if record.get("type") == "assistant" and session.model is None:
-            model = as_str(message.get("model"))
+        if session.model is None:
+            model = starting_model(record) or (as_str(message.get("model")) if record.get("type") == "assistant" else None)
             if model and model != "<synthetic>":
                 session.model = model
         if record.get("type") == "user" and not session.title and not record.get("isSidechain"):
@@ -95,9 +107,20 @@ def scan(source: str, env) -> list[Session]:
         if session.started and session.cwd and session.title and session.model:
             break
     if session.started is None:
+        reading.open_ended = True  # the time of the last write: an append changes it
         session.started = os.stat(source).st_mtime
     session.title = session.title or one_line(queued)
     return [session]
+
+
+def starting_model(record: dict) -> str | None:
+    """The model a session starts with, as recent releases record it before the first answer
+    (an attachment naming the model's identity): the listing need not read on to the answer,
+    which comes after tens of kilobytes of tool lists and request blobs."""
+    attachment = as_dict(record.get("attachment"))
+    if record.get("type") != "attachment" or attachment.get("type") != "model":
+        return None
+    return as_str(as_dict(attachment.get("identity")).get("modelId"))
 
 
 def dependencies(source: str, env) -> list[str]:

@@ -136,11 +136,28 @@ def id_from_name(path: str) -> str:
 def scan(source: str, env) -> list[Session]:
     rollout = Rollout(source)
     own = OwnLines(rollout, env, head=True)
-    lines = list(own)
-    head = Head(lines, Plan(lines))
+    head = listing_head(own)
     return [Session(agent=NAME, native_id=head.session_id or id_from_name(source), source=source,
                     started=epoch(head.started), cwd=head.cwd, title=head.title, model=head.model,
                     extra={"format": rollout.format, **own.lineage()})]
+
+
+def listing_head(own: "OwnLines") -> "Head":
+    """The Head of a rollout's head, read only up to the start of a turn where everything is
+    known: the id, time, directory, model and title (a turn's plan depends on its own lines
+    only, so the turns read give the title the whole head would). A fork's or a sub-agent's
+    reads its whole head (its lineage counts the copied lines skipped)."""
+    lines = []
+    probe = Head([], None)
+    for line in own:
+        if starts_turn(line) and probe.dated and None not in (probe.session_id, probe.cwd, probe.model) \
+                and not (own.gate and own.gate.parent):
+            head = Head(lines, Plan(lines))
+            if head.title:
+                return head
+        probe.see(line)
+        lines.append(line)
+    return Head(lines, Plan(lines))
 
 
 class Head:
@@ -150,6 +167,7 @@ class Head:
 
     def __init__(self, lines: list, plan: "Plan"):
         self.session_id = self.started = self.cwd = self.model = None
+        self.dated = False  # whether `started` is a time
         self.title = ""
         turn = 0
         for line in lines:
@@ -161,8 +179,9 @@ class Head:
 
     def see(self, line: "Line") -> None:
         payload = line.payload
-        if epoch(self.started) is None:
+        if not self.dated:  # (parsing the time again on every line cost a third of a scan)
             self.started = line.timestamp or (payload.get("timestamp") if line.type == "session_meta" else None)
+            self.dated = epoch(self.started) is not None
         if line.type == "session_meta" and self.session_id is None:
             self.session_id = as_str(payload.get("id"))
             self.cwd = self.cwd or as_str(payload.get("cwd"))

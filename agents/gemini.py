@@ -136,6 +136,7 @@ def _head(source: str) -> tuple[dict, list[dict], str]:
     """Metadata and the first messages of a JSONL chat, from the head of the file."""
     meta: dict = {}
     messages: list[dict] = []
+    wanted = _Wanted()
     for record in head_records(source):
         if isinstance(record.get("id"), str):
             messages.append(record)
@@ -143,7 +144,26 @@ def _head(source: str) -> tuple[dict, list[dict], str]:
             messages.extend(m for m in as_list(record["$set"].get("messages")) if isinstance(m, dict))
         elif isinstance(record.get("sessionId"), str) and not meta:
             meta = record
+        if wanted.found(meta, messages):
+            break  # the rest of the head cannot change what scan takes of it
     return meta, messages, "jsonl"
+
+
+class _Wanted:
+    """Whether the messages so far hold all that `scan` takes of them: a time (or the metadata's),
+    a model and a prompt, the metadata being known (each message looked at once)."""
+
+    def __init__(self):
+        self.seen = 0
+        self.time = self.model = self.prompt = False
+
+    def found(self, meta: dict, messages: list) -> bool:
+        for message in messages[self.seen:]:
+            self.time = self.time or bool(epoch(_raw_time(message)))
+            self.model = self.model or (_kind(message) in AGENT_TYPES and bool(as_str(message.get("model"))))
+            self.prompt = self.prompt or bool(_prompt_text(message))
+        self.seen = len(messages)
+        return bool(meta) and self.model and self.prompt and (self.time or bool(epoch(meta.get("startTime"))))
 
 
 def _scan_prompt_log(source: str) -> list[Session]:

@@ -84,10 +84,13 @@ def utc_epoch(value) -> float | None:
 def scan_database(path: str, env) -> list[Session]:
     with sqlite_ro.listing(path, env) as connection:
         fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
+        # each session's first user message, found in one pass over the messages (a subquery
+        # per session scans them all per session where no index on session_id exists)
         rows = connection.execute(
             f"SELECT {fields}, " + sqlite_ro.capped(
-                "(SELECT content_json FROM messages m WHERE m.session_id = s.id"
-                " AND m.role = 'user' ORDER BY m.id LIMIT 1)") + " FROM sessions s").fetchall()
+                "(SELECT content_json FROM messages m WHERE m.id = f.first_user)") + " FROM sessions s"
+            " LEFT JOIN (SELECT session_id AS sid, MIN(id) AS first_user FROM messages"
+            " WHERE role = 'user' GROUP BY session_id) f ON f.sid = s.id").fetchall()
     ids = {row[0] for row in rows}
     found = []
     for row in rows:

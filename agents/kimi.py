@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import itertools
 import os
 import re
 
@@ -114,11 +115,12 @@ def scan(source: str, env) -> list[Session]:
 def _scan_cli(source: str, env) -> Session:
     folder = session_dir(source)
     native_id = os.path.basename(folder)
-    records = list(head_records(source))
+    records = head_records(source)  # read up to the first prompt only
     title, started, fmt = "", None, "context"
     if os.path.basename(source) == "wire.jsonl":
-        fmt = f"wire-{as_dict(records[0]).get('protocol_version', 'unknown')}" if records else "wire"
-        for record in records:
+        first = next(records, None)
+        fmt = f"wire-{as_dict(first).get('protocol_version', 'unknown')}" if first is not None else "wire"
+        for record in itertools.chain([first] if first is not None else [], records):
             started = started or epoch(record.get("timestamp"))
             message = as_dict(record.get("message"))
             if message.get("type") == "TurnBegin":

@@ -80,7 +80,7 @@ def _cwds_of(index: dict) -> list[str]:
 
 
 def _cached_sessions(entry) -> list:
-    if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], list):
+    if isinstance(entry, list) and len(entry) >= 2 and isinstance(entry[1], list):
         return entry[1]
     return []
 

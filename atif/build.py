@@ -8,8 +8,6 @@ results sit on the step that made the call (the one rule translators most often 
 
 from __future__ import annotations
 
-import hashlib
-
 from atif import SCHEMA_VERSION
 
 IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
@@ -47,6 +45,8 @@ def image_part(media_type: str | None, data: str | bytes | None = None, url: str
         return text_part(f"[{label}: {media_type or 'unknown type'}]")
     if url is None:
         raw = data.encode() if isinstance(data, str) else (data or b"")
+        import hashlib  # here: listings import this module, images are rare
+
         digest = hashlib.sha256(raw).hexdigest()[:16]
         url = f"trajectoriz://image/{digest}.{media_type.split('/')[1]}"
     return {"type": "image", "source": {"media_type": media_type, "path": url}}

@@ -111,11 +111,14 @@ def per_folder(root: str, pattern: str, main: str | None = None) -> list[Unit]:
             for _, files in sorted(units.items())]
 
 
-def templates(scratch: str) -> list[Template]:
-    found = []
+def claude_template() -> Template:
     home = live("claude-2.1.332")
-    found.append(Template("claude", home, per_file(home, r"\.jsonl$"),
-                          ["/tmp/agents/proj-claude", "/tmp/agents/proj-claude-other"], 30, big=True))
+    return Template("claude", home, per_file(home, r"\.jsonl$"),
+                    ["/tmp/agents/proj-claude", "/tmp/agents/proj-claude-other"], 30, big=True)
+
+
+def templates(scratch: str) -> list[Template]:
+    found = [claude_template()]
     showcase = os.path.join(SAMPLES, "claude", "claude-code-log", "minimal_showcase")
     found.append(Template("claude", _rooted(scratch, "showcase", showcase,
                                             ".claude/projects/-workspace-example-app"),
@@ -600,7 +603,8 @@ def copy_rows(source, target, rows: dict, mapping: Mapping, grow_tables: tuple, 
 
 # writing the corpus ---------------------------------------------------------------------------------
 class Writer:
-    def __init__(self, out: str, seed: int, sessions: int, giants: list[float]):
+    def __init__(self, out: str, seed: int, sessions: int, giants: list[float],
+                 projects: list[str] | None = None, median: float = 45e3):
         self.out = os.path.abspath(out)
         self.home = os.path.join(self.out, "home")
         self.work = os.path.join(self.out, "work")
@@ -611,9 +615,10 @@ class Writer:
         self.databases = Databases()
         self.listing: list[dict] = []
         self.copy = 0
-        self.projects = [f"{self.random.choice(WORDS)}-{i:03d}" for i in range(max(8, sessions // 60))]
+        self.median = median
+        self.projects = projects or [f"{self.random.choice(WORDS)}-{i:03d}" for i in range(max(8, sessions // 60))]
         rest = [1 / (i + 1) ** 1.1 for i in range(len(self.projects) - 1)]
-        self.zipf = [sum(rest) * MAIN_SHARE / (1 - MAIN_SHARE)] + rest  # the main project: 40%
+        self.zipf = [sum(rest) * MAIN_SHARE / (1 - MAIN_SHARE)] + rest if rest else [1]  # the main project: 40%
 
     def project(self) -> str:
         name = self.random.choices(self.projects, self.zipf)[0]
@@ -622,8 +627,9 @@ class Writer:
         return path
 
     def size_target(self) -> int:
-        """Native bytes for an ordinary session: log-normal, median 45 KB, 1% above 1.5 MB."""
-        return int(min(30e6, math.exp(self.random.gauss(math.log(45e3), 1.5))))
+        """Native bytes for an ordinary session: log-normal, median 45 KB (1% above 1.5 MB) unless
+        told otherwise."""
+        return int(min(30e6, math.exp(self.random.gauss(math.log(self.median), 1.5))))
 
     def build(self, found: list[Template]) -> None:
         total_weight = sum(t.weight for t in found)
@@ -882,9 +888,60 @@ def relink(text: str, last) -> str:
     return text
 
 
+def build(out: str, seed: int, sessions: int, giants: list[float]) -> list[dict]:
+    scratch = tempfile.mkdtemp(prefix="corpus-templates-")
+    try:
+        writer = Writer(out, seed, sessions, giants)
+        writer.build(templates(scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return writer.listing
+
+
+# a heavy user's Claude Code store (--huge) ---------------------------------------------------------
+HUGE_PROJECTS = 20
+HUGE_PER_PROJECT = 2000
+HUGE_MEDIAN = 81e3  # bytes: 40,000 sessions of a mean of ~250 KB, ~10 GB
+
+
+def build_huge(out: str, seed: int) -> list[dict]:
+    """HUGE_PER_PROJECT distinct Claude Code sessions written as every other corpus is, in the
+    project `huge-00`, then copied into each of HUGE_PROJECTS projects (`huge-NN`, a name of the
+    same length) under fresh session ids: the store of someone with years of sessions."""
+    writer = Writer(out, seed, HUGE_PER_PROJECT, [], projects=["huge-00"], median=HUGE_MEDIAN)
+    writer.build([claude_template()])
+    base = os.path.join(writer.home, ".claude", "projects", slug(os.path.join(writer.work, "huge-00")))
+    names = sorted(os.listdir(base))
+    listing = [dict(copy) for copy in writer.listing]
+    for number in range(1, HUGE_PROJECTS):
+        project = f"huge-{number:02d}"
+        os.makedirs(os.path.join(writer.work, project, ".git"), exist_ok=True)
+        folder = os.path.join(os.path.dirname(base), os.path.basename(base).replace("huge-00", project))
+        os.makedirs(folder, exist_ok=True)
+        for name in names:
+            size = clone_session(os.path.join(base, name), folder, project, f"{seed}:{number}")
+            listing.append({"agent": "claude", "cwd": os.path.join(writer.work, project), "bytes": size})
+    return listing
+
+
+def clone_session(path: str, folder: str, project: str, key: str) -> int:
+    """A copy of a Claude Code transcript of `huge-00` in `project` (its folder), under a fresh
+    session id; its size."""
+    old = os.path.basename(path)[: -len(".jsonl")]
+    new = new_id(old, key, 0)
+    with open(path, "rb") as handle:
+        data = handle.read().replace(old.encode(), new.encode()).replace(b"huge-00", project.encode())
+    with open(os.path.join(folder, new + ".jsonl"), "wb") as handle:
+        handle.write(data)
+    return len(data)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="about 200 sessions (a quick run)")
+    parser.add_argument("--huge", action="store_true",
+                        help=f"{HUGE_PROJECTS * HUGE_PER_PROJECT:,} Claude Code sessions in {HUGE_PROJECTS} "
+                             f"projects of {HUGE_PER_PROJECT:,}, about 10 GB (a heavy user)")
     parser.add_argument("--sessions", type=int, help="number of sessions (default 5000; 200 with --small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--giant-mb", help="sizes of the giant sessions, comma-separated "
@@ -897,15 +954,9 @@ def main(argv=None) -> int:
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
     os.makedirs(args.out)
-    scratch = tempfile.mkdtemp(prefix="corpus-templates-")
-    try:
-        writer = Writer(args.out, args.seed, sessions, giants)
-        writer.build(templates(scratch))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    summary = {"seed": args.seed, "sessions": len(writer.listing),
-               "native_bytes": sum(s["bytes"] for s in writer.listing),
-               "projects": sorted({s["cwd"] for s in writer.listing}), "copies": writer.listing}
+    listing = build_huge(args.out, args.seed) if args.huge else build(args.out, args.seed, sessions, giants)
+    summary = {"seed": args.seed, "sessions": len(listing), "native_bytes": sum(s["bytes"] for s in listing),
+               "projects": sorted({s["cwd"] for s in listing}), "copies": listing}
     with open(os.path.join(args.out, "corpus.json"), "w") as handle:
         json.dump(summary, handle, indent=1)
     print(f"{summary['sessions']} session copies, {summary['native_bytes'] / 1e6:.0f} MB native, "

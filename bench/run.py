@@ -43,8 +43,8 @@ BLAMED = "note.txt"         # every session writes a note.txt in its project
 
 # measuring --------------------------------------------------------------------------------------------
 class Timing:
-    def __init__(self, seconds: list[float], rss_kb: list[int], failure: str = ""):
-        self.seconds, self.rss_kb, self.failure = seconds, rss_kb, failure
+    def __init__(self, seconds: list[float], rss_kb: list[int], failure: str = "", cpu: list[float] | None = None):
+        self.seconds, self.rss_kb, self.failure, self.cpu = seconds, rss_kb, failure, cpu or []
 
     @property
     def median(self) -> float:
@@ -65,8 +65,9 @@ def fmt(seconds: float) -> str:
 
 
 def run_once(argv: list[str], env: dict, cwd: str | None = None, stdout=subprocess.DEVNULL,
-             timeout: float = 3600) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KB, exit status) of one run."""
+             timeout: float = 3600) -> tuple[float, int, int, float]:
+    """(wall seconds, peak RSS in KB, exit status, CPU seconds) of one run: the CPU time of the
+    command and of the processes it waited for (its pool's workers)."""
     errors = tempfile.TemporaryFile()  # not a pipe: a daemon the command starts keeps it open
     started = time.perf_counter()
     child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, stderr=errors)
@@ -86,21 +87,22 @@ def run_once(argv: list[str], env: dict, cwd: str | None = None, stdout=subproce
     errors.close()
     if child.returncode not in (0, 1):
         raise RuntimeError(f"exit {child.returncode}: {error.strip()[-300:]}")
-    return elapsed, usage.ru_maxrss, child.returncode
+    return elapsed, usage.ru_maxrss, child.returncode, usage.ru_utime + usage.ru_stime
 
 
 def measure(argv, env, runs: int, before=None, cwd=None) -> Timing:
-    seconds, rss = [], []
+    seconds, rss, cpu = [], [], []
     try:
         for _ in range(runs):
             if before:
                 before()
-            elapsed, peak, _ = run_once(argv, env, cwd)
+            elapsed, peak, _, used = run_once(argv, env, cwd)
             seconds.append(elapsed)
             rss.append(peak)
+            cpu.append(used)
     except (RuntimeError, OSError) as exc:
-        return Timing(seconds, rss, str(exc))
-    return Timing(seconds, rss)
+        return Timing(seconds, rss, str(exc), cpu)
+    return Timing(seconds, rss, cpu=cpu)
 
 
 def timed_shell(command: str, env: dict, runs: int, before=None, cwd=None) -> Timing:
@@ -150,15 +152,16 @@ def predecessor(corpus: str) -> Program | None:
 # the corpus -------------------------------------------------------------------------------------------
 def corpus_for(args) -> str:
     """The corpus folder, (re)built when missing or made by another version of the generator."""
-    name = "full" if args.full else "small"
+    name = "huge" if args.huge else "full" if args.full else "small"
     out = os.path.join(BENCH, "corpus", name)
     with open(os.path.join(BENCH, "make_corpus.py"), "rb") as handle:
         import hashlib
-        stamp = hashlib.sha256(handle.read()).hexdigest()[:16] + (":full" if args.full else ":small")
+        stamp = hashlib.sha256(handle.read()).hexdigest()[:16] + ":" + name
     stamp_file = os.path.join(out, ".stamp")
     if os.path.exists(stamp_file) and open(stamp_file).read() == stamp:
         return out
-    command = [sys.executable, os.path.join(BENCH, "make_corpus.py"), "--out", out] + ([] if args.full else ["--small"])
+    command = [sys.executable, os.path.join(BENCH, "make_corpus.py"), "--out", out] + (
+        ["--huge"] if args.huge else [] if args.full else ["--small"])
     print("building the corpus:", " ".join(command[1:]), file=sys.stderr)
     subprocess.run(command, check=True)
     with open(stamp_file, "w") as handle:
@@ -254,7 +257,9 @@ def both(rows, label, me, them, args_me, args_them, runs, cold, cwd=None) -> tup
     return mine, theirs
 
 
-def bench_discovery(report, me, them, project, project_count, native_bytes, runs) -> dict:
+def bench_discovery(report, me, them, project, project_count, native_bytes, runs, first_content_runs=None) -> dict:
+    """`first_content_runs`: runs of the first `search --content` (a heavy user's corpus takes
+    minutes per run)."""
     notes = [
         "Cold: every cache deleted before each run. `list` of trajectoriz prints each session's step "
         "count, so a cold `list` translates every listed session (in a process pool); the "
@@ -281,7 +286,7 @@ def bench_discovery(report, me, them, project, project_count, native_bytes, runs
         state = "first time" if cold else "after"
         found[f"content-{'cold' if cold else 'warm'}"] = both(
             rows, f"`search --content`, {state}", me, them, ["search", "--content", CONTENT_QUERY],
-            ["search", "--content", CONTENT_QUERY], runs, cold)
+            ["search", "--content", CONTENT_QUERY], (first_content_runs or runs) if cold else runs, cold)
     notes.append(content_throughput(found, native_bytes))
     return found
 
@@ -677,6 +682,89 @@ def pct(with_: float, without: float) -> str:
     return f"{(with_ / without - 1) * 100:+.0f}%" if without else "—"
 
 
+# targets (issue 19) ------------------------------------------------------------------------------------
+def at_most(label: str, mine, theirs, bound: float) -> list[str]:
+    """A row of ours/theirs against `bound`."""
+    if mine is None or theirs is None or mine.failure or theirs.failure or not theirs.median:
+        return [f"{label}: ours/theirs at most {bound}", "—", verdict(None)]
+    value = mine.median / theirs.median
+    return [f"{label}: ours/theirs at most {bound}", f"{value:.2f} ({fmt(mine.median)} vs {fmt(theirs.median)})",
+            verdict(value <= bound, f"{value / bound:.1f}x the bound")]
+
+
+def issue19_rows(discovery, show, mount, export, project_count) -> list[list[str]]:
+    """Every operation the predecessor has at most as slow as its; the warm searches and a cold
+    `grep -r` over the mount twice as fast; a cold export on every core."""
+    rows = []
+    labels = {"list-all": "`list --all`", "list": f"`list` ({project_count} sessions)", "search": "default `search`",
+              "content": "`search --content`"}
+    for key, label in labels.items():
+        for state in ("cold", "warm"):
+            rows.append(at_most(f"{label}, {state}", *discovery[f"{key}-{state}"], 1.0))
+    for label, (mine, theirs) in show.items():
+        rows.append(at_most(label, mine, theirs, 1.0))
+    ours_m, theirs_m = mount.get("ours", {}), mount.get("theirs", {})
+    for key, label in (("ls-cold", "mount `ls -l`, cold"), ("ls-warm", "mount `ls -l`, warm"),
+                       ("grep-cold", "mount `grep -r`, cold"), ("grep-warm", "mount `grep -r`, warm")):
+        rows.append(at_most(label, ours_m.get(key), theirs_m.get(key), 1.0))
+    rows.append(at_most("default `search`, warm", *discovery["search-warm"], 0.5))
+    rows.append(at_most("`search --content`, warm", *discovery["content-warm"], 0.5))
+    rows.append(at_most("mount `grep -r`, cold", ours_m.get("grep-cold"), theirs_m.get("grep-cold"), 0.5))
+    rows.append(export_row(export))
+    return rows
+
+
+def export_row(export) -> list[str]:
+    label = "cold `export --all`: wall time at most 0.6 of its CPU time"
+    if export is None or export.failure or not export.cpu:
+        return [label, "—", verdict(None)]
+    share = export.median / statistics.median(export.cpu)
+    return [label, f"{share:.2f} ({fmt(export.median)} wall, {fmt(statistics.median(export.cpu))} CPU)",
+            verdict(share <= 0.6, f"{share / 0.6:.1f}x the bound")]
+
+
+def huge_rows(discovery, native_bytes: int, project_count: int) -> list[list[str]]:
+    """The heavy user's targets (`--huge`)."""
+    rows = [at_most("`list --all`, cold", *discovery["list-all-cold"], 1.0),
+            at_most("`list --all`, warm", *discovery["list-all-warm"], 0.5),
+            at_most(f"`list` of a {project_count}-session project, warm", *discovery["list-warm"], 0.5)]
+    mine = discovery["list-warm"][0]
+    rows.append([f"`list` of a {project_count}-session project, warm: under 0.3 s", mine.text(),
+                 verdict(mine.median < 0.3 if not mine.failure else None)])
+    rows.append(at_most("default `search`, warm", *discovery["search-warm"], 0.5))
+    peaks = [(max(m.rss_kb) / 1024, key) for key, (m, _) in discovery.items() if m and m.rss_kb]
+    peak, where = max(peaks) if peaks else (None, "")
+    rows.append(["peak RSS of any command: at most 300 MB", f"{peak:.0f} MB ({where})" if peak else "—",
+                 verdict(peak <= 300 if peak else None)])
+    first = discovery["content-cold"][0]
+    rate = native_bytes / 1e6 / first.median / cores() if first.seconds else None
+    rows.append(["`search --content`, first run: at least 60 MB/s of native data per core",
+                 f"{rate:.0f} MB/s per core ({cores()} cores)" if rate else "—", verdict(rate >= 60 if rate else None)])
+    return rows
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def bench_export(report, me, runs, scratch) -> Timing:
+    """Cold `export --all` (issue 19): its wall time against the CPU time of it and its workers."""
+    rows = report.section("Export", ["Operation", "wall", "CPU", "wall/CPU"], [
+        f"`export --all` into an empty folder, every cache deleted before each run; CPU: the "
+        f"command's and its pool's workers' ({cores()} cores). Target: wall at most 0.6 of CPU."])
+    out = os.path.join(scratch, "export-all")
+
+    def fresh() -> None:
+        me.clear()
+        shutil.rmtree(out, ignore_errors=True)
+    done = measure(me.cmd("export", "--all", "--out", out), me.env, runs, fresh)
+    shutil.rmtree(out, ignore_errors=True)
+    cpu = statistics.median(done.cpu) if done.cpu else None
+    rows.append(["`export --all`, cold", done.text(), fmt(cpu) if cpu else "—",
+                 f"{done.median / cpu:.2f}" if cpu else "—"])
+    return done
+
+
 # targets (issue 7) -------------------------------------------------------------------------------------
 def verdict(ok: bool | None, miss: str = "") -> str:
     if ok is None:
@@ -716,10 +804,13 @@ def target_rows(discovery, translation, show, mount, redaction, project_count) -
     peak = max(shown.rss_kb) / 1024 if shown.rss_kb else None
     rows.append(["`show` of the largest session: under 1.5 GB peak RSS", f"{peak:.0f} MB" if peak else "—",
                  verdict(peak < 1536 if peak else None)])
-    worst = max(redaction.values())
-    rows.append(["redaction changes no benchmark by more than 10%",
-                 ", ".join(f"{k} {v * 100:+.0f}%" for k, v in redaction.items()), verdict(worst <= 0.10)])
+    rows.append(redaction_target(redaction))
     return rows
+
+
+def redaction_target(redaction: dict) -> list[str]:
+    return ["redaction changes no benchmark by more than 10%",
+            ", ".join(f"{k} {v * 100:+.0f}%" for k, v in redaction.items()), verdict(max(redaction.values()) <= 0.10)]
 
 
 def archive_target(archived: dict) -> list[str]:
@@ -731,40 +822,45 @@ def archive_target(archived: dict) -> list[str]:
 
 
 # main ---------------------------------------------------------------------------------------------------
-def run_all(report, me, them, args, project, project_count, facts, runs, scratch) -> None:
+class Finished(Exception):
+    """The sections of a run are done (`--huge` measures discovery and search only,
+    `--skip-extras` stops before start-up)."""
+
+
+def run_extras(report, me, args, runs) -> None:
+    """Start-up, redaction and archive alone (`--only-extras`), with the translation figures
+    redaction is judged against, and their targets."""
     targets = report.section("Targets", ["Target", "Measured", "Met?"])
-    print("discovery and search", file=sys.stderr)
-    discovery = bench_discovery(report, me, them, project, project_count, facts["native_bytes"], runs)
     print("translation", file=sys.stderr)
     translation = bench_translation(report, me, args.tree, runs)
-    print("show", file=sys.stderr)
-    show = bench_show(report, me, them, translation["largest"], runs)
-    print("mount", file=sys.stderr)
-    mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
-    print("blame and INDEX.md", file=sys.stderr)
-    bench_blame(report, me, project, args.tree, runs, scratch)
     print("start-up", file=sys.stderr)
     bench_startup(report, me, args.tree, runs)
     print("redaction", file=sys.stderr)
     redaction = bench_redaction(report, me, translation, runs)
     print("archive", file=sys.stderr)
     archived = bench_archive(report, me, translation["largest"], runs)
-    targets += target_rows(discovery, translation, show, mount, redaction, project_count)
+    targets.append(redaction_target(redaction))
     targets.append(archive_target(archived))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="the 5,000-session corpus (default: the small one)")
-    parser.add_argument("--runs", type=int, help="runs per figure (default 5; 3 with --full)")
+    parser.add_argument("--huge", action="store_true",
+                        help="a heavy user's 40,000 Claude Code sessions (make_corpus --huge): discovery, search, RSS")
+    parser.add_argument("--skip-extras", action="store_true",
+                        help="no start-up, redaction and archive sections (nor their targets): a loaded machine's quicker run")
+    parser.add_argument("--runs", type=int, help="runs per figure (default 5; 3 with --full or --huge)")
     parser.add_argument("--tree", default=ROOT, help="the trajectoriz source tree to measure")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs it")
     parser.add_argument("--no-predecessor", action="store_true", help="measure trajectoriz alone")
     parser.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"))
     parser.add_argument("--only-blame", action="store_true",
                         help="measure only `blame` and INDEX.md (no targets; --out another file)")
+    parser.add_argument("--only-extras", action="store_true",
+                        help="measure only translation, start-up, redaction and archive (--out another file)")
     args = parser.parse_args(argv)
-    runs = args.runs or (3 if args.full else 5)
+    runs = args.runs or (3 if args.full or args.huge else 5)
     corpus = corpus_for(args)
     facts = corpus_facts(corpus)
     project, project_count = main_project(facts)
@@ -776,12 +872,44 @@ def main(argv=None) -> int:
     try:
         if args.only_blame:
             bench_blame(report, me, project, args.tree, runs, scratch)
-        else:
-            run_all(report, me, them, args, project, project_count, facts, runs, scratch)
+            raise Finished
+        if args.only_extras:
+            run_extras(report, me, args, runs)
+            raise Finished
+        targets = report.section("Targets", ["Target", "Measured", "Met?"])
+        print("discovery and search", file=sys.stderr)
+        discovery = bench_discovery(report, me, them, project, project_count, facts["native_bytes"], runs,
+                                    1 if args.huge else None)
+        if args.huge:
+            targets += huge_rows(discovery, facts["native_bytes"], project_count)
+            raise Finished
+        print("export", file=sys.stderr)
+        export = bench_export(report, me, runs, scratch)
+        print("translation", file=sys.stderr)
+        translation = bench_translation(report, me, args.tree, runs)
+        print("show", file=sys.stderr)
+        show = bench_show(report, me, them, translation["largest"], runs)
+        print("mount", file=sys.stderr)
+        mount = bench_mount(report, me, them, project, args.tree, runs, scratch)
+        print("blame and INDEX.md", file=sys.stderr)
+        bench_blame(report, me, project, args.tree, runs, scratch)
+        targets += issue19_rows(discovery, show, mount, export, project_count)
+        if args.skip_extras:
+            raise Finished
+        print("start-up", file=sys.stderr)
+        bench_startup(report, me, args.tree, runs)
+        print("redaction", file=sys.stderr)
+        redaction = bench_redaction(report, me, translation, runs)
+        print("archive", file=sys.stderr)
+        archived = bench_archive(report, me, translation["largest"], runs)
+        targets += target_rows(discovery, translation, show, mount, redaction, project_count)
+        targets.append(archive_target(archived))
+    except Finished:
+        pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     intro = ["# Benchmark results", "",
-             f"`make bench{' BENCH_ARGS=--full' if args.full else ''}` (bench/run.py): {facts['sessions']} sessions, "
+             f"`make bench{' BENCH_ARGS=--huge' if args.huge else ' BENCH_ARGS=--full' if args.full else ''}` (bench/run.py): {facts['sessions']} sessions, "
              f"{facts['native_bytes'] / 1e6:.0f} MB of native data in {len(facts['projects'])} projects "
              f"(bench/make_corpus.py, seed {facts['seed']}); each figure the median of {runs} runs "
              "(min–max). Ratios are ours/theirs: below 1, trajectoriz is faster.", ""]

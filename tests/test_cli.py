@@ -115,6 +115,24 @@ def test_a_second_projects_export_keeps_the_firsts(store, tmp_path):
     assert len([n for n in os.listdir(out) if n.endswith(".atif.json")]) == 3
 
 
+def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, monkeypatch):
+    """Each worker renders and writes its sessions' files and hands back their facts: the
+    files, the README and the facts `list` then shows are those of a serial export."""
+    import parallel
+
+    env, _ = store
+    done = {}
+    for cores in (1, 2):
+        monkeypatch.setattr(parallel, "cores", lambda: cores)
+        here = {**env, "XDG_CACHE_HOME": str(tmp_path / f"cache-{cores}")}  # each renders all
+        out = tmp_path / f"out-{cores}"
+        assert run_main(here, ["export", "--all", "--out", str(out)]).returncode == 0
+        rows = [json.loads(line) for line in run_main(here, ["list", "--all", "--json"]).stdout.splitlines()]
+        done[cores] = {n: (out / n).read_bytes() for n in os.listdir(out)}, rows
+    assert len(done[1][0]) == 4 and all(r["steps"] for r in done[1][1])  # 3 sessions and the README
+    assert done[2] == done[1]
+
+
 def test_a_listing_translates_nothing(store, monkeypatch):
     """The Steps column comes from documents rendered before, never from rendering: before,
     `list` translated every session of the listing to count its steps."""

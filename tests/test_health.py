@@ -11,6 +11,7 @@ import pytest
 
 import agents
 import health
+import parallel
 from helpers import LIVE, SAMPLES, assert_valid, base_env, cli
 
 LIVE_SUBDIRS = {"pi-0.73.1": ".pi", "kimi-cli-1.52.0": ".kimi", "hermes-agent-0.19.0": ".hermes",
@@ -117,8 +118,10 @@ def test_a_failed_session_is_still_a_valid_document(planted):
 
 
 def test_the_pool_gives_the_serial_answer(planted, monkeypatch):
+    monkeypatch.setattr(parallel, "cores", lambda: 1)
     serial = health.report(planted)
     monkeypatch.setattr(health, "POOL_THRESHOLD", 1)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     assert health.report(planted) == serial
 
 
