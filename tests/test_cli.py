@@ -129,7 +129,7 @@ def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, mo
         assert run_main(here, ["export", "--all", "--out", str(out)]).returncode == 0
         rows = [json.loads(line) for line in run_main(here, ["list", "--all", "--json"]).stdout.splitlines()]
         done[cores] = {n: (out / n).read_bytes() for n in os.listdir(out)}, rows
-    assert len(done[1][0]) == 4 and all(r["steps"] for r in done[1][1])  # 3 sessions and the README
+    assert len(done[1][0]) == 5 and all(r["steps"] for r in done[1][1])  # 3 sessions, README and INDEX
     assert done[2] == done[1]
 
 
