@@ -760,8 +760,12 @@ def chat_content(content):
 
 
 def _url_image(part: dict) -> dict:
-    """An image part from an `image_url` (`{url}` or the URL itself): inline data or a link."""
-    url = as_dict(part.get("image_url")).get("url") or part.get("image_url") or ""
+    """An image part from an `image_url` (`{url}` or the URL itself)."""
+    return url_image(as_dict(part.get("image_url")).get("url") or part.get("image_url"))
+
+
+def url_image(url) -> dict:
+    """An image part from an image's URL: inline data (`data:<type>;base64,...`) or a link."""
     url = url if isinstance(url, str) else ""
     if url.startswith("data:") and ";base64," in url:
         media_type, data = url[5:].split(";base64,", 1)

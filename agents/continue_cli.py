@@ -30,8 +30,8 @@ import os
 
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, join_result,
                          json_arguments, loads_native, mtime, one_line, read_json_document, read_whole,
-                         text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+                         text_of, url_image)
+from atif.build import TrajectoryBuilder, metrics, plain_or_parts, text_part
 
 NAME = "continue"
 PREFIX = "co"
@@ -118,11 +118,7 @@ def content_parts(content):
         if part.get("type") == "text":
             parts.append(text_part(as_str(part.get("text")) or ""))
         elif part.get("type") == "imageUrl":
-            url = as_str(as_dict(part.get("imageUrl")).get("url")) or ""
-            if url.startswith("data:") and ";base64," in url:
-                parts.append(image_part(*url[5:].split(";base64,", 1)))
-            else:
-                parts.append(image_part("image/png" if url else None, url=url or None))
+            parts.append(url_image(as_dict(part.get("imageUrl")).get("url")))
     return plain_or_parts(parts)
 
 

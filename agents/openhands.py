@@ -34,8 +34,8 @@ import re
 from agents.base import (FILE_LIMIT, RECORD_LIMIT, SESSION_LIMIT, Session, TooLarge, as_dict, as_int,
                          as_list, as_str, env_dir, epoch, iso, join_result, json_arguments, listdir,
                          mtime, one_line, parse_native, read_json_document, read_whole, size_text,
-                         text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+                         text_of, url_image)
+from atif.build import TrajectoryBuilder, metrics, plain_or_parts, text_part
 from atif.serialize import dumps_text
 
 NAME = "openhands"
@@ -143,14 +143,6 @@ def content_parts(content):
         elif part.get("type") == "image":
             parts += [url_image(url) for url in as_list(part.get("image_urls"))]
     return plain_or_parts(parts)
-
-
-def url_image(url) -> dict:
-    url = as_str(url) or ""
-    if url.startswith("data:") and ";base64," in url:
-        media_type, data = url[5:].split(";base64,", 1)
-        return image_part(media_type, data)
-    return image_part("image/png" if url else None, url=url or None)
 
 
 # translation -------------------------------------------------------------------------------------
