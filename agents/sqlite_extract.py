@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -106,7 +105,7 @@ def _store(path: str) -> sqlite3.Connection:
     serving thread while archiving runs in another), kept while the store does not change.
     Archiving goes through sessions in discovery's order, which mixes stores: the recently used
     snapshots are kept up to SHARED_BYTES in all (the last one always), as `shared` keeps its."""
-    stamp = [_stamp(p) for p in sqlite_ro.fingerprint_paths(path)]
+    stamp = sqlite_ro.stamp_of(path)
     found = _snapshots.pop(path, None)
     if found is not None and found[0] != stamp:
         found[2].close()
@@ -117,14 +116,6 @@ def _store(path: str) -> sqlite3.Connection:
     while len(_snapshots) > 1 and sum(e[1] for e in _snapshots.values()) > sqlite_ro.SHARED_BYTES:
         _snapshots.popitem(last=False)[1][2].close()
     return found[2]
-
-
-def _stamp(path: str) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
 
 
 def _digest(connection, selected: list, session_id: str) -> str | None:

@@ -770,7 +770,7 @@ def shared(path: str, env=None) -> sqlite3.Connection:
     process forked from the one that opened it (sqlite.org/howtocorrupt.html: no connection is
     carried across a fork); one in memory is (its image is the child's own).
     Never close what it returns; it is read from one thread at a time."""
-    stamp = [_stamp(p) for p in fingerprint_paths(path)]
+    stamp = stamp_of(path)
     with _shared_lock:
         entry = _shared.get(path)
         if entry is not None and entry[0] == stamp and entry[3] in (None, os.getpid()):
@@ -785,6 +785,12 @@ def shared(path: str, env=None) -> sqlite3.Connection:
         while len(_shared) > 1 and sum(e[1] for e in _shared.values()) > SHARED_BYTES:
             _shared.popitem(last=False)
         return connection
+
+
+def stamp_of(path: str) -> list:
+    """The (size, mtime) of the store's files (`fingerprint_paths`): a snapshot of it is good
+    while they stay the same."""
+    return [_stamp(p) for p in fingerprint_paths(path)]
 
 
 def _stamp(path: str) -> tuple | None:
