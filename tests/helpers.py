@@ -49,6 +49,18 @@ def base_env(tmp_path, home: str | None = None) -> dict:
     return env
 
 
+def live_claude_in(env: dict, projects) -> None:
+    """The live Claude store copied into env's $HOME, its sessions recorded in `projects`
+    (its /tmp/agents/ rewritten there)."""
+    target = os.path.join(env["HOME"], ".claude")
+    shutil.copytree(os.path.join(LIVE, "claude-2.1.332", ".claude"), target)
+    for folder, _, files in os.walk(target):
+        for name in files:
+            path = os.path.join(folder, name)
+            text = open(path, encoding="utf-8").read().replace("/tmp/agents/", f"{projects}/")
+            open(path, "w", encoding="utf-8").write(text)
+
+
 def copy_into(home: str, source: str, target: str) -> str:
     """Copy a fixture file or folder to `home/target`; returns the copy's path."""
     destination = os.path.join(home, target)

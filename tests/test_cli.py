@@ -8,9 +8,7 @@ import shutil
 
 import pytest
 
-from helpers import LIVE, base_env, cli, run_main
-
-LIVE_CLAUDE = os.path.join(LIVE, "claude-2.1.332", ".claude")
+from helpers import base_env, cli, live_claude_in, run_main
 
 
 @pytest.fixture
@@ -22,13 +20,7 @@ def store(tmp_path):
     for name in ("proj-claude", "proj-claude-other"):
         (projects / name / "src").mkdir(parents=True)
     (projects / "proj-claude" / ".git").mkdir()
-    target = os.path.join(env["HOME"], ".claude")
-    shutil.copytree(LIVE_CLAUDE, target)
-    for folder, _, files in os.walk(target):
-        for name in files:
-            path = os.path.join(folder, name)
-            text = open(path, encoding="utf-8").read().replace("/tmp/agents/", f"{projects}/")
-            open(path, "w", encoding="utf-8").write(text)
+    live_claude_in(env, projects)
     return env, projects
 
 

@@ -6,15 +6,13 @@ anyway): the snapshot, not that rule, must see each change."""
 
 import json
 import os
-import shutil
 import time
 
 import pytest
 
 import snapshot
-from helpers import LIVE, base_env, run_main
+from helpers import base_env, live_claude_in, run_main
 
-LIVE_CLAUDE = os.path.join(LIVE, "claude-2.1.332", ".claude")
 HOUR_AGO = time.time() - 3600
 
 
@@ -25,13 +23,7 @@ def store(tmp_path):
     projects = tmp_path / "work"
     for name in ("proj-claude", "proj-claude-other"):
         (projects / name / ".git").mkdir(parents=True)
-    target = os.path.join(env["HOME"], ".claude")
-    shutil.copytree(LIVE_CLAUDE, target)
-    for folder, _, files in os.walk(target):
-        for name in files:
-            path = os.path.join(folder, name)
-            text = open(path, encoding="utf-8").read().replace("/tmp/agents/", f"{projects}/")
-            open(path, "w", encoding="utf-8").write(text)
+    live_claude_in(env, projects)
     backdate(env["HOME"])
     return env, projects
 
