@@ -375,9 +375,7 @@ def untrusted(session: Session) -> Session:
         session.cwd = None
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
-    from redact import markers_of  # here: a warm listing has its texts from the snapshot
-
-    with markers_of(f"{session.agent}:{session.native_id}"):  # as in its document
+    with markers_of(session):
         redacted_id = listing_text(session.native_id)
         if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
             session.extra = {**session.extra, "shown_id": redacted_id}
@@ -386,6 +384,14 @@ def untrusted(session: Session) -> Session:
     if warnings:
         session.extra = {**session.extra, "discovery_warnings": warnings}
     return session
+
+
+def markers_of(session: Session):
+    """Redaction's markers for what is shown of `session`, its listing and its document alike
+    (redact.markers_of)."""
+    import redact  # here: a warm listing has its texts from the snapshot
+
+    return redact.markers_of(f"{session.agent}:{session.native_id}")
 
 
 _texts: dict = {}  # text -> listing text: known from the snapshot (see snapshot.py), or made

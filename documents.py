@@ -82,10 +82,10 @@ def archived_stamp(session: Session, env, module, redact: bool) -> list:
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
     serialized once."""
-    from redact import clean_tree, markers_of  # here: what reads cached documents never needs the rules
+    from redact import clean_tree  # here: what reads cached documents never needs the rules
 
     translated = _translated(session, env)
-    with markers_of(f"{session.agent}:{session.native_id}"):  # as in its listing (catalog.untrusted)
+    with catalog.markers_of(session):
         doc, counts = clean_tree(translated, redact)
     if counts:
         doc["extra"] = {**doc["extra"], "redactions": counts}
