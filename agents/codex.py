@@ -251,7 +251,7 @@ class Rollout:
     def _records(self, head: bool):
         reader = JsonlReader(self.path)
         try:
-            yield from head_records(self.path, HEAD_BYTES) if head else reader
+            yield from head_records(self.path, HEAD_BYTES, listing_lines()) if head else reader
         except Exception as exc:  # zstandard's error has no narrower common base: _is_read_error
             if not _is_read_error(exc):
                 raise
@@ -270,6 +270,27 @@ class Rollout:
         for item in as_list(as_dict(doc).get("items")):
             if isinstance(item, dict):
                 yield Line(None, "response_item", item)
+
+
+HEAD_MARKS = (b"_started", b"session_meta", b"turn_context", b"\"user\"", b"user_message", b"UserMessage")
+LINEAGE_MARKS = (b"forked_from_id", b"parent_thread_id", b"subagent")
+
+
+def listing_lines():
+    """Which lines of a head `listing_head` parses (head_records' `wanted`): the first one, and
+    those that can hold a turn's start, the id, directory, model or a prompt (most of a first
+    turn is tool calls, reasoning and usage, which a listing never looks at: parsing them was
+    three quarters of a scan). A fork's or a sub-agent's head is parsed whole: its lineage
+    counts the copied lines it skips."""
+    state = {"first": True, "whole": False}
+
+    def wanted(line: bytes) -> bool:
+        if state["first"]:
+            state["first"] = False
+            state["whole"] = any(mark in line for mark in LINEAGE_MARKS)
+            return True
+        return state["whole"] or any(mark in line for mark in HEAD_MARKS)
+    return wanted
 
 
 def typed_item(kind: str, payload: dict) -> dict:

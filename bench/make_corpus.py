@@ -919,18 +919,41 @@ def build_huge(out: str, seed: int) -> list[dict]:
         folder = os.path.join(os.path.dirname(base), os.path.basename(base).replace("huge-00", project))
         os.makedirs(folder, exist_ok=True)
         for name in names:
-            size = clone_session(os.path.join(base, name), folder, project, f"{seed}:{number}")
+            size = clone_session(os.path.join(base, name), folder, "huge-00", project, f"{seed}:{number}")
             listing.append({"agent": "claude", "cwd": os.path.join(writer.work, project), "bytes": size})
     return listing
 
 
-def clone_session(path: str, folder: str, project: str, key: str) -> int:
-    """A copy of a Claude Code transcript of `huge-00` in `project` (its folder), under a fresh
-    session id; its size."""
+# Claude Code alone (--claude) -----------------------------------------------------------------------
+CLAUDE_SESSIONS = 1000
+CLAUDE_PROJECTS = 10  # besides the main project, which holds half of the sessions
+
+
+def build_claude(out: str, seed: int) -> list[dict]:
+    """CLAUDE_SESSIONS // 2 distinct Claude Code sessions in the project `claude-00`, and each of
+    them cloned once, under a fresh id, into one of CLAUDE_PROJECTS other projects (`claude-NN`):
+    the corpus of issue 19's first measurements (1,000 sessions, 500 in the project)."""
+    writer = Writer(out, seed, CLAUDE_SESSIONS // 2, [], projects=["claude-00"])
+    writer.build([claude_template()])
+    base = os.path.join(writer.home, ".claude", "projects", slug(os.path.join(writer.work, "claude-00")))
+    listing = [dict(copy) for copy in writer.listing]
+    for index, name in enumerate(sorted(os.listdir(base))):
+        project = f"claude-{1 + index % CLAUDE_PROJECTS:02d}"
+        os.makedirs(os.path.join(writer.work, project, ".git"), exist_ok=True)
+        folder = os.path.join(os.path.dirname(base), os.path.basename(base).replace("claude-00", project))
+        os.makedirs(folder, exist_ok=True)
+        size = clone_session(os.path.join(base, name), folder, "claude-00", project, f"{seed}:{index}")
+        listing.append({"agent": "claude", "cwd": os.path.join(writer.work, project), "bytes": size})
+    return listing
+
+
+def clone_session(path: str, folder: str, origin: str, project: str, key: str) -> int:
+    """A copy of a Claude Code transcript of the project `origin` in `project` (a name of the same
+    length; its folder), under a fresh session id; its size."""
     old = os.path.basename(path)[: -len(".jsonl")]
     new = new_id(old, key, 0)
     with open(path, "rb") as handle:
-        data = handle.read().replace(old.encode(), new.encode()).replace(b"huge-00", project.encode())
+        data = handle.read().replace(old.encode(), new.encode()).replace(origin.encode(), project.encode())
     with open(os.path.join(folder, new + ".jsonl"), "wb") as handle:
         handle.write(data)
     return len(data)
@@ -942,6 +965,8 @@ def main(argv=None) -> int:
     parser.add_argument("--huge", action="store_true",
                         help=f"{HUGE_PROJECTS * HUGE_PER_PROJECT:,} Claude Code sessions in {HUGE_PROJECTS} "
                              f"projects of {HUGE_PER_PROJECT:,}, about 10 GB (a heavy user)")
+    parser.add_argument("--claude", action="store_true",
+                        help=f"{CLAUDE_SESSIONS:,} Claude Code sessions, half of them in one project")
     parser.add_argument("--sessions", type=int, help="number of sessions (default 5000; 200 with --small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--giant-mb", help="sizes of the giant sessions, comma-separated "
@@ -954,7 +979,12 @@ def main(argv=None) -> int:
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
     os.makedirs(args.out)
-    listing = build_huge(args.out, args.seed) if args.huge else build(args.out, args.seed, sessions, giants)
+    if args.huge:
+        listing = build_huge(args.out, args.seed)
+    elif args.claude:
+        listing = build_claude(args.out, args.seed)
+    else:
+        listing = build(args.out, args.seed, sessions, giants)
     summary = {"seed": args.seed, "sessions": len(listing), "native_bytes": sum(s["bytes"] for s in listing),
                "projects": sorted({s["cwd"] for s in listing}), "copies": listing}
     with open(os.path.join(args.out, "corpus.json"), "w") as handle:

@@ -152,7 +152,7 @@ def predecessor(corpus: str) -> Program | None:
 # the corpus -------------------------------------------------------------------------------------------
 def corpus_for(args) -> str:
     """The corpus folder, (re)built when missing or made by another version of the generator."""
-    name = "huge" if args.huge else "full" if args.full else "small"
+    name = "huge" if args.huge else "claude" if args.claude else "full" if args.full else "small"
     out = os.path.join(BENCH, "corpus", name)
     with open(os.path.join(BENCH, "make_corpus.py"), "rb") as handle:
         import hashlib
@@ -161,7 +161,7 @@ def corpus_for(args) -> str:
     if os.path.exists(stamp_file) and open(stamp_file).read() == stamp:
         return out
     command = [sys.executable, os.path.join(BENCH, "make_corpus.py"), "--out", out] + (
-        ["--huge"] if args.huge else [] if args.full else ["--small"])
+        ["--huge"] if args.huge else ["--claude"] if args.claude else [] if args.full else ["--small"])
     print("building the corpus:", " ".join(command[1:]), file=sys.stderr)
     subprocess.run(command, check=True)
     with open(stamp_file, "w") as handle:
@@ -848,6 +848,8 @@ def main(argv=None) -> int:
     parser.add_argument("--full", action="store_true", help="the 5,000-session corpus (default: the small one)")
     parser.add_argument("--huge", action="store_true",
                         help="a heavy user's 40,000 Claude Code sessions (make_corpus --huge): discovery, search, RSS")
+    parser.add_argument("--claude", action="store_true",
+                        help="1,000 Claude Code sessions, 500 in the project (make_corpus --claude)")
     parser.add_argument("--skip-extras", action="store_true",
                         help="no start-up, redaction and archive sections (nor their targets): a loaded machine's quicker run")
     parser.add_argument("--runs", type=int, help="runs per figure (default 5; 3 with --full or --huge)")
@@ -860,7 +862,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only-extras", action="store_true",
                         help="measure only translation, start-up, redaction and archive (--out another file)")
     args = parser.parse_args(argv)
-    runs = args.runs or (3 if args.full or args.huge else 5)
+    runs = args.runs or (3 if args.full or args.huge or args.claude else 5)
     corpus = corpus_for(args)
     facts = corpus_facts(corpus)
     project, project_count = main_project(facts)
@@ -909,7 +911,7 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     intro = ["# Benchmark results", "",
-             f"`make bench{' BENCH_ARGS=--huge' if args.huge else ' BENCH_ARGS=--full' if args.full else ''}` (bench/run.py): {facts['sessions']} sessions, "
+             f"`make bench{' BENCH_ARGS=--huge' if args.huge else ' BENCH_ARGS=--claude' if args.claude else ' BENCH_ARGS=--full' if args.full else ''}` (bench/run.py): {facts['sessions']} sessions, "
              f"{facts['native_bytes'] / 1e6:.0f} MB of native data in {len(facts['projects'])} projects "
              f"(bench/make_corpus.py, seed {facts['seed']}); each figure the median of {runs} runs "
              "(min–max). Ratios are ours/theirs: below 1, trajectoriz is faster.", ""]

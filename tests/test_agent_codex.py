@@ -529,3 +529,21 @@ def test_translation_reads_the_store_without_writing(tmp_path):
         for session in codex.scan(source, env):
             codex.translate(session, env)
     assert tree_digest(str(home)) == before
+
+
+@pytest.mark.parametrize("path", ALL_ROLLOUTS + [PARENT], ids=os.path.basename)
+def test_a_listing_parses_only_the_lines_it_needs_and_lists_the_same(path, monkeypatch, tmp_path):
+    """listing_lines spares a scan parsing tool calls and usage; what it lists (id, time,
+    directory, model, title, lineage) is what parsing every line of the head lists."""
+    env = base_env(tmp_path)
+    filtered = [s.to_cache() for s in codex.scan(path, env)]
+    monkeypatch.setattr(codex, "listing_lines", lambda: None)
+    assert [s.to_cache() for s in codex.scan(path, env)] == filtered
+
+
+@pytest.mark.parametrize("path", LIVE_ROLLOUTS, ids=ident)
+def test_a_listing_leaves_tool_calls_and_usage_unparsed(path):
+    wanted = codex.listing_lines()
+    with open(path, "rb") as handle:
+        kept = {json.loads(line)["payload"].get("type") for line in handle if wanted(line)}
+    assert "token_count" not in kept and "function_call_output" not in kept
