@@ -503,6 +503,41 @@ def file_name(session: Session) -> str:
     return f"{date}_{session.agent}_{session.short_id}.atif.json"
 
 
+def discover_for(env, ident: str) -> Catalog:
+    """A catalog that holds the session `ident` names, if any does: the warm snapshot of every
+    store; else, for a short id or a file name, which name their agent, that agent's store alone
+    (a first `show` then reads one store, not all of them); else every store."""
+    name = snapshot.key(env, None)
+    kept = snapshot.load(env, name)
+    found = _from_snapshot(kept, None) if kept else None
+    if found is not None:
+        return found
+    agent = _agent_named_by(ident)
+    if agent is not None:
+        found = discover(env, [agent])
+        try:
+            find(found, ident)
+            return found
+        except UserError:
+            pass  # not there (or ambiguous there): every store says which
+    return discover(env)
+
+
+def _agent_named_by(ident: str) -> str | None:
+    """The agent a short id's prefix or a file name names; None for one whose store is found
+    through the others' sessions (kept inside projects)."""
+    ident = os.path.basename(ident.strip())
+    if ident.endswith(".atif.json"):
+        ident = ident[: -len(".atif.json")].rsplit("_", 1)[-1]
+    prefix, dash, rest = ident.partition("-")
+    if not dash or not rest or any(c not in "0123456789abcdef" for c in rest.lower()):
+        return None
+    for module in agents.modules():
+        if getattr(module, "PREFIX", module.NAME[:2]) == prefix:
+            return None if getattr(module, "STORES_IN_PROJECTS", False) else module.NAME
+    return None
+
+
 def find(catalog: Catalog, ident: str) -> Session:
     """A session by short id (or a longer prefix of its hash), mount file name, or native id
     (or a unique prefix of it)."""

@@ -170,7 +170,7 @@ def run_show(args, env) -> int:
     of steps) as JSON; or, with --markdown, any of these as a readable transcript."""
     import documents
 
-    session = catalog.find(catalog.discover(env), args.id)
+    session = catalog.find(catalog.discover_for(env, args.id), args.id)
     redact = not args.no_redact
     if not (args.markdown or args.subagent or args.steps or args.step is not None):
         facts = documents.Facts(env, redact)  # what it rendered, `list` shows without rendering
