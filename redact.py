@@ -87,6 +87,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import functools
 import hmac
 import itertools
 import os
@@ -909,6 +910,7 @@ def _contexts(value):
                 pending.extend(item for item in node if isinstance(item, (dict, list, tuple)))
 
 
+@functools.lru_cache(maxsize=4096)  # a document repeats a few dozen keys thousands of times
 def _names_secret(key: str) -> bool:
     return len(key) <= 128 and (kind_of_name(key.encode("utf-8", "surrogatepass")) is not None
                                 or "authorization" in key.lower())

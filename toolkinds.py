@@ -111,6 +111,8 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Mov
                          re.M)
 _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")
+_WRITERS = ("tee", "mv", "cp")
+_UNQUOTED = str.maketrans("", "", "'\"\\")  # what shlex removes from a word: quotes, backslashes
 _SHELL_WRAPPERS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh")
 
 
@@ -177,7 +179,10 @@ def command_of(arguments: dict) -> str | None:
 def shell_writes(command: str) -> list[str]:
     """The files a command line writes: the targets of `>` and `>>`, the files of `tee`, the
     destination of `mv`, `git mv` and `cp` (unparsable quoting: none)."""
-    lexer = shlex.shlex(command[:MAX_PARSED], posix=True, punctuation_chars=True)
+    command = command[:MAX_PARSED]
+    if ">" not in command and not any(word in command.translate(_UNQUOTED) for word in _WRITERS):
+        return []  # most commands: no redirection, and no writer even once its quotes are gone
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         tokens = list(lexer)

@@ -171,3 +171,12 @@ def test_a_name_in_another_case_has_its_kind():
     call = {"function_name": "bash", "arguments": {"command": "echo x > y"}}
     assert toolkinds.meaning("claude", call, "/w") == {"kind": "shell", "command": "echo x > y", "paths": ["/w/y"]}
     assert toolkinds.meaning("claude", {"function_name": "mcp__x__bash", "arguments": {}}, "/w") == {"kind": "other"}
+
+
+@pytest.mark.parametrize("command, written", [
+    ("echo hi > a.txt", ["a.txt"]), ('t"ee" b.txt', ["b.txt"]), ("c\\p a b", ["b"]),
+    ("m'v' x y", ["y"]), ("git mv x y", ["y"]), ("ls -la; cat notes", []), ("cp", []),
+    ("grep -r tee src", [])])
+def test_shell_writes_sees_writers_through_their_quotes(command, written):
+    """The quick test that spares parsing most commands must not miss a quoted writer."""
+    assert toolkinds.shell_writes(command) == written
