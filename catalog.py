@@ -196,7 +196,6 @@ def _listing(module, env, cached: dict, sessions: list, avoided: list, problems:
         return old
     witness = fswatch.Witness(ignored=(cache.cache_dir(env),))
     read = fswatch.ReadEnv(env)
-    pairs = []
     with fswatch.watching(witness):
         try:
             source_list = list(_sources(module, read, sessions))
@@ -205,22 +204,27 @@ def _listing(module, env, cached: dict, sessions: list, avoided: list, problems:
             witness.spoil()  # listed again next time, and the problem said again
             source_list = []
         outside: dict = {}  # folder -> whether it is outside every avoided mount
-        for source in source_list:
-            if _outside(source, avoided, outside):  # never read through a FUSE mount (mounts.avoided)
-                pairs.append((source, dependencies(module, source, read)))
+        names = {os.path.basename(p) for p in avoided}
+        kept = [s for s in source_list if _outside(s, avoided, outside, names)]  # never read through
+        pairs = list(zip(kept, _dependencies_of(module, kept, read)))           # a FUSE mount
     return [witness.state(), read.read, inputs, avoided, pairs]
 
 
-def _outside(source: str, avoided: list, folders: dict) -> bool:
+def _outside(source: str, avoided: list, folders: dict, names: set) -> bool:
     """Whether a source is outside every avoided mount, asked once per folder (a source is a
-    mount point itself only when one of them names it)."""
+    mount point itself only when one of them, whose `names` are given, names it)."""
     if not avoided:
         return True
     folder = os.path.dirname(source)
     if folder not in folders:
         folders[folder] = not mounts.inside(folder, avoided)
-    return folders[folder] and not (os.path.basename(source) in {os.path.basename(p) for p in avoided}
-                                    and mounts.inside(source, avoided))
+    return folders[folder] and not (os.path.basename(source) in names and mounts.inside(source, avoided))
+
+
+def _dependencies_of(module, sources: list, env) -> list:
+    """`dependencies` of each source; in one call for a module that lists them faster at once."""
+    many = getattr(module, "dependencies_of", None)
+    return many(sources, env) if many else [dependencies(module, source, env) for source in sources]
 
 
 def _inputs(module, sessions: list) -> list | None:

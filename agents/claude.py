@@ -131,6 +131,30 @@ def dependencies(source: str, env) -> list[str]:
     return [source, *sorted(glob.glob(os.path.join(glob.escape(subagents), "**", "*.jsonl"), recursive=True))]
 
 
+def dependencies_of(sources: list, env) -> list[list[str]]:
+    """`dependencies` of many transcripts, each folder listed once: only a transcript with a
+    folder of its own beside it (`<id>/subagents/`) is looked into. Discovery asks this of
+    every transcript, and two failed stats per transcript were most of its listing's cost."""
+    folders: dict = {}
+    found = []
+    for source in sources:
+        folder, name = os.path.split(source)
+        if folder not in folders:
+            folders[folder] = _subfolders(folder)
+        own = folders[folder]
+        found.append(dependencies(source, env) if own is None or name[: -len(".jsonl")] in own else [source])
+    return found
+
+
+def _subfolders(folder: str) -> set | None:
+    """The names of the folders in `folder`; None when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name for entry in entries if entry.is_dir()}
+    except OSError:
+        return None
+
+
 # classification of user text ---------------------------------------------------------------------
 _INJECTED_PREFIXES = (
     ("<local-command-stdout>", "command_output"), ("<local-command-stderr>", "command_output"),

@@ -310,3 +310,26 @@ def test_golden_documents(name):
     doc = translate_file(os.path.join(SAMPLES, GOLDEN[name]))
     doc["extra"]["source"] = "<source>"   # where the samples are checked out
     assert_golden(doc, "claude", name)
+
+
+def test_dependencies_of_many_are_each_ones_dependencies(tmp_path):
+    """Discovery lists each folder once for every transcript's sub-agents (dependencies_of);
+    a sub-agent folder made afterwards is found by the next discovery."""
+    transcripts = sorted(glob.glob(os.path.join(SAMPLES, "claude", "**", "*.jsonl"), recursive=True))
+    transcripts = [p for p in transcripts if "/subagents/" not in p]
+    env = base_env(tmp_path)
+    with_subagents = [p for p in transcripts if len(claude.dependencies(p, env)) > 1]
+    assert len(with_subagents) >= 3
+    assert claude.dependencies_of(transcripts, env) == [claude.dependencies(p, env) for p in transcripts]
+    folder = tmp_path / "home" / ".claude" / "projects" / "-work-x"
+    folder.mkdir(parents=True)
+    parent = folder / "11111111-1111-4111-8111-111111111111.jsonl"
+    shutil.copy(os.path.join(SAMPLES, GOLDEN["subagents"]), parent)
+    before = catalog.discover(env).sessions[0]
+    agent = folder / parent.stem / "subagents" / "agent-x.jsonl"
+    agent.parent.mkdir(parents=True)
+    shutil.copy(next(p for p in glob.glob(os.path.join(SAMPLES, "claude", "**", "subagents", "*.jsonl"),
+                                          recursive=True)), agent)
+    after = catalog.discover(env)
+    assert after.known(after.sessions[0])[0] == [str(parent), str(agent)]
+    assert catalog.discover(env).known(before) is not None
