@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -50,6 +51,7 @@ class Catalog:
     versions: dict = field(default_factory=dict)  # agent -> its translator's version
     snapshot: "snapshot.Snapshot | None" = None   # what a warm discovery read
     rest: list = field(default_factory=list)      # the snapshot's groups left out (other projects')
+    scoped: bool = False                          # whether discovery left out sources of other projects
 
     def by_agent(self, name: str) -> list[Session]:
         return [s for s in self.sessions if s.agent == name]
@@ -116,15 +118,25 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None)
 
     Otherwise the stores are listed (a store's listing is reused while the folders it was made
     from did not change) and each source scanned again only when its fingerprint changed (the
-    index); a snapshot is written for the next discovery."""
-    name = snapshot.key(env, names) if use_cache else None
-    kept = snapshot.load(env, name) if name else None
-    found = _from_snapshot(kept, Scope(within, env) if within else None) if kept else None
-    if found is not None:
-        return found
+    index); a snapshot is written for the next discovery.
+
+    A project's discovery without a snapshot leaves out the sources that show, by their path or
+    their first line, that none of their sessions ran in the project (`outside` and `cwd_of` of
+    an agent's module: a first `list` in a project reads that project's transcripts, not every
+    one). Its snapshot serves that project only, and its `everything()` has the sessions of the
+    sources it read."""
+    scope = Scope(within, env) if within else None
+    names_tried = ([snapshot.key(env, names, within)] if within else []) + [snapshot.key(env, names)]
+    for name in names_tried if use_cache else ():
+        kept = snapshot.load(env, name)
+        found = _from_snapshot(kept, scope) if kept else None
+        if found is not None:
+            return found
     made = snapshot.Made()
     with cache.no_collection():
-        found = _from_stores(env, names, use_cache, made)
+        found = _from_stores(env, names, use_cache, made, scope)
+    found.scoped = made.scoped = scope is not None
+    name = names_tried[0] if use_cache else None
     if name:
         made.texts = {cwd: listing_text(cwd) for cwd in {s.cwd for s in found.sessions} if cwd}
         snapshot.save(env, name, found, made)
@@ -142,11 +154,12 @@ def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None") -> Catalog | 
     if sessions is None:
         return None
     found.sessions = sessions
+    found.scoped = bool(kept.header.get("scoped"))
     _texts.update(kept.header["texts"])
     return found
 
 
-def _from_stores(env, names, use_cache: bool, made: snapshot.Made) -> Catalog:
+def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope | None" = None) -> Catalog:
     index = cache.load_shared(env, cache.INDEX_FILE) if use_cache else {}
     fresh: dict = {}
     sessions: list[Session] = []
@@ -162,7 +175,10 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made) -> Catalog:
         per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
         listing = _listing(module, env, cached if entries else {}, sessions, avoided, problems)
         sources_seen[module.NAME] = []
-        for source, deps, found, entry in _sessions_of_all(module, listing[-1], entries, env, stat_memo, problems):
+        pairs = listing[-1] if scope is None else _maybe_inside(module, listing[-1], scope)
+        for source, deps, found, entry in _sessions_of_all(module, pairs, entries, env, stat_memo, problems, scope):
+            if entry is None:  # its first line says it ran elsewhere: neither listed nor indexed
+                continue
             kept[source] = entry
             sources_seen[module.NAME].append(source)
             _note(made, entry, source, deps)
@@ -172,6 +188,8 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made) -> Catalog:
                     seen.add(identity)
                     sessions.append(session)
         sessions.extend(_archived_only(module, env, seen, per_project))
+        if scope is not None:  # the sources left out keep what the index knew of them
+            kept = {**entries, **kept}
         fresh[module.NAME] = {"version": module_version(module), "sources": kept, "listing": listing}
         made.env.update(listing[1])
         made.witness = fswatch.merged([made.witness, listing[0]])
@@ -242,7 +260,18 @@ def _same_avoided(state: list, before: list, avoided: list) -> bool:
     return not any(mounts.inside(path, changed) for path in fswatch.paths(state))
 
 
-def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, problems: list) -> list:
+def _maybe_inside(module, pairs: list, scope: "Scope") -> list:
+    """The (source, native files) pairs whose path does not show that none of their sessions ran
+    in the project (the module's `outside`, when it has one)."""
+    outside = getattr(module, "outside", None)
+    if outside is None:
+        return pairs
+    memo: dict = {}
+    return [pair for pair in pairs if not outside(pair[0], scope, memo)]
+
+
+def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, problems: list,
+                     scope: "Scope | None" = None) -> list:
     """(source, native files, sessions, index entry [fingerprint, sessions, settled]) of each
     source that is a regular file or folder (a FIFO or a device would block or never end), in
     order. A source is scanned again when its fingerprint changed; many of them (a first run)
@@ -265,37 +294,65 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
         else:
             changed.append(len(found))
             found.append((source, deps, None, fp))
-    scanned = _scans(module, [found[i][0] for i in changed], env)
+    scanned = _scans(module, [found[i][0] for i in changed], env, scope.project if scope else None)
     for i, (records, settled, failures) in zip(changed, scanned):
         source, deps, _, fp = found[i]
         problems.extend(SourceProblem(*failure) for failure in failures)
-        found[i] = (source, deps, [Session.from_cache(values) for values in records], [fp, records, settled])
+        sessions = [Session.from_cache(values) for values in records or ()]
+        found[i] = (source, deps, sessions, None if records is None else [fp, records, settled])
     return found
 
 
-POOL_SCANS = 256  # sources to scan again for which a process pool pays (a first run, a big change)
+POOL_SCANS = 256  # sources to scan again for which a process pool may pay (a first run, a big change)
+POOL_PROBE = 64  # sources scanned here first, to see what the rest would cost
+POOL_PAYS = 0.25  # seconds of scanning left for which starting a pool pays
 
 
-def _scans(module, sources: list, env) -> list:
-    """`_scan_job` of each source: in a process pool for many of a file store (a database
-    store's one source holds every session; a server's threads would not survive a fork)."""
+def _scans(module, sources: list, env, within: str | None = None) -> list:
+    """`_scan_job` of each source: the rest in a process pool when many sources of a file store
+    would take long here (a database store's one source holds every session; a server's
+    threads would not survive a fork). Scans cost from a few hundredths of a millisecond (a
+    Claude transcript's head) to milliseconds: the first POOL_PROBE say which."""
     import threading
 
+    _scopes.clear()  # directories resolved afresh by each discovery
     if len(sources) < POOL_SCANS or threading.active_count() > 1:
-        return [_scan_job(source, module.NAME, env) for source in sources]
+        return [_scan_job(source, module.NAME, env, within) for source in sources]
+    started = time.perf_counter()
+    done = [_scan_job(source, module.NAME, env, within) for source in sources[:POOL_PROBE]]
+    rest = sources[POOL_PROBE:]
+    if (time.perf_counter() - started) / POOL_PROBE * len(rest) < POOL_PAYS:
+        return done + [_scan_job(source, module.NAME, env, within) for source in rest]
     import parallel
 
-    return list(parallel.ordered(_scan_job, sources, (module.NAME, dict(env))))
+    return done + list(parallel.ordered(_scan_job, rest, (module.NAME, dict(env), within)))
 
 
-def _scan_job(source: str, agent: str, env) -> tuple[list, bool, list]:
-    """(the sessions' cache records, settled, problems as tuples) of one source's scan."""
+def _scan_job(source: str, agent: str, env, within: str | None = None) -> tuple[list | None, bool, list]:
+    """(the sessions' cache records, settled, problems as tuples) of one source's scan; records
+    None, unscanned, when a project is given (`within`) and the module's `cwd_of` reads in the
+    source's first line that its session ran elsewhere."""
     module = agents.load(agent)
+    cwd_of = getattr(module, "cwd_of", None) if within else None
+    if cwd_of is not None:
+        cwd = cwd_of(source)
+        if cwd is not None and not _scope_of(within, env).holds(cwd):
+            return None, True, []
     problems: list = []
     reading.open_ended = False
     found = _scan(module, source, env, problems)
     settled = getattr(module, "APPENDS_ONLY", False) and not reading.open_ended
     return [s.to_cache() for s in found], settled, [(p.agent, p.source, p.reason) for p in problems]
+
+
+_scopes: dict = {}  # project -> its Scope, in a pool's worker (memoizing resolved directories)
+
+
+def _scope_of(project: str, env) -> "Scope":
+    found = _scopes.get(project)
+    if found is None:
+        found = _scopes[project] = Scope(project, env)
+    return found
 
 
 def _note(made: snapshot.Made, entry: list, source: str, deps: list) -> None:

@@ -110,8 +110,8 @@ def project_column(env):
 
 def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
     """What to try when a listing is empty: where the sessions are, or that no store was found."""
-    everything = found.everything()
-    if not everything:
+    everything = (catalog.discover(env) if found.scoped else found).everything()  # a project's
+    if not everything:                                                             # left others out
         home = env.get("HOME", "~")
         return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
                 f"agent keeps them (and the variables that move them).")

@@ -33,11 +33,14 @@ MAGIC = b"tzcat\x01\n\x00"
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-def key(env, names) -> str:
+def key(env, names, within: str | None = None) -> str:
     """Which snapshot serves this environment: the agents asked for, $HOME and the directory the
-    stores kept inside projects are looked for from (the rest is checked inside)."""
+    stores kept inside projects are looked for from (the rest is checked inside); and the
+    project (`within`) of a discovery that left out the sources it could tell held none of its
+    sessions (catalog.discover)."""
     where = (env.get("PWD"), None if env.get("PWD") else _cwd())
-    material = repr((sorted(names) if names else None, env.get("HOME"), where)).encode("utf-8", "surrogatepass")
+    scope = () if within is None else (within,)
+    material = repr((sorted(names) if names else None, env.get("HOME"), where, *scope)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(material).hexdigest()[:24]
 
 
@@ -77,6 +80,7 @@ class Made:
                                    # fingerprint, settled (catalog._sessions_of)]
         self.agents: dict = {}     # agent -> its module's version (documents' stamps)
         self.texts: dict = {}      # working directory -> as listings print it
+        self.scoped = False        # whether sources of other projects were left out
 
 
 def archive_state(env) -> list | None:
@@ -113,7 +117,7 @@ def save(env, name: str, found, made: Made) -> None:
     header = {"code": code_stamp(), "env": made.env, "witness": made.witness, "avoided": made.avoided,
               "volatile": sorted(made.volatile.items()), "archive": archive_state(env),
               "groups": table, "extras": [offset, len(extras)], "agents": made.agents,
-              "texts": made.texts}
+              "texts": made.texts, "scoped": made.scoped}
     head = marshal.dumps(header)
     data = MAGIC + len(head).to_bytes(8, "little") + head + b"".join(blobs) + extras
     try:

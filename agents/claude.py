@@ -61,6 +61,39 @@ def sources(env):
         yield from sorted(glob.glob(os.path.join(glob.escape(root), "*", "*.jsonl")))
 
 
+FOLDER_NAME_LIMIT = 200  # Claude Code cuts a longer folder name (and adds a hash of the path)
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def outside(source: str, scope, memo: dict) -> bool:
+    """Whether the project folder holding a transcript shows that none of its transcripts ran
+    in the project of `scope` (catalog.Scope), asked once per folder (`memo`): Claude Code names
+    the folder after the directory a session started in, every character but letters and
+    digits a `-` (older releases replaced fewer: both sides are compared so reduced). A folder
+    under another name is still read when its first transcript's directory resolves into the
+    project (a directory reached through a symlink)."""
+    folder = os.path.dirname(source)
+    found = memo.get(folder)
+    if found is None:
+        name = _NOT_ALNUM.sub("-", os.path.basename(folder))
+        found = not name.startswith(_NOT_ALNUM.sub("-", scope.project)[:FOLDER_NAME_LIMIT]) \
+            and not scope.holds(_first_cwd(source))
+        memo[folder] = found
+    return found
+
+
+def _first_cwd(source: str) -> str | None:
+    """The directory a transcript's head names first, as `scan` reads it."""
+    try:
+        for record in head_records(source, 64 * 1024):
+            cwd = record.get("cwd") or record.get("project")
+            if isinstance(cwd, str):
+                return cwd
+    except Exception:  # unreadable: its folder's name decides
+        return None
+    return None
+
+
 def parent_of_sidechain_file(source: str) -> str | None:
     """For a 2.0.x sub-agent file (`agent-<id>.jsonl` beside its parent), the parent's
     transcript, when it exists: the sub-agent is then part of that session, not one of its own."""

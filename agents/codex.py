@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
-                         env_dir, epoch, head_records, iso, loads_native, one_line, read_whole)
+                         env_dir, epoch, head_records, iso, loads_native, one_line, open_binary,
+                         read_whole)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
 NAME = "codex"
@@ -140,6 +141,27 @@ def scan(source: str, env) -> list[Session]:
     return [Session(agent=NAME, native_id=head.session_id or id_from_name(source), source=source,
                     started=epoch(head.started), cwd=head.cwd, title=head.title, model=head.model,
                     extra={"format": rollout.format, **own.lineage()})]
+
+
+META_LINE_LIMIT = 256 * 1024  # of the first line, what cwd_of reads (base instructions are long)
+
+
+def cwd_of(source: str) -> str | None:
+    """The working directory a rollout's first line (its session_meta) names, read alone: what
+    a project's first discovery needs to leave out a rollout of another project (catalog.py).
+    None when the line names none, is not complete yet or cannot be read: the head is scanned."""
+    if source.endswith(".json"):
+        return None
+    try:
+        with open_binary(source) as handle:
+            line = handle.readline(META_LINE_LIMIT)
+        record = loads_native(line) if line.endswith(b"\n") else None
+    except Exception:  # any failure is the scan's to report
+        return None
+    if not isinstance(record, dict) or record.get("type") != "session_meta":
+        return None
+    cwd = as_dict(record.get("payload")).get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else None
 
 
 def listing_head(own: "OwnLines") -> "Head":
