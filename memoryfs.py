@@ -383,12 +383,13 @@ class MemoryFS:
     def _render(self, listing: Listing, session, walk: int) -> tuple[list, bytes]:
         """The session's current bytes and their stamp: cached ones if its files did not change."""
         key = documents.cache_key(session)
-        stamp = documents.cache_stamp(session, self._env)
+        taken = documents.stamps(session, self._env)  # one stat of each native file: for the
+        stamp = taken[0]  # byte cache (cache_stamp), and the document cache's stamp on a miss
         data = self._cache.get(key, stamp)
         if data is None:
             if self._warmer is not None:
                 self._wait_for_workers(listing, session, walk)  # then in the document cache
-            stamp, data = self._facts.rendered(session)
+            stamp, data = self._facts.rendered(session, taken)
             self._cache.put(key, stamp, data)
         return stamp, data
 
