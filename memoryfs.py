@@ -185,7 +185,7 @@ class MemoryFS:
         self._warmed: Listing | None = None
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
-        self._index_cache: tuple = (None, None, 0.0, b"")  # (listing, facts generation, made at, bytes)
+        self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
         self._config = None  # libfuse 3's fuse_config, whose attr_timeout each answer sets
         self._invalidate_path = None  # libfuse 3's fuse_invalidate_path, bound to this mount
         self._promised: dict = {}  # file name -> (size, mtime_ns) the kernel may keep ATTR_SECONDS
@@ -321,13 +321,16 @@ class MemoryFS:
             self._promised.pop(name, None)
 
     def _index(self, listing: Listing) -> bytes:
-        """INDEX.md as the listing and the facts known now make it; made again when either
-        changed, or after RESCAN_SECONDS (a session may have changed since it was rendered), so
-        that an `ls -l` does not stat every session twice."""
-        made = (listing, self._facts.generation)
-        if self._index_cache[:2] != made or time.monotonic() - self._index_cache[2] > RESCAN_SECONDS:
-            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env)
-            self._index_cache = (*made, time.monotonic(), data)
+        """INDEX.md as the listing and the facts known now make it, each session's stamp as the
+        last rescan's discovery checked it (sparing a stat of every session's files); made
+        again when the listing, the facts or the rescan's findings changed (a session may have
+        changed since it was rendered), so that an `ls -l` does not stat every session twice."""
+        watched = self._watched or {}
+        cached_listing, generation, cached_watched, _ = self._index_cache
+        if cached_listing is not listing or generation != self._facts.generation or cached_watched is not watched:
+            known = lambda s: watched.get(catalog.file_name(s), (None, None))[1]
+            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known)
+            self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
