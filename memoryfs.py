@@ -403,6 +403,12 @@ class MemoryFS:
                    (README, {"st_mode": FILE_MODE}, 0), (memoryindex.INDEX, {"st_mode": FILE_MODE}, 0)]
         return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
 
+    def getxattr(self, path, name, position=0):
+        """No extended attributes, ENOTSUP: `ls -l` then stops asking for ACLs on this mount.
+        Without the operation libfuse answers ENOSYS, after which the kernel answers ENODATA to
+        every ACL query itself, and `ls -l` asks again for each file."""
+        raise _error(errno.ENOTSUP)
+
     def statfs(self, path):
         return {"f_bsize": 4096, "f_frsize": 4096, "f_namemax": 255}
 

@@ -8,10 +8,10 @@ The mount runs a MemoryFS that writes the path of every getattr it answers to a 
 tests can see which `stat`s reached the server.
 """
 
+import errno
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -124,3 +124,16 @@ def test_a_settled_session_appended_to_shows_its_new_size_and_bytes(counted):
     assert size == len(changed) and data == changed
     assert stat_size(other_path) == len(changed)
     assert asked(other) > before
+
+
+
+@needs_fuse
+def test_acl_queries_say_not_supported(counted):
+    """ENOTSUP (not ENODATA, what the kernel says by itself when libfuse has no getxattr), which
+    `ls -l` remembers for the mount instead of asking again for each file."""
+    env, proj, point, _ = counted
+    name, _ = names_of(env, proj)
+    for path in (point, os.path.join(point, name)):
+        with pytest.raises(OSError) as raised:
+            os.getxattr(path, "system.posix_acl_access")
+        assert raised.value.errno == errno.ENOTSUP
