@@ -325,10 +325,11 @@ class MemoryFS:
         last rescan's discovery checked it (sparing a stat of every session's files); made
         again when the listing, the facts or the rescan's findings changed (a session may have
         changed since it was rendered), so that an `ls -l` does not stat every session twice."""
-        watched = self._watched or {}
+        watched = self._watched  # replaced whole by each rescan
         cached_listing, generation, cached_watched, _ = self._index_cache
-        if cached_listing is not listing or generation != self._facts.generation or cached_watched is not watched:
-            known = lambda s: watched.get(catalog.file_name(s), (None, None))[1]
+        if (cached_listing is not listing or generation != self._facts.generation
+                or cached_watched is not watched):
+            known = lambda s: (watched or {}).get(catalog.file_name(s), (None, None))[1]  # noqa: E731
             data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known)
             self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
