@@ -208,12 +208,16 @@ class Facts:
     def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
         return self.put(session, totals(doc, data, stamp))
 
-    def rendered(self, session: Session) -> tuple[list, bytes]:
+    def rendered(self, session: Session, taken: tuple | None = None) -> tuple[list, bytes]:
         """The session's bytes, rendered now, with the stamp they are valid for; their facts are
         recorded on the way. The stamp is taken before translating, so a session that changes
-        meanwhile is re-done next time."""
-        stamp = cache_stamp(session, self.env, self.redact)
-        data, doc = _cached_or_rendered(session, self.env, self.redact)
+        meanwhile is re-done next time. `taken`: `stamps(session)` as the caller has just taken
+        them (redacted renderings), which spares stat'ing the native files again."""
+        if taken is None:
+            stamp, valid = cache_stamp(session, self.env, self.redact), None
+        else:
+            stamp, valid = taken
+        data, doc = _cached_or_rendered(session, self.env, self.redact, valid)
         if doc is not None or self.get(session, stamp) is None:
             self.record(session, stamp, data, doc if doc is not None else loads(data))
         return stamp, data

@@ -128,13 +128,16 @@ def load_fuse():
 def mount_options() -> dict:
     """`ro`: every write fails with EROFS (in the kernel, before the server is asked); no
     `allow_other`: only the mounting user can look inside. No `default_permissions`: with it the
-    kernel checks the modes itself, and with attributes never cached that costs a request for
+    kernel checks the modes itself, and with its attributes never cached that costs a request for
     the directory's attributes on every path walk, doubling what `ls -l` costs (the modes say
     read-only, which `ro` already enforces; executing a file is still refused, as the kernel
-    checks a regular file's execute bits anyway). `attr_timeout=0`: the kernel asks for sizes
-    again every time (memoryfs explains why). `entry_timeout=60`: names are remembered for a
-    minute, which spares each `ls -l` a lookup per file; a name that goes away is still refused
-    at once (the attributes are asked for, and the server answers ENOENT). `auto_unmount`
+    checks a regular file's execute bits anyway). `attr_timeout=0`: what the kernel keeps of an
+    answer unless the answer says otherwise; with libfuse 3 memoryfs gives settled sessions
+    longer (memoryfs explains when, and how the kernel is told to forget). `entry_timeout=60`:
+    names are remembered for a minute, which spares each `ls -l` a lookup per file; a name that
+    goes away is refused once its attributes are asked for again (at once for a session being
+    recorded, within a rescan for a settled one, whose attributes the rescan drops), when the
+    server answers ENOENT. `auto_unmount`
     (Linux): fusermount3 unmounts when the server dies, so a crash leaves no stale mount
     behind."""
     options = {"ro": True, "fsname": mounts.OURS, "attr_timeout": 0, "entry_timeout": 60,

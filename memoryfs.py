@@ -32,8 +32,20 @@ own bytes, and the kernel's size plays no part in them:
   from the newest open handle of the file, else from the size cache, rendering on a miss (after
   waiting for the warm-up's workers when they have the session in hand or in line: whatever
   they record is checked against the session's current stamp like any entry).
-- attributes are never cached by the kernel (attr_timeout=0, see memory.mount_options): a read
-  that reaches the cached end of file asks again, with its handle.
+- how long the kernel keeps an answer's attributes is said with each answer (libfuse 3 reads
+  its fuse_config's attr_timeout as it makes each reply, lookups' included, and one thread
+  answers): ATTR_SECONDS for a settled session's when no handle is open on it (the size and
+  mtime of its current stamp, which the rescan watches: discovery's fingerprint of its native
+  files); none for a session being recorded, a handle's answer, README.md, INDEX.md and the
+  directory (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
+  read that reaches the cached end of a file the kernel keeps nothing of asks again, with its
+  handle; a warm `ls -l` or `grep -r` asks nothing per settled file.
+- what the kernel keeps is dropped (fuse_invalidate_path: attributes and pages) when the rescan
+  finds the session's fingerprint changed or the session gone (resumed: within a rescan or
+  two), and, before the `open` is answered, when an open's bytes are not those last answered
+  with ATTR_SECONDS: from the serving thread when no handle is open on the file (then no read
+  can hold its pages), else from another thread, the new handle reading directly meanwhile. A
+  `stat` of a resumed session nobody opened may show the old size until the next rescan.
 The cost of direct_io: every read is a request (no read-ahead, no cache), and a shared memory
 map of such a file fails with ENODEV (libfuse 3.14 cannot ask the kernel for
 FUSE_DIRECT_IO_ALLOW_MMAP); rg then reads instead. The kernel does allow a private map
@@ -47,6 +59,7 @@ Attribute names matter: mfusepy registers any attribute named like a FUSE operat
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import signal
@@ -71,6 +84,7 @@ RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
 ARCHIVE_SECONDS = 0.25  # of archiving the project's sessions per rescan, at most
 CACHE_BYTES = 64 * 1024 * 1024
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
+ATTR_SECONDS = 60.0  # how long the kernel may keep a settled session's attributes (libfuse 3)
 DIR_MODE = stat.S_IFDIR | 0o555
 FILE_MODE = stat.S_IFREG | 0o444
 
@@ -171,16 +185,33 @@ class MemoryFS:
         self._warmed: Listing | None = None
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
-        self._index_cache: tuple = (None, None, 0.0, b"")  # (listing, facts generation, made at, bytes)
+        self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
+        self._config = None  # libfuse 3's fuse_config, whose attr_timeout each answer sets
+        self._invalidate_path = None  # libfuse 3's fuse_invalidate_path, bound to this mount
+        self._promised: dict = {}  # file name -> (size, mtime_ns) the kernel may keep ATTR_SECONDS
+        self._watched: dict | None = None  # file name -> (session, what discovery checked of it)
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
     def _rescan(self, previous: Listing | None) -> Listing:
-        sessions = self._scope.filter(catalog.discover(self._env).sessions)
+        found = catalog.discover(self._env)
+        sessions = self._scope.filter(found.sessions)
         if self._warmer is not None:  # the workers render: the SQLite snapshots that discovery
             sqlite_ro.release_shared()  # read (hundreds of MB for a big store) go
         fresh = Listing(self._project, sessions, previous)
+        self._watch(fresh, found)
         return previous if previous is not None and previous.same_as(fresh) else fresh
+
+    def _watch(self, listing: Listing, found) -> None:
+        """What discovery has just checked of each session (its native files' fingerprint, for
+        those it knows): the kernel's copy of a file's attributes is dropped when it changed
+        since the previous rescan, or when the file is gone."""
+        watched = {name: (s, found.known(s)) for name, s in listing.files.items()
+                   if not archive.marked(s) and found.known(s) is not None}
+        before, self._watched = self._watched, watched
+        if before is not None:
+            for name in [n for n, seen in before.items() if watched.get(n) != seen]:
+                self._invalidate(name)
 
     def _rescan_forever(self) -> None:
         # libfuse's SIGINT/SIGTERM handlers must run in the serving thread: only there do they
@@ -215,11 +246,27 @@ class MemoryFS:
                 print(problem, file=sys.stderr, flush=True)
             self._archive_problem = problem
 
-    def init(self, path):
+    def init_with_config(self, conn, config):
+        """`config` is libfuse's own fuse_config (None with libfuse 2), read again as each reply
+        is made: attributes are then kept by the kernel as long as each answer says."""
+        if config is not None:
+            import mfusepy
+
+            library = mfusepy._libfuse
+            library.fuse_invalidate_path.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+            library.fuse_invalidate_path.restype = ctypes.c_int
+            fuse = library.fuse_get_context().contents.fuse
+            self._invalidate_path = lambda name: library.fuse_invalidate_path(fuse, os.fsencode("/" + name))
+            self._config = config
         self._thread = threading.Thread(target=self._rescan_forever, name="rescan", daemon=True)
         self._thread.start()
         if self._on_ready:
             self._on_ready()
+
+    def _invalidate(self, name: str) -> None:
+        """The kernel forgets the file's attributes (and cached pages), when it has them."""
+        if self._invalidate_path is not None:
+            self._invalidate_path(name)  # -ENOENT: the kernel does not know the file
 
     def destroy(self, path):
         if self._warmer is not None:
@@ -236,6 +283,7 @@ class MemoryFS:
                 "st_mtime": mtime_ns, "st_ctime": mtime_ns, "st_atime": mtime_ns}
 
     def getattr(self, path, fh=None):
+        self._keep(path[1:], None)  # unless the answer is a settled session's, below
         listing = self._listing
         if path == "/":
             return self._attrs(DIR_MODE, 0, listing.changed_ns)
@@ -255,16 +303,35 @@ class MemoryFS:
         else:
             stamp, data = self._render(listing, session, walk)
             size = len(data)
-        return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+        mtime_ns = stamp_mtime_ns(stamp)
+        if mtime_ns is not None and not _recent(mtime_ns) and path[1:] in (self._watched or ()):
+            self._keep(path[1:], (size, mtime_ns))
+        return self._attrs(FILE_MODE, size, mtime_ns or listing.changed_ns)
+
+    def _keep(self, name: str, answer: tuple | None) -> None:
+        """How long the kernel keeps the attributes of the answer being made: ATTR_SECONDS for a
+        settled session's (size, mtime_ns) when no handle is open on it, which the rescan watches;
+        none for anything else."""
+        if self._config is None:
+            return
+        self._config.attr_timeout = ATTR_SECONDS if answer is not None else 0.0
+        if answer is not None:
+            self._promised[name] = answer
+        else:
+            self._promised.pop(name, None)
 
     def _index(self, listing: Listing) -> bytes:
-        """INDEX.md as the listing and the facts known now make it; made again when either
-        changed, or after RESCAN_SECONDS (a session may have changed since it was rendered), so
-        that an `ls -l` does not stat every session twice."""
-        made = (listing, self._facts.generation)
-        if self._index_cache[:2] != made or time.monotonic() - self._index_cache[2] > RESCAN_SECONDS:
-            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env)
-            self._index_cache = (*made, time.monotonic(), data)
+        """INDEX.md as the listing and the facts known now make it, each session's stamp as the
+        last rescan's discovery checked it (sparing a stat of every session's files); made
+        again when the listing, the facts or the rescan's findings changed (a session may have
+        changed since it was rendered), so that an `ls -l` does not stat every session twice."""
+        watched = self._watched  # replaced whole by each rescan
+        cached_listing, generation, cached_watched, _ = self._index_cache
+        if (cached_listing is not listing or generation != self._facts.generation
+                or cached_watched is not watched):
+            known = lambda s: (watched or {}).get(catalog.file_name(s), (None, None))[1]  # noqa: E731
+            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known)
+            self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
@@ -320,12 +387,13 @@ class MemoryFS:
     def _render(self, listing: Listing, session, walk: int) -> tuple[list, bytes]:
         """The session's current bytes and their stamp: cached ones if its files did not change."""
         key = documents.cache_key(session)
-        stamp = documents.cache_stamp(session, self._env)
+        taken = documents.stamps(session, self._env)  # one stat of each native file: for the
+        stamp = taken[0]  # byte cache (cache_stamp), and the document cache's stamp on a miss
         data = self._cache.get(key, stamp)
         if data is None:
             if self._warmer is not None:
                 self._wait_for_workers(listing, session, walk)  # then in the document cache
-            stamp, data = self._facts.rendered(session)
+            stamp, data = self._facts.rendered(session, taken)
             self._cache.put(key, stamp, data)
         return stamp, data
 
@@ -335,6 +403,12 @@ class MemoryFS:
         entries = [(".", {"st_mode": DIR_MODE}, 0), ("..", {"st_mode": DIR_MODE}, 0),
                    (README, {"st_mode": FILE_MODE}, 0), (memoryindex.INDEX, {"st_mode": FILE_MODE}, 0)]
         return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
+
+    def getxattr(self, path, name, position=0):
+        """No extended attributes, ENOTSUP: `ls -l` then stops asking for ACLs on this mount.
+        Without the operation libfuse answers ENOSYS, after which the kernel answers ENODATA to
+        every ACL query itself, and `ls -l` asks again for each file."""
+        raise _error(errno.ENOTSUP)
 
     def statfs(self, path):
         return {"f_bsize": 4096, "f_frsize": 4096, "f_namemax": 255}
@@ -353,6 +427,9 @@ class MemoryFS:
             stamp, data = self._render(listing, session, self._walk(listing, name))
             version, mtime_ns = stamp, stamp_mtime_ns(stamp) or listing.changed_ns
         handle = self._handle_for(name, version, data, mtime_ns)
+        promised = self._promised.get(name)
+        if promised is not None and promised != (len(handle.data), handle.mtime_ns):
+            self._broken_promise(name, handle)
         fi.direct_io = int(handle.direct)
         fi.keep_cache = int(not handle.direct and self._in_page_cache.get(name) == version)
         self._in_page_cache[name] = None if handle.direct else version
@@ -370,6 +447,19 @@ class MemoryFS:
             return Handle(name, cached.data, cached.mtime_ns, True, self._caller())
         direct = _recent(mtime_ns) or any(h.data != data for h in others)
         return Handle(name, data, mtime_ns, direct, self._caller())
+
+    def _broken_promise(self, name: str, handle: Handle) -> None:
+        """The file changed since the kernel was told it could keep its attributes (the rescan
+        has not seen it yet): the kernel forgets them before this open is answered, so that the
+        opener's fstat asks. Dropping its pages waits for reads in flight on them, which only
+        an open handle can have: with one open, the kernel is told from another thread, and
+        this handle reads directly meanwhile."""
+        del self._promised[name]
+        if name not in self._open:
+            self._invalidate(name)
+        else:
+            handle.direct = True
+            threading.Thread(target=self._invalidate, args=(name,), name="invalidate", daemon=True).start()
 
     def read(self, path, size, offset, fi):
         handle = self._handles.get(fi.fh)

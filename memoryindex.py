@@ -18,9 +18,11 @@ FILES_SHOWN = 5
 HEADERS = ["File", "Date", "Agent", "Model", "Steps", "Tool calls", "First request", "Files changed"]
 
 
-def index(project: str | None, sessions: list, facts: documents.Facts, env) -> bytes:
-    """The index of `sessions` (in their order: discovery's, newest first)."""
-    rows = [row(s, facts.get(s, documents.cache_stamp(s, env, facts.redact))) for s in sessions]
+def index(project: str | None, sessions: list, facts: documents.Facts, env, known=None) -> bytes:
+    """The index of `sessions` (in their order: discovery's, newest first). `known(session)`:
+    what discovery has checked of it (`Catalog.known`, or None), which spares stat'ing its files."""
+    known = known or (lambda s: None)
+    rows = [row(s, facts.get(s, documents.cache_stamp(s, env, facts.redact, known(s)))) for s in sessions]
     return (f"# Index of the sessions of {cell(project or 'every project')}\n\n"
             f"{len(rows)} session(s), newest first: one line each. Steps, tool calls and files changed "
             f"are blank for a session not rendered since it last changed (open its file once, or run "

@@ -225,9 +225,9 @@ def test_writes_fail_with_erofs(store):
 def test_only_operations_are_public():
     """mfusepy registers any attribute named like a FUSE operation as one (`lock`, `flush`...)."""
     public = {n for n in dir(memoryfs.MemoryFS) if not n.startswith("_")}
-    assert public == {"use_ns", "init", "destroy", "getattr", "readdir", "statfs", "open", "read",
-                      "release", "chmod", "chown", "create", "fallocate", "link", "mkdir", "mknod",
-                      "removexattr", "rename", "rmdir", "setxattr", "symlink", "truncate", "unlink",
+    assert public == {"use_ns", "init_with_config", "destroy", "getattr", "getxattr", "readdir", "statfs",
+                      "open", "read", "release", "chmod", "chown", "create", "fallocate", "link", "mkdir",
+                      "mknod", "removexattr", "rename", "rmdir", "setxattr", "symlink", "truncate", "unlink",
                       "utimens", "write"}
 
 
