@@ -73,7 +73,7 @@ def run_memory(args, env) -> int:
         return 0
     if args.foreground:
         return serve(fuse, project, point, env)
-    commands.retention_note(catalog.discover(catalog.looking_in(env, project)), env)  # the index, built
+    commands.retention_note(catalog.discover(catalog.looking_in(env, project), within=project), env)  # the index, built
     # here: the server then finds it warm (see below)
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"

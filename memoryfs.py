@@ -194,7 +194,7 @@ class MemoryFS:
 
     # the listing ------------------------------------------------------------------------------
     def _rescan(self, previous: Listing | None) -> Listing:
-        found = catalog.discover(self._env)
+        found = catalog.discover(self._env, within=self._project)
         sessions = self._scope.filter(found.sessions)
         if self._warmer is not None:  # the workers render: the SQLite snapshots that discovery
             sqlite_ro.release_shared()  # read (hundreds of MB for a big store) go
