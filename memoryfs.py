@@ -34,9 +34,10 @@ own bytes, and the kernel's size plays no part in them:
   they record is checked against the session's current stamp like any entry).
 - how long the kernel keeps an answer's attributes is said with each answer (libfuse 3 reads
   its fuse_config's attr_timeout as it makes each reply, lookups' included, and one thread
-  answers): ATTR_SECONDS for a settled session's when no handle is open on it (the size and
-  mtime of its current stamp, which the rescan watches: discovery's fingerprint of its native
-  files); none for a session being recorded, a handle's answer, README.md, INDEX.md and the
+  answers): ATTR_SECONDS for a settled session's when no handle is open on it and the last
+  two rescans found its native files as they are now (discovery's fingerprint; a file whose
+  mtime is set back after each change, as `cp -p` does, is not settled by its mtime alone);
+  none for a session being recorded, a handle's answer, README.md, INDEX.md and the
   directory (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
   read that reaches the cached end of a file the kernel keeps nothing of asks again, with its
   handle; a warm `ls -l` or `grep -r` asks nothing per settled file.
@@ -44,7 +45,8 @@ own bytes, and the kernel's size plays no part in them:
   finds the session's fingerprint changed or the session gone (resumed: within a rescan or
   two), and, before the `open` is answered, when an open's bytes are not those last answered
   with ATTR_SECONDS: from the serving thread when no handle is open on the file (then no read
-  can hold its pages), else from another thread, the new handle reading directly meanwhile. A
+  can hold its pages), else from another thread, every handle opened until it is done reading
+  directly. A
   `stat` of a resumed session nobody opened may show the old size until the next rescan.
 The cost of direct_io: every read is a request (no read-ahead, no cache), and a shared memory
 map of such a file fails with ENODEV (libfuse 3.14 cannot ask the kernel for
@@ -189,7 +191,9 @@ class MemoryFS:
         self._config = None  # libfuse 3's fuse_config, whose attr_timeout each answer sets
         self._invalidate_path = None  # libfuse 3's fuse_invalidate_path, bound to this mount
         self._promised: dict = {}  # file name -> (size, mtime_ns) the kernel may keep ATTR_SECONDS
+        self._forgetting: set = set()  # file names whose invalidation another thread is making
         self._watched: dict | None = None  # file name -> (session, what discovery checked of it)
+        self._steady: set = set()  # file names the last two rescans found unchanged
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
@@ -209,6 +213,7 @@ class MemoryFS:
         watched = {name: (s, found.known(s)) for name, s in listing.files.items()
                    if not archive.marked(s) and found.known(s) is not None}
         before, self._watched = self._watched, watched
+        self._steady = {name for name, seen in watched.items() if before is not None and before.get(name) == seen}
         if before is not None:
             for name in [n for n, seen in before.items() if watched.get(n) != seen]:
                 self._invalidate(name)
@@ -304,9 +309,16 @@ class MemoryFS:
             stamp, data = self._render(listing, session, walk)
             size = len(data)
         mtime_ns = stamp_mtime_ns(stamp)
-        if mtime_ns is not None and not _recent(mtime_ns) and path[1:] in (self._watched or ()):
+        if mtime_ns is not None and not _recent(mtime_ns) and self._steady_at(path[1:], stamp):
             self._keep(path[1:], (size, mtime_ns))
         return self._attrs(FILE_MODE, size, mtime_ns or listing.changed_ns)
+
+    def _steady_at(self, name: str, stamp: list) -> bool:
+        """Whether the answer is of the files the last two rescans found unchanged: a session
+        that changes between rescans (its mtime may say otherwise) never has its attributes
+        kept."""
+        seen = (self._watched or {}).get(name)
+        return name in self._steady and seen is not None and seen[1][2] == stamp[0]
 
     def _keep(self, name: str, answer: tuple | None) -> None:
         """How long the kernel keeps the attributes of the answer being made: ATTR_SECONDS for a
@@ -430,6 +442,8 @@ class MemoryFS:
         promised = self._promised.get(name)
         if promised is not None and promised != (len(handle.data), handle.mtime_ns):
             self._broken_promise(name, handle)
+        elif name in self._forgetting:  # the kernel may still hold a size these bytes are not
+            handle.direct = True
         fi.direct_io = int(handle.direct)
         fi.keep_cache = int(not handle.direct and self._in_page_cache.get(name) == version)
         self._in_page_cache[name] = None if handle.direct else version
@@ -459,7 +473,14 @@ class MemoryFS:
             self._invalidate(name)
         else:
             handle.direct = True
-            threading.Thread(target=self._invalidate, args=(name,), name="invalidate", daemon=True).start()
+            self._forgetting.add(name)
+            threading.Thread(target=self._forget, args=(name,), name="invalidate", daemon=True).start()
+
+    def _forget(self, name: str) -> None:
+        try:
+            self._invalidate(name)
+        finally:
+            self._forgetting.discard(name)
 
     def read(self, path, size, offset, fi):
         handle = self._handles.get(fi.fh)

@@ -1,6 +1,7 @@
 """How long the kernel keeps the mount's attributes (issue 19): a settled session's for
-memoryfs.ATTR_SECONDS, so that a warm `ls -l` or `grep -r` asks the server nothing per file; a
-session being recorded, README.md, INDEX.md and the directory never. A settled session that is
+memoryfs.ATTR_SECONDS once two rescans found it unchanged, so that a warm `ls -l` or `grep -r`
+asks the server nothing per file; a session being recorded, README.md, INDEX.md and the
+directory never. A settled session that is
 appended to again shows its new size through `stat` within a few rescans (the kernel is told to
 forget what it kept), and at once to whoever opens it.
 
@@ -12,6 +13,7 @@ import errno
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -60,6 +62,7 @@ def counted(tmp_path):
 
     try:
         assert wait_for(lambda: os.path.exists(log) and os.path.ismount(point), 30), server.stderr
+        time.sleep(3 * 0.5)  # two rescans (RESCAN_SECONDS above) found the settled sessions unchanged
         yield env, proj, point, asked
     finally:
         take_down(point)
