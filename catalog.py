@@ -267,7 +267,11 @@ def _maybe_inside(module, pairs: list, scope: "Scope") -> list:
     if outside is None:
         return pairs
     memo: dict = {}
-    return [pair for pair in pairs if not outside(pair[0], scope, memo)]
+    left_out = [outside(pair[0], scope, memo) for pair in pairs]
+    names = {os.path.basename(pair[0]) for pair, out in zip(pairs, left_out) if not out}
+    # a transcript named like one of the project's is read anyway: one conversation resumed in
+    # two projects keeps a short id of its own in each (mark_twins), as every store's discovery gives
+    return [pair for pair, out in zip(pairs, left_out) if not out or os.path.basename(pair[0]) in names]
 
 
 def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, problems: list,
