@@ -35,7 +35,8 @@ own bytes, and the kernel's size plays no part in them:
 - how long the kernel keeps an answer's attributes is said with each answer (libfuse 3 reads
   its fuse_config's attr_timeout as it makes each reply, lookups' included, and one thread
   answers): ATTR_SECONDS for a settled session's when no handle is open on it and the last
-  two rescans found its native files as they are now (discovery's fingerprint; a file whose
+  two discoveries (the launcher's counts, when the server's first one reads its snapshot)
+  found its native files as they are now (discovery's fingerprint; a file whose
   mtime is set back after each change, as `cp -p` does, is not settled by its mtime alone);
   none for a session being recorded, a handle's answer, README.md, INDEX.md and the
   directory (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
@@ -193,7 +194,7 @@ class MemoryFS:
         self._promised: dict = {}  # file name -> (size, mtime_ns) the kernel may keep ATTR_SECONDS
         self._forgetting: set = set()  # file names whose invalidation another thread is making
         self._watched: dict | None = None  # file name -> (session, what discovery checked of it)
-        self._steady: set = set()  # file names the last two rescans found unchanged
+        self._steady: set = set()  # file names the last two discoveries found unchanged
         self._listing = self._rescan(None)
 
     # the listing ------------------------------------------------------------------------------
@@ -213,6 +214,8 @@ class MemoryFS:
         watched = {name: (s, found.known(s)) for name, s in listing.files.items()
                    if not archive.marked(s) and found.known(s) is not None}
         before, self._watched = self._watched, watched
+        if before is None and found.snapshot is not None:  # the snapshot of an earlier discovery
+            before = watched  # (the launcher's) held: every file is as that discovery found it
         self._steady = {name for name, seen in watched.items() if before is not None and before.get(name) == seen}
         if before is not None:
             for name in [n for n, seen in before.items() if watched.get(n) != seen]:
