@@ -597,10 +597,10 @@ def _agent_named_by(ident: str) -> str | None:
     prefix, dash, rest = ident.partition("-")
     if not dash or not rest or any(c not in "0123456789abcdef" for c in rest.lower()):
         return None
-    for module in agents.modules():
-        if getattr(module, "PREFIX", module.NAME[:2]) == prefix:
-            return None if getattr(module, "STORES_IN_PROJECTS", False) else module.NAME
-    return None
+    name = agents.named_by_prefix(prefix)
+    if name is None or getattr(agents.load(name), "STORES_IN_PROJECTS", False):
+        return None
+    return name
 
 
 def find(catalog: Catalog, ident: str) -> Session:

@@ -46,3 +46,26 @@ def test_show_by_short_id_prints_what_it_prints_after_a_full_listing(tmp_path):
     shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz"))
     cold = cli("show", first_id, env=env)
     assert cold.returncode == warm.returncode == 0 and cold.stdout == warm.stdout and len(cold.stdout) > 1000
+
+
+def test_every_prefix_names_its_agent():
+    import agents
+
+    prefixes = {getattr(m, "PREFIX", m.NAME[:2]): m.NAME for m in agents.modules()}
+    assert len(prefixes) == len(agents.names())  # no two agents share a prefix
+    assert all(agents.named_by_prefix(prefix) == name for prefix, name in prefixes.items())
+    assert agents.named_by_prefix("zz") is None
+
+
+def test_loading_one_agent_imports_that_agent_only():
+    """A warm `show cl-...` loads the Claude translator, not every agent (and the redaction
+    rules one of them imports)."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import agents; agents.load('claude'); "
+            "print(sorted(m for m in sys.modules if m.startswith('agents.')))")
+    done = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['agents.base', 'agents.claude']"
