@@ -102,7 +102,8 @@ def dependencies(module, source: str, env) -> list[str]:
     return deps(source, env) if deps else [source]
 
 
-def discover(env, names=None, use_cache: bool = True, within: str | None = None) -> Catalog:
+def discover(env, names=None, use_cache: bool = True, within: str | None = None,
+             check_settled: bool = True) -> Catalog:
     """Every session of the stores (of the agents `names`), newest first.
 
     A warm discovery reads the snapshot the previous one left (snapshot.py) when nothing it was
@@ -120,6 +121,10 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None)
     from did not change) and each source scanned again only when its fingerprint changed (the
     index); a snapshot is written for the next discovery.
 
+    `check_settled=False` (a search of what listings show) spares the stat of each settled
+    source's files: appending cannot change what it lists; the catalog then knows nothing of
+    its sessions' files (`known` is None), which whoever renders them checks itself.
+
     A project's discovery without a snapshot leaves out the sources that show, by their path or
     their first line, that none of their sessions ran in the project (`outside` and `cwd_of` of
     an agent's module: a first `list` in a project reads that project's transcripts, not every
@@ -129,7 +134,7 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None)
     names_tried = ([snapshot.key(env, names, within)] if within else []) + [snapshot.key(env, names)]
     for name in names_tried if use_cache else ():
         kept = snapshot.load(env, name)
-        found = _from_snapshot(kept, scope) if kept else None
+        found = _from_snapshot(kept, scope, check_settled) if kept else None
         if found is not None:
             return found
     made = snapshot.Made()
@@ -144,13 +149,13 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None)
     return found
 
 
-def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None") -> Catalog | None:
+def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None", checked: bool = True) -> Catalog | None:
     """The snapshot's catalog (of the project `scope`), None when one of its sources changed."""
     rows = kept.header["groups"]
     chosen = rows if scope is None else [row for row in rows if scope.holds(row[0])]
     found = Catalog([], versions=kept.header["agents"], snapshot=kept,
                     rest=[row for row in rows if row not in chosen] if scope else [])
-    sessions = kept.sessions(chosen, found.native, checked=True)
+    sessions = kept.sessions(chosen, found.native if checked else {}, checked=checked)
     if sessions is None:
         return None
     found.sessions = sessions

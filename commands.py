@@ -23,12 +23,12 @@ def chosen_project(args) -> str:
     return catalog.project_root(os.getcwd())
 
 
-def selected(args, env) -> tuple[catalog.Catalog, list, str | None]:
+def selected(args, env, check_settled: bool = True) -> tuple[catalog.Catalog, list, str | None]:
     """The catalog, the sessions the command is about, and the project (None for --all). The
     project is where discovery looks for stores kept inside projects (Aider, Crush), wherever
-    the command runs."""
+    the command runs. `check_settled`: see catalog.discover."""
     project = None if getattr(args, "all", False) else chosen_project(args)
-    found = catalog.discover(catalog.looking_in(env, project), within=project)
+    found = catalog.discover(catalog.looking_in(env, project), within=project, check_settled=check_settled)
     sessions = found.sessions
     agent = getattr(args, "agent", None)
     if agent:

@@ -254,7 +254,7 @@ def scoped(args, env) -> tuple[list, str | None]:
     """The sessions search and stats look at: every project unless --local or --dir, of one
     agent with --agent, started within --since/--until, newest first."""
     args.all = not (getattr(args, "local", False) or getattr(args, "dir", None))
-    _, sessions, project = commands.selected(args, env)
+    _, sessions, project = commands.selected(args, env, check_settled=False)  # renderings check
     since = when(getattr(args, "since", None), "--since")
     until = when(getattr(args, "until", None), "--until", end=True)
     if since is not None or until is not None:

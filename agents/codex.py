@@ -44,13 +44,14 @@ import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
                          env_dir, epoch, head_records, iso, loads_native, one_line, open_binary,
-                         read_whole)
+                         read_whole, reading)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
 NAME = "codex"
 PREFIX = "cx"
 ATIF_NAME = "codex"
 VERSION = 2
+APPENDS_ONLY = True  # a rollout only grows (catalog: a scan of a head that did not end stays true)
 
 COMPACTION = {"type": "compaction", "boundary": "replace"}
 
@@ -138,6 +139,8 @@ def scan(source: str, env) -> list[Session]:
     rollout = Rollout(source)
     own = OwnLines(rollout, env, head=True)
     head = listing_head(own)
+    if rollout.format == "legacy-json" or (own.gate and own.gate.parent):
+        reading.open_ended = True  # rewritten whole, or its lineage depends on its parent's file
     return [Session(agent=NAME, native_id=head.session_id or id_from_name(source), source=source,
                     started=epoch(head.started), cwd=head.cwd, title=head.title, model=head.model,
                     extra={"format": rollout.format, **own.lineage()})]

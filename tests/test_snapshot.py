@@ -96,3 +96,28 @@ def test_after_a_projects_listing_every_project_is_listed(store):
     (projects / "elsewhere").mkdir()
     empty = run_main(env, ["list"], cwd=str(projects / "elsewhere")).stdout.decode()
     assert "None of the 3 session(s) found" in empty
+
+
+def test_a_search_of_listings_stats_no_settled_transcript(store, monkeypatch):
+    """Appending cannot change what a settled transcript lists: a metadata search reads the
+    snapshot without a stat of each one (and knows nothing of their files), a listing with
+    step counts checks them."""
+    import catalog
+
+    env, projects = store
+    listed(env, "--all")  # the snapshot
+    transcripts = {os.path.join(f, n) for f, _, names in os.walk(os.path.join(env["HOME"], ".claude", "projects"))
+                   for n in names if n.endswith(".jsonl")}
+    asked: list = []
+    real_stat = os.stat
+
+    def noting(path, *args, **kwargs):
+        asked.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+    monkeypatch.chdir(env["HOME"])  # where `listed` ran: the snapshot of that directory
+    monkeypatch.setattr(os, "stat", noting)
+    found = catalog.discover(env, check_settled=False)
+    assert found.snapshot is not None and len(found.sessions) == 3
+    assert not transcripts & set(asked) and all(found.known(s) is None for s in found.sessions)
+    found = catalog.discover(env)
+    assert transcripts <= set(asked) and all(found.known(s) is not None for s in found.sessions)
