@@ -280,8 +280,9 @@ def both(rows, label, me, them, args_me, args_them, runs, cold, cwd=None) -> tup
 def bench_discovery(report, me, them, project, project_count, native_bytes, runs, first_content_runs=None,
                     their_first_content=True) -> dict:
     """`first_content_runs`: runs of the first `search --content` (a heavy user's corpus takes
-    minutes per run); `their_first_content`: whether the predecessor's is measured too (on a
-    heavy user's corpus its index takes over 24 minutes to build, and no target compares it)."""
+    minutes per run); `their_first_content`: whether the predecessor's `search --content` is
+    measured too (on a heavy user's corpus the index it builds first takes over 24 minutes,
+    and no target compares it)."""
     notes = [
         "Cold: every cache deleted before each run. `list` of trajectoriz prints each session's step "
         "count, so a cold `list` translates every listed session (in a process pool); the "
@@ -307,7 +308,7 @@ def bench_discovery(report, me, them, project, project_count, native_bytes, runs
     for cold in (True, False):
         state = "first time" if cold else "after"
         found[f"content-{'cold' if cold else 'warm'}"] = both(
-            rows, f"`search --content`, {state}", me, them if their_first_content or not cold else None,
+            rows, f"`search --content`, {state}", me, them if their_first_content else None,
             ["search", "--content", CONTENT_QUERY],
             ["search", "--content", CONTENT_QUERY], (first_content_runs or runs) if cold else runs, cold)
     notes.append(content_throughput(found, native_bytes))
@@ -472,7 +473,7 @@ class Mount:
 
 def mount_problem(program: Program, tree: str | None) -> str | None:
     if program is None:
-        return "the predecessor is not installed"
+        return "not measured (the predecessor is not installed, or not run on this corpus)"
     if tree is not None and not os.path.exists(os.path.join(tree, "memory.py")):
         return "not available: this tree has no memory.py (the mount is not merged yet)"
     if tree is None:
