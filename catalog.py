@@ -132,11 +132,9 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     sources it read."""
     scope = Scope(within, env) if within else None
     names_tried = ([snapshot.key(env, names, within)] if within else []) + [snapshot.key(env, names)]
-    for name in names_tried if use_cache else ():
-        kept = snapshot.load(env, name)
-        found = _from_snapshot(kept, scope, check_settled) if kept else None
-        if found is not None:
-            return found
+    found = _warm(env, names_tried, scope, check_settled) if use_cache else None
+    if found is not None:
+        return found
     made = snapshot.Made()
     with cache.no_collection():
         found = _from_stores(env, names, use_cache, made, scope)
@@ -147,6 +145,16 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
         snapshot.save(env, name, found, made)
     found.native, found.versions = made.native, made.agents
     return found
+
+
+def _warm(env, names: list, scope: "Scope | None" = None, checked: bool = True) -> Catalog | None:
+    """The catalog of the first of the snapshots `names` that still holds, else None."""
+    for name in names:
+        kept = snapshot.load(env, name)
+        found = _from_snapshot(kept, scope, checked) if kept else None
+        if found is not None:
+            return found
+    return None
 
 
 def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None", checked: bool = True) -> Catalog | None:
@@ -303,7 +311,7 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
         else:
             changed.append(len(found))
             found.append((source, deps, None, fp))
-    scanned = _scans(module, [found[i][0] for i in changed], env, scope.project if scope else None)
+    scanned = _scans(module, [found[i][0] for i in changed], env, scope)
     for i, (records, settled, failures) in zip(changed, scanned):
         source, deps, _, fp = found[i]
         problems.extend(SourceProblem(*failure) for failure in failures)
@@ -317,51 +325,40 @@ POOL_PROBE = 64  # sources scanned here first, to see what the rest would cost
 POOL_PAYS = 0.25  # seconds of scanning left for which starting a pool pays
 
 
-def _scans(module, sources: list, env, within: str | None = None) -> list:
+def _scans(module, sources: list, env, scope: "Scope | None" = None) -> list:
     """`_scan_job` of each source: the rest in a process pool when many sources of a file store
     would take long here (a database store's one source holds every session; a server's
     threads would not survive a fork). Scans cost from a few hundredths of a millisecond (a
     Claude transcript's head) to milliseconds: the first POOL_PROBE say which."""
     import threading
 
-    _scopes.clear()  # directories resolved afresh by each discovery
     if len(sources) < POOL_SCANS or threading.active_count() > 1:
-        return [_scan_job(source, module.NAME, env, within) for source in sources]
+        return [_scan_job(source, module.NAME, env, scope) for source in sources]
     started = time.perf_counter()
-    done = [_scan_job(source, module.NAME, env, within) for source in sources[:POOL_PROBE]]
+    done = [_scan_job(source, module.NAME, env, scope) for source in sources[:POOL_PROBE]]
     rest = sources[POOL_PROBE:]
     if (time.perf_counter() - started) / POOL_PROBE * len(rest) < POOL_PAYS:
-        return done + [_scan_job(source, module.NAME, env, within) for source in rest]
+        return done + [_scan_job(source, module.NAME, env, scope) for source in rest]
     import parallel
 
-    return done + list(parallel.ordered(_scan_job, rest, (module.NAME, dict(env), within)))
+    return done + list(parallel.ordered(_scan_job, rest, (module.NAME, dict(env), scope)))
 
 
-def _scan_job(source: str, agent: str, env, within: str | None = None) -> tuple[list | None, bool, list]:
+def _scan_job(source: str, agent: str, env, scope: "Scope | None" = None) -> tuple[list | None, bool, list]:
     """(the sessions' cache records, settled, problems as tuples) of one source's scan; records
-    None, unscanned, when a project is given (`within`) and the module's `cwd_of` reads in the
+    None, unscanned, when a project is given (`scope`) and the module's `cwd_of` reads in the
     source's first line that its session ran elsewhere."""
     module = agents.load(agent)
-    cwd_of = getattr(module, "cwd_of", None) if within else None
+    cwd_of = getattr(module, "cwd_of", None) if scope else None
     if cwd_of is not None:
         cwd = cwd_of(source)
-        if cwd is not None and not _scope_of(within, env).holds(cwd):
+        if cwd is not None and not scope.holds(cwd):
             return None, True, []
     problems: list = []
     reading.open_ended = False
     found = _scan(module, source, env, problems)
     settled = getattr(module, "APPENDS_ONLY", False) and not reading.open_ended
     return [s.to_cache() for s in found], settled, [(p.agent, p.source, p.reason) for p in problems]
-
-
-_scopes: dict = {}  # project -> its Scope, in a pool's worker (memoizing resolved directories)
-
-
-def _scope_of(project: str, env) -> "Scope":
-    found = _scopes.get(project)
-    if found is None:
-        found = _scopes[project] = Scope(project, env)
-    return found
 
 
 def _note(made: snapshot.Made, entry: list, source: str, deps: list) -> None:
@@ -577,9 +574,7 @@ def discover_for(env, ident: str) -> Catalog:
     """A catalog that holds the session `ident` names, if any does: the warm snapshot of every
     store; else, for a short id or a file name, which name their agent, that agent's store alone
     (a first `show` then reads one store, not all of them); else every store."""
-    name = snapshot.key(env, None)
-    kept = snapshot.load(env, name)
-    found = _from_snapshot(kept, None) if kept else None
+    found = _warm(env, [snapshot.key(env, None)])
     if found is not None:
         return found
     agent = _agent_named_by(ident)

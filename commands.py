@@ -110,8 +110,9 @@ def project_column(env):
 
 def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
     """What to try when a listing is empty: where the sessions are, or that no store was found."""
-    everything = (catalog.discover(env) if found.scoped else found).everything()  # a project's
-    if not everything:                                                             # left others out
+    every_store = catalog.discover(catalog.looking_in(env, project)) if found.scoped else found
+    everything = every_store.everything()  # (a project's first discovery left the others out)
+    if not everything:
         home = env.get("HOME", "~")
         return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
                 f"agent keeps them (and the variables that move them).")

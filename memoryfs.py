@@ -211,8 +211,8 @@ class MemoryFS:
         """What discovery has just checked of each session (its native files' fingerprint, for
         those it knows): the kernel's copy of a file's attributes is dropped when it changed
         since the previous rescan, or when the file is gone."""
-        watched = {name: (s, found.known(s)) for name, s in listing.files.items()
-                   if not archive.marked(s) and found.known(s) is not None}
+        watched = {name: (s, known) for name, s in listing.files.items()
+                   if not archive.marked(s) and (known := found.known(s)) is not None}
         before, self._watched = self._watched, watched
         if before is None and found.snapshot is not None:  # the snapshot of an earlier discovery
             before = watched  # (the launcher's) held: every file is as that discovery found it
@@ -317,9 +317,9 @@ class MemoryFS:
         return self._attrs(FILE_MODE, size, mtime_ns or listing.changed_ns)
 
     def _steady_at(self, name: str, stamp: list) -> bool:
-        """Whether the answer is of the files the last two rescans found unchanged: a session
-        that changes between rescans (its mtime may say otherwise) never has its attributes
-        kept."""
+        """Whether the answer is of the files the last two discoveries found unchanged: a
+        session that changes between rescans (its mtime may say otherwise) never has its
+        attributes kept."""
         seen = (self._watched or {}).get(name)
         return name in self._steady and seen is not None and seen[1][2] == stamp[0]
 

@@ -86,8 +86,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
 import functools
+import hashlib
 import hmac
 import itertools
 import os

@@ -62,7 +62,7 @@ def named_by_prefix(prefix: str) -> str | None:
     whose file name starts like it, and the others only if none of them is."""
     import pkgutil
 
-    files = sorted(info.name for info in pkgutil.iter_modules(__path__) if _agent_file(info.name))
+    files = [info.name for info in pkgutil.iter_modules(__path__) if _agent_file(info.name)]
     for name in sorted(files, key=lambda n: (not n.startswith(prefix[:1]), n)):
         module = importlib.import_module(f"{__name__}.{name}")
         if hasattr(module, "translate") and getattr(module, "PREFIX", module.NAME[:2]) == prefix:

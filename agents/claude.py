@@ -86,8 +86,8 @@ def _first_cwd(source: str) -> str | None:
     """The directory a transcript's head names first, as `scan` reads it."""
     try:
         for record in head_records(source, 64 * 1024):
-            cwd = record.get("cwd") or record.get("project")
-            if isinstance(cwd, str):
+            cwd = recorded_cwd(record)
+            if cwd is not None:
                 return cwd
     except Exception:  # unreadable: its folder's name decides
         return None
@@ -124,8 +124,8 @@ def scan(source: str, env) -> list[Session]:
     for record in head_records(source, wanted=worth_parsing):
         if session.started is None:
             session.started = epoch(record.get("timestamp"))
-        if session.cwd is None and isinstance(record.get("cwd") or record.get("project"), str):
-            session.cwd = record.get("cwd") or record["project"]
+        if session.cwd is None:
+            session.cwd = recorded_cwd(record)
         if "version" in record and "version" not in session.extra and isinstance(record["version"], str):
             session.extra["version"] = record["version"]
         message = as_dict(record.get("message"))
@@ -144,6 +144,12 @@ def scan(source: str, env) -> list[Session]:
         session.started = os.stat(source).st_mtime
     session.title = session.title or one_line(queued)
     return [session]
+
+
+def recorded_cwd(record: dict) -> str | None:
+    """The directory a record names (`project` in the oldest releases)."""
+    cwd = record.get("cwd") or record.get("project")
+    return cwd if isinstance(cwd, str) else None
 
 
 def starting_model(record: dict) -> str | None:
