@@ -56,3 +56,43 @@ def test_chunks_keep_every_core_busy():
     assert parallel.chunk_size(3, 2) == 1
     assert parallel.chunk_size(5000, 2) == 32
     assert 1 <= parallel.chunk_size(100, 2) <= 100 // 2
+
+
+# in_two: discovery's scans of a first run, tens of milliseconds, halved by one forked child ---------
+def test_in_two_gives_every_result_in_order_from_two_processes():
+    results = parallel.in_two(slow_square, list(range(41)), (2,))
+    assert [value for value, _ in results] == [i * i * 2 for i in range(41)]
+    here = [pid for _, pid in results[:20]]
+    there = [pid for _, pid in results[20:]]
+    assert set(here) == {os.getpid()} and len(set(there)) == 1 and there[0] != os.getpid()
+    assert parallel.in_two(slow_square, [], (1,)) == []
+    assert parallel.in_two(slow_square, [5], (1,))[0][0] == 25
+
+
+PARENT = os.getpid()
+
+
+def fails_in_a_child(item):
+    if os.getpid() != PARENT:
+        raise RuntimeError("a child cannot do it")
+    return item + 1
+
+
+def test_in_two_does_the_half_itself_when_the_child_fails():
+    global PARENT
+    PARENT = os.getpid()
+    assert parallel.in_two(fails_in_a_child, list(range(10))) == list(range(1, 11))
+
+
+def interrupted_here(item, parent):
+    if os.getpid() == parent and item == 2:
+        raise KeyboardInterrupt
+    time.sleep(0.01)
+    return item
+
+
+def test_in_two_leaves_no_child_when_interrupted():
+    with pytest.raises(KeyboardInterrupt):
+        parallel.in_two(interrupted_here, list(range(2000)), (os.getpid(),))
+    with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
+        os.waitpid(-1, os.WNOHANG)
