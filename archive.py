@@ -470,11 +470,11 @@ def _write_all(fd: int, data: bytes) -> None:
 def _drop_kept_mirror() -> None:
     """Remove the kept mirror, if this process made it (a forked child inherits the record of
     its parent's)."""
-    import shutil  # here: listings import this module, seldom read the archive
-
     folder, pid = _kept_mirror.get("folder"), _kept_mirror.get("pid")
     _kept_mirror.clear()
     if folder and pid == os.getpid():
+        import shutil  # here: listings import this module, seldom read the archive
+
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -103,6 +103,8 @@ def _remove_obsolete(path: str) -> None:
         names = [name for name in os.listdir(path) if name.startswith(OBSOLETE)]
     except OSError:
         return
+    if not names:
+        return
     import shutil  # here only: there is rarely anything to remove
 
     for name in names:

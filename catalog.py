@@ -18,7 +18,7 @@ import hashlib
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from collections import namedtuple
 from datetime import datetime
 
 import agents
@@ -34,24 +34,26 @@ from output import printable
 SHORT_HEX = 8
 
 
-@dataclass
-class SourceProblem:
-    agent: str
-    source: str
-    reason: str
+class SourceProblem(namedtuple("SourceProblem", "agent source reason")):
+    """A source, or a whole store, that could not be read (`trajectoriz agents` counts them)."""
+    __slots__ = ()
 
 
-@dataclass
 class Catalog:
-    sessions: list[Session]
-    found_problems: list[SourceProblem] = field(default_factory=list)
-    sources_seen: dict = field(default_factory=dict)  # agent -> list of source paths seen
-    native: dict = field(default_factory=dict)    # source -> [native files, last mtime seen, their
-                                                  # current fingerprint, settled] (snapshot.Made)
-    versions: dict = field(default_factory=dict)  # agent -> its translator's version
-    snapshot: "snapshot.Snapshot | None" = None   # what a warm discovery read
-    rest: list = field(default_factory=list)      # the snapshot's groups left out (other projects')
-    scoped: bool = False                          # whether discovery left out sources of other projects
+    """The sessions a discovery found, newest first, and what it knows of their sources."""
+
+    def __init__(self, sessions: list[Session], found_problems: list | None = None,
+                 sources_seen: dict | None = None, versions: dict | None = None,
+                 snapshot: "snapshot.Snapshot | None" = None, rest: list | None = None):
+        self.sessions = sessions
+        self.found_problems = found_problems or []
+        self.sources_seen = sources_seen or {}  # agent -> list of source paths seen
+        self.native: dict = {}    # source -> [native files, last mtime seen, their current
+                                  # fingerprint, settled] (snapshot.Made)
+        self.versions = versions or {}          # agent -> its translator's version
+        self.snapshot = snapshot                # what a warm discovery read
+        self.rest = rest or []                  # the snapshot's groups left out (other projects')
+        self.scoped = False                     # whether discovery left out sources of other projects
 
     def by_agent(self, name: str) -> list[Session]:
         return [s for s in self.sessions if s.agent == name]

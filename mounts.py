@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 
 from agents.base import home
 
@@ -32,11 +32,9 @@ COMMAND_SECONDS = 10
 STAT_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
-class Mount:
-    point: str
-    fstype: str
-    source: str
+class Mount(namedtuple("Mount", "point fstype source")):
+    """One line of the mount table."""
+    __slots__ = ()
 
     @property
     def is_fuse(self) -> bool:

@@ -12,6 +12,7 @@ pipe).
 
 from __future__ import annotations
 
+import marshal
 import os
 import signal
 import sys
@@ -124,8 +125,9 @@ class Progress:
 def in_two(function, items: list, context: tuple = ()) -> list:
     """`function(item, *context)` of every item, in order: the second half in one forked child
     while this process does the first. For work of tens of milliseconds, where starting a pool
-    costs as much as it saves. The half is done here when no child can be made or it fails;
-    `function` must not need threads (none survive a fork)."""
+    costs as much as it saves. The results come back marshalled (plain values: lists, dicts,
+    strings, numbers). The half is done here when no child can be made or it fails (a result
+    marshal cannot write included); `function` must not need threads (none survive a fork)."""
     half = len(items) // 2
     try:
         reader, writer = os.pipe()
@@ -146,20 +148,16 @@ def in_two(function, items: list, context: tuple = ()) -> list:
             status = os.waitpid(pid, 0)[1]
     if status != 0:
         return mine + [function(item, *context) for item in items[half:]]
-    import pickle
-
-    return mine + pickle.loads(data)
+    return mine + marshal.loads(data)
 
 
 def _child(reader: int, writer: int, function, items: list, context: tuple) -> None:
-    """The child of `in_two`: its results, pickled, on `writer`; it never returns."""
+    """The child of `in_two`: its results, marshalled, on `writer`; it never returns."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.close(reader)
-        import pickle
-
-        data = pickle.dumps([function(item, *context) for item in items], pickle.HIGHEST_PROTOCOL)
+        data = marshal.dumps([function(item, *context) for item in items])
         with os.fdopen(writer, "wb") as handle:
             handle.write(data)
         code = 0

@@ -93,7 +93,7 @@ import itertools
 import os
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections import namedtuple
 
 from atif.serialize import MAX_DEPTH, limit_depth
 
@@ -220,15 +220,10 @@ _TOKEN_CHARACTERS = re.compile(rb"[A-Za-z0-9+/=_.~:@%!#$*-]+")
 _LINE_END = re.compile(rb"[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\x00|\Z)")
 
 
-@dataclass(frozen=True)
-class Assignment:
+class Assignment(namedtuple("Assignment", "value quoted between after ends_line")):
     """An assigned value and what surrounds it: `between` the name and it (quotes, separator,
     spaces), the character `after` it, and whether only its line's end follows."""
-    value: bytes
-    quoted: bool
-    between: bytes
-    after: bytes
-    ends_line: bool
+    __slots__ = ()
 
 
 def is_expression(value: bytes, after: bytes) -> bool:
@@ -286,19 +281,14 @@ def is_password(assigned: Assignment) -> bool:
 # (start, end, kind, specific) in the joined bytes: `specific` wins over a generic assignment
 # for the same span.
 
-@dataclass(frozen=True)
-class Token:
+class Token(namedtuple("Token", "kind rest exact random before back prefix_len",
+                        defaults=(None, False, ALNUM, 0, 0))):
     """A secret with a known shape: the match is the secret, with the `back` characters before
     it (its prefix up to the pass's anchor). `exact`: the shape in the original case; `random`:
     what follows the first `prefix_len` characters must look random; `before`: what may not
-    precede it."""
-    kind: str
-    rest: bytes
-    exact: bytes | None = None
-    random: bool = False
-    before: frozenset | None = ALNUM
-    back: int = 0
-    prefix_len: int = 0
+    precede it. (The rules are named tuples: `dataclasses` costs every first discovery its
+    import.)"""
+    __slots__ = ()
 
     def spans(self, data, match, group):
         start, end = match.start() - self.back, match.end()
@@ -313,16 +303,10 @@ class Token:
         return [(start, without_full_stop(data, start, end), self.kind, 1)]
 
 
-@dataclass(frozen=True)
-class Value:
+class Value(namedtuple("Value", "kind rest exact before check specific back",
+                        defaults=(None, None, None, 1, 0))):
     """A secret that is the `value` group of the match (what surrounds it stays)."""
-    kind: str
-    rest: bytes
-    exact: bytes | None = None
-    before: frozenset | None = None
-    check: object = None
-    specific: int = 1
-    back: int = 0
+    __slots__ = ()
 
     def spans(self, data, match, group):
         start, end = match.span(f"{group}_value")
@@ -337,12 +321,10 @@ class Value:
         return [(start, value_end(data, start, end, False), self.kind, self.specific)]
 
 
-@dataclass(frozen=True)
-class Assigned:
+class Assigned(namedtuple("Assigned", "rest flag", defaults=(False,))):
     """`name <separator> value` where the keyword ends the name: the name is read back from
     the keyword, its last word decides the kind, and the value is judged for that kind."""
-    rest: bytes
-    flag: bool = False
+    __slots__ = ()
     before = None
     back = 0
 
@@ -362,13 +344,9 @@ class Assigned:
         return [(start, value_end(data, start, end, quoted), kind, 0)]
 
 
-@dataclass(frozen=True)
-class Custom:
+class Custom(namedtuple("Custom", "rest function before back", defaults=(None, 0))):
     """A rule that works out its spans itself: `function(data, match, group) -> spans`."""
-    rest: bytes
-    function: object
-    before: frozenset | None = None
-    back: int = 0
+    __slots__ = ()
 
     def spans(self, data, match, group):
         return self.function(data, match, group)

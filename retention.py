@@ -40,7 +40,7 @@ import math
 import os
 import re
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 
 import mounts
 import safepath
@@ -132,11 +132,10 @@ def projects_of(folders) -> list[str]:
 
 
 # Claude Code ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ClaudePeriod:
-    days: int
-    source: str | None       # the settings file it comes from; None for the default
-    scope: str               # managed, local, project, user or default
+class ClaudePeriod(namedtuple("ClaudePeriod", "days source scope")):
+    """How many days Claude Code keeps sessions; `source`: the settings file it comes from (None
+    for the default); `scope`: managed, local, project, user or default."""
+    __slots__ = ()
 
 
 def claude_days(value) -> int | None:
@@ -159,13 +158,11 @@ def claude_files(project: str | None, env) -> list[tuple[str, str]]:
 
 
 # Gemini CLI ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GeminiRule:
-    max_age: int | None = None     # seconds
-    max_age_text: str = ""
-    max_count: int | None = None
-    off_because: str = ""          # why nothing is deleted, when nothing is
-    sources: tuple = ()
+class GeminiRule(namedtuple("GeminiRule", "max_age max_age_text max_count off_because sources",
+                             defaults=(None, "", None, "", ()))):
+    """What Gemini CLI deletes: chats older than `max_age` seconds or beyond the `max_count`
+    newest; `off_because`: why nothing is deleted, when nothing is."""
+    __slots__ = ()
 
     @property
     def limits(self) -> tuple:

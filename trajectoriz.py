@@ -16,8 +16,10 @@ from version import VERSION
 EXIT_ERROR = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The program's parser; given a command (`main` reads it from the arguments), with that
+    command's parser alone: the parsers of every command cost a run milliseconds to build."""
+    parser = Parser(
         prog="trajectoriz",
         description="Turn the sessions every coding agent records (Claude Code, Codex, Gemini "
                     "CLI, opencode, Copilot CLI, ...) into ATIF v1.7 documents: list, show, "
@@ -30,9 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print this program's manual page (roff, the text `man` reads; through "
                              "`man -l -` when the output is a terminal) and exit: the single-file "
                              "executable carries it")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser,
                                      description="Run `trajectoriz COMMAND --help` for the options of each.")
+    for name, add in COMMANDS.items():
+        if only is None or name == only:
+            add(commands)
+    parser.subcommands = commands.choices  # main() reports a command's unknown option with its usage
+    return parser
 
+
+def _list_parser(commands) -> None:
     listing = commands.add_parser(
         "list", help="list sessions of this project (or all) as a table", epilog=EPILOGS["list"],
         description="List sessions, newest first: those of the current project (its git work "
@@ -45,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "nothing and leaves those cells blank (null in --json)")
     listing.add_argument("--json", action="store_true", help="one JSON object per session, for scripts")
 
+
+def _show_parser(commands) -> None:
     show = commands.add_parser(
         "show", help="print one session as an ATIF document", epilog=EPILOGS["show"],
         description="Print a session as its ATIF v1.7 document, byte-identical to its file in "
@@ -70,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "than N characters (default 2000; 0 never cuts)")
     _redaction_option(show)
 
+
+def _search_parser(commands) -> None:
     search = commands.add_parser(
         "search", help="find sessions by their first message, id or agent (or --content)",
         description="Find sessions, newest first, in every project unless --local or --dir. By "
@@ -105,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "results goes to stderr)")
     _redaction_option(search)
 
+
+def _stats_parser(commands) -> None:
     stats = commands.add_parser(
         "stats", help="sessions, steps, tool calls and tokens per agent", epilog=EPILOGS["stats"],
         description="Per agent and overall: sessions, steps, tool calls, prompt / cached / "
@@ -119,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     _filter_options(stats)
     stats.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
-    _blame_parser(commands)
 
+def _export_parser(commands) -> None:
     export = commands.add_parser(
         "export", help="write the memory files to a directory (no FUSE needed)", epilog=EPILOGS["export"],
         description="Write exactly the files the memory mount would show, with its README.md and INDEX.md, "
@@ -134,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "this export does not have (as rsync --delete)")
     _redaction_option(export)
 
+
+def _agents_parser(commands) -> None:
     health = commands.add_parser(
         "agents", help="health report: which agent stores exist and how well they translate",
         epilog=EPILOGS["agents"],
@@ -146,29 +163,51 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--json", action="store_true",
                         help="one JSON object per agent (all store paths, problem groups, counts)")
 
-    _memory_parser(commands)
-    _archive_parsers(commands)
 
+def _validate_parser(commands) -> None:
     check = commands.add_parser(
         "validate", help="check ATIF documents against the v1.7 spec", epilog=EPILOGS["validate"],
         description="Check ATIF documents (v1.0 to v1.7) against every rule of the spec; print "
                     "each violation with its JSON path. Exit 1 when any file is invalid.")
     check.add_argument("files", nargs="+", metavar="FILE", help="ATIF JSON files, e.g. memory/*.atif.json")
     check.add_argument("-q", "--quiet", action="store_true", help="print only problems, no line per valid file")
-    for sub in commands.choices.values():
-        sub.formatter_class = HelpFormatter
-    parser.subcommands = commands.choices  # main() reports a command's unknown option with its usage
-    return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """The program's parsers and its commands': their help as HelpFormatter lays it out."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, formatter_class=HelpFormatter, **kwargs)
 
 
 class HelpFormatter(argparse.HelpFormatter):
     """Fills a one-paragraph text (a description) to the terminal's width, and keeps a text laid
     out in lines (a command's examples and notes) as it is."""
 
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        width = terminal_columns() - 2 if width is None else width  # as argparse's own
+        super().__init__(prog, indent_increment, max_help_position, width)
+
     def _fill_text(self, text, width, indent):
         if "\n" in text:
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
+
+
+def terminal_columns() -> int:
+    """The width shutil.get_terminal_size() gives ($COLUMNS, else the terminal's, else 80),
+    which argparse asks for each option it adds: importing shutil for it costs a run more than
+    building its parser."""
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 # Each command's examples and notes: its --help ends with them, and so does its part of the man page.
@@ -304,8 +343,7 @@ def _blame_parser(commands) -> None:
 def _memory_parser(commands) -> None:
     memory = commands.add_parser(
         "memory", help="mount this project's sessions as a read-only memory/ directory (FUSE)",
-        description=MEMORY_DESCRIPTION, epilog=EPILOGS["memory"],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=MEMORY_DESCRIPTION, epilog=EPILOGS["memory"])
     memory.add_argument("mountpoint", nargs="?", metavar="MOUNTPOINT",
                         help="where to mount (default: memory/ at the root of the current project, "
                              "its git work tree or the current directory; created if missing)")
@@ -321,7 +359,7 @@ def _memory_parser(commands) -> None:
                            "exit 0 only when it is mounted and answering")
 
 
-def _archive_parsers(commands) -> None:
+def _archive_parser(commands) -> None:
     keep = commands.add_parser(
         "archive", help="keep every session in trajectoriz's archive, beyond its agent's clean-up",
         epilog=EPILOGS["archive"],
@@ -341,6 +379,8 @@ def _archive_parsers(commands) -> None:
     what.add_argument("--unschedule", action="store_true", help="stop the daily run --schedule set up")
     keep.add_argument("--json", action="store_true", help="one JSON object summing up the run")
 
+
+def _forget_parser(commands) -> None:
     forget = commands.add_parser(
         "forget", help="remove sessions from the archive and from every cache, for good",
         epilog=EPILOGS["forget"],
@@ -377,6 +417,12 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
              "messages in listings and search results are always redacted")
 
 
+# command -> what adds its parser, in the order of the program's help
+COMMANDS = {"list": _list_parser, "show": _show_parser, "search": _search_parser, "stats": _stats_parser,
+            "blame": _blame_parser, "export": _export_parser, "agents": _agents_parser,
+            "memory": _memory_parser, "archive": _archive_parser, "forget": _forget_parser,
+            "validate": _validate_parser}
+
 # command -> (module, function): each command's module is imported only when it runs
 HANDLERS = {
     "list": ("commands", "run_list"), "show": ("commands", "run_show"),
@@ -400,7 +446,7 @@ def main(argv=None) -> int:
         import warmup
 
         return warmup.run_worker(os.environ)
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's own parser: its usage, not the whole program's
         after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)

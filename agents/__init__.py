@@ -6,6 +6,7 @@ an agent is adding its file; helper modules (`base`, `sqlite_ro`) define no `tra
 from __future__ import annotations
 
 import importlib
+import os
 
 _HELPERS = ("base", "sqlite_ro")
 _loaded: dict | None = None
@@ -14,17 +15,32 @@ _loaded: dict | None = None
 def _all() -> dict:
     global _loaded
     if _loaded is None:
-        import pkgutil  # here: a warm listing loads no agent
-
         found = {}
-        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-            if info.name in _HELPERS or info.name.startswith("_"):
+        for name in _module_names():
+            if name in _HELPERS or name.startswith("_"):
                 continue
-            module = importlib.import_module(f"{__name__}.{info.name}")
+            module = importlib.import_module(f"{__name__}.{name}")
             if hasattr(module, "translate"):
                 found[module.NAME] = module
         _loaded = found
     return _loaded
+
+
+def _module_names() -> list[str]:
+    """The modules of this package, sorted: its folder's `.py` files; in a bundle that keeps
+    them in an archive (PyInstaller's), those pkgutil finds there. (Importing pkgutil costs a
+    first discovery more than listing a folder.)"""
+    names: set = set()
+    for folder in __path__:
+        try:
+            names.update(name[:-3] for name in os.listdir(folder) if name.endswith(".py"))
+        except OSError:
+            pass
+    if not names:
+        import pkgutil
+
+        names = {info.name for info in pkgutil.iter_modules(__path__)}
+    return sorted(names)
 
 
 _alone: dict = {}  # NAME -> module, of the agents imported one by one
@@ -60,9 +76,7 @@ def modules(selected=None) -> list:
 def named_by_prefix(prefix: str) -> str | None:
     """The agent whose short ids start with `prefix` (its PREFIX), importing first the modules
     whose file name starts like it, and the others only if none of them is."""
-    import pkgutil
-
-    files = [info.name for info in pkgutil.iter_modules(__path__) if _agent_file(info.name)]
+    files = [name for name in _module_names() if _agent_file(name)]
     for name in sorted(files, key=lambda n: (not n.startswith(prefix[:1]), n)):
         module = importlib.import_module(f"{__name__}.{name}")
         if hasattr(module, "translate") and getattr(module, "PREFIX", module.NAME[:2]) == prefix:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple
 
 from agents import projects
 from agents.base import FILE_LIMIT, Session, epoch, iso, one_line, open_binary, size_text, unique_files
@@ -74,17 +74,18 @@ def native_id(path: str, index: int) -> str:
 
 
 # reading the transcript ---------------------------------------------------------------------------
-@dataclass
 class Run:
-    index: int
-    started: str | None          # the header's local time, as written
-    lines: list[str] = field(default_factory=list)
+    """One run of aider in the history: its lines after the header."""
+
+    def __init__(self, index: int, started: str | None):
+        self.index = index
+        self.started = started   # the header's local time, as written
+        self.lines: list[str] = []
 
 
-@dataclass
-class Block:
-    kind: str                    # "prompt" (####), "output" (>), "answer" (plain)
-    lines: list[str]
+class Block(namedtuple("Block", "kind lines")):
+    """Lines of one kind: "prompt" (####), "output" (>), "answer" (plain)."""
+    __slots__ = ()
 
     @property
     def text(self) -> str:
@@ -200,14 +201,16 @@ def blocks(run: Run) -> list[Block]:
 
 
 # run metadata (the banner) -------------------------------------------------------------------------
-@dataclass
 class Header:
-    version: str | None = None
-    model: str | None = None
-    weak_model: str | None = None
-    cwd: str | None = None
-    git_dir: str | None = None
-    restored: bool = False
+    """What a run's banner says."""
+
+    def __init__(self):
+        self.version: str | None = None
+        self.model: str | None = None
+        self.weak_model: str | None = None
+        self.cwd: str | None = None
+        self.git_dir: str | None = None
+        self.restored = False
 
 
 def run_header(run: Run) -> Header:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import glob
 import os
-from urllib.parse import unquote, urlparse
 
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, one_line, read_json_document, text_of)
@@ -70,6 +69,8 @@ def work_dir(thread: dict) -> str | None:
     uri = as_str(as_dict(trees[0]).get("uri")) if trees else None
     if not uri:
         return None
+    from urllib.parse import unquote, urlparse  # here: only a thread with a file URI needs it
+
     parsed = urlparse(uri)
     if parsed.scheme != "file" or not parsed.path:
         return None

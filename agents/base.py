@@ -65,13 +65,11 @@ from __future__ import annotations
 
 import errno
 import io
-import json
 import math
 import os
 import re
 import stat
 import threading
-from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 
 from atif.build import image_part, plain_or_parts, text_part
@@ -89,22 +87,41 @@ NESTING_LIMIT = 200          # levels of containers kept of a native JSON value 
 MAX_EPOCH = 1e11             # seconds: the latest moment `epoch` gives (year 5138); larger numbers are ms, us, ns
 
 
-@dataclass(slots=True)
 class Session:
-    agent: str
-    native_id: str
-    source: str
-    started: float | None = None      # epoch seconds of the first record
-    cwd: str | None = None
-    title: str = ""                   # the first user message
-    model: str | None = None
-    locator: str | None = None        # where in `source` the session lives, if it shares it
-    extra: dict = field(default_factory=dict)
-    short_id: str = ""                # assigned by the catalog, unique in the listing
+    """One session as discovery knows it, before any translation: what a listing prints and
+    what its translation needs to find it. (A plain class: `dataclasses` costs every command
+    its import.)"""
+
+    __slots__ = ("agent", "native_id", "source", "started", "cwd", "title", "model", "locator",
+                 "extra", "short_id")
+
+    def __init__(self, agent: str, native_id: str, source: str, started: float | None = None,
+                 cwd: str | None = None, title: str = "", model: str | None = None,
+                 locator: str | None = None, extra: dict | None = None, short_id: str = ""):
+        self.agent = agent
+        self.native_id = native_id
+        self.source = source
+        self.started = started      # epoch seconds of the first record
+        self.cwd = cwd
+        self.title = title          # the first user message
+        self.model = model
+        self.locator = locator      # where in `source` the session lives, if it shares it
+        self.extra = {} if extra is None else extra
+        self.short_id = short_id    # assigned by the catalog, unique in the listing
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other):
+        return self._values() == other._values() if type(other) is Session else NotImplemented
+
+    __hash__ = None  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return "Session(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     def to_cache(self) -> list:
-        """The fields but the short id, as the caches keep them (without `asdict`'s deep copy,
-        which costs more than the rest of a warm discovery: `extra` is copied one level)."""
+        """The fields but the short id, as the caches keep them (`extra` copied one level)."""
         values = [getattr(self, name) for name in _CACHED]
         values[-1] = dict(values[-1])
         return values
@@ -114,7 +131,7 @@ class Session:
         return cls(*values)
 
 
-_CACHED = tuple(f.name for f in fields(Session) if f.name != "short_id")  # `extra` last
+_CACHED = Session.__slots__[:-1]  # the fields but the short id, `extra` last
 
 
 def home(env) -> str:
@@ -623,6 +640,8 @@ def salvage_json_object(text: str) -> dict:
     """The complete top-level members of a truncated JSON object; for the member the cut falls
     in, when it is an array, its complete items. A member nested too deeply for the parser
     ends the salvage like a damaged one; one nested deeper than NESTING_LIMIT is cut there."""
+    import json  # here: a salvage is rare
+
     decoder = json.JSONDecoder()
     found: dict = {}
     position = _BLANK.match(text, 0).end()
@@ -649,6 +668,8 @@ def salvage_json_object(text: str) -> dict:
 
 def complete_items(text: str, position: int, decoder=None) -> list:
     """The complete items of a JSON array cut short, from `position` (just after its `[`)."""
+    import json
+
     decoder = decoder or json.JSONDecoder()
     items = []
     while True:

@@ -37,8 +37,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections import Counter
-from dataclasses import dataclass
+from collections import Counter, namedtuple
 
 import orjson
 
@@ -224,12 +223,9 @@ def title_text(prompt: str | list) -> str:
 
 
 # reading ----------------------------------------------------------------------------------------
-@dataclass(slots=True)
-class Line:
+class Line(namedtuple("Line", "timestamp type payload")):
     """One rollout record in the current envelope's shape."""
-    timestamp: str | None
-    type: str
-    payload: dict
+    __slots__ = ()
 
 
 class Rollout:

@@ -23,7 +23,6 @@ totals (see `NativeTotals`) and says so in `final_metrics.extra.token_source`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, iso, loads_native, one_line, open_binary, read_whole, text_of)
@@ -224,14 +223,13 @@ def translate(session: Session, env) -> dict:
     return translator.document()
 
 
-@dataclass
 class Usage:
-    prompt: int = 0
-    completion: int = 0
-    cached: int = 0
-    cache_write: int = 0
-    reasoning: int = 0
-    calls: int = 0
+    """Token counts, summed over `calls` model calls."""
+
+    def __init__(self, prompt: int = 0, completion: int = 0, cached: int = 0, cache_write: int = 0,
+                 reasoning: int = 0, calls: int = 0):
+        self.prompt, self.completion, self.cached = prompt, completion, cached
+        self.cache_write, self.reasoning, self.calls = cache_write, reasoning, calls
 
     @classmethod
     def of(cls, usage: dict) -> "Usage":
@@ -254,14 +252,15 @@ class Usage:
         return metrics(self.prompt, self.completion, self.cached, extra=extra)
 
 
-@dataclass
 class NativeTotals:
     """The session totals of `session.shutdown`. Since the shutdowns carry an
     `accountingSnapshot` (1.0.9x) each one is cumulative over the whole session, resumes
     included, and replaces what came before; earlier CLIs reset the counters on every resume,
     so their shutdowns add up."""
-    usage: Usage | None = None
-    output_after: int = 0        # outputTokens of messages after the last shutdown
+
+    def __init__(self):
+        self.usage: Usage | None = None
+        self.output_after = 0    # outputTokens of messages after the last shutdown
 
     def shutdown(self, data: dict) -> None:
         found = shutdown_usage(data)
@@ -292,13 +291,14 @@ def shutdown_usage(data: dict) -> Usage | None:
     return None
 
 
-@dataclass
 class Agent:
     """The main agent or one sub-agent: its builder and what is pending on it."""
-    builder: TrajectoryBuilder
-    parent: str | None = None          # toolCallId of the spawning call (None: main agent)
-    reasoning: list = field(default_factory=list)
-    trajectory_id: str = ""
+
+    def __init__(self, builder: TrajectoryBuilder, parent: str | None = None, trajectory_id: str = ""):
+        self.builder = builder
+        self.parent = parent            # toolCallId of the spawning call (None: main agent)
+        self.reasoning: list = []
+        self.trajectory_id = trajectory_id
 
 
 class EventTranslator:

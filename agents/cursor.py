@@ -29,8 +29,7 @@ import glob
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
-from urllib.parse import unquote, urlparse
+from collections import namedtuple
 
 from agents import sqlite_ro
 from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch,
@@ -132,6 +131,8 @@ def _as_path(hint: str) -> str | None:
     """A workspace hint as an absolute path (`file://` URIs decoded)."""
     hint = hint.strip()
     if hint.startswith("file://"):
+        from urllib.parse import unquote, urlparse  # here: only a workspace hint needs it
+
         hint = unquote(urlparse(hint).path)
     if not os.path.isabs(hint):
         return None
@@ -155,11 +156,9 @@ def _read_json(path: str) -> dict:
         return {}
 
 
-@dataclass
-class _Cwd:
-    path: str | None = None
-    source: str | None = None
-    unverified: list = field(default_factory=list)
+class _Cwd(namedtuple("_Cwd", "path source unverified", defaults=(None, None, ()))):
+    """The folder a chat ran in, what says so, and the candidates nothing confirmed."""
+    __slots__ = ()
 
     def extra(self) -> dict:
         if self.path:
@@ -182,11 +181,12 @@ def _resolve_cwd(meta_cwd, candidates, md5_folder: str | None = None, slug: str 
 
 
 # transcripts -------------------------------------------------------------------------------------
-@dataclass
 class _Message:
-    role: str
-    blocks: list   # dicts with "type" normalised: text, thinking, tool_use, tool_result
-    model: str | None = None
+    """One message: its `blocks` are dicts with "type" normalised (text, thinking, tool_use,
+    tool_result)."""
+
+    def __init__(self, role: str, blocks: list, model: str | None = None):
+        self.role, self.blocks, self.model = role, blocks, model
 
 
 def read_transcript(path: str, builder: TrajectoryBuilder | None = None, limit: int | None = None) -> list[_Message]:
@@ -424,12 +424,9 @@ def _wrapped(raw: bytes) -> list[bytes]:
         return []
 
 
-@dataclass
-class _Store:
-    meta: dict
-    ids: list
-    workspace: str | None
-    blobs: dict
+class _Store(namedtuple("_Store", "meta ids workspace blobs")):
+    """A chat store read: its meta row, message ids, workspace hint and message blobs."""
+    __slots__ = ()
 
 
 def read_store(path: str, env, builder: TrajectoryBuilder | None = None, first_user_only: bool = False) -> _Store:

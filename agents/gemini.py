@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
 
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, complete_items, epoch,
                          head_records, home, iso, listdir, listdir_cached, loads_native, one_line,
@@ -247,13 +246,14 @@ def _known_roots(gemini: str, registry: dict) -> list[str]:
 
 
 # reading a conversation --------------------------------------------------------------------------
-@dataclass
 class Conversation:
-    meta: dict
-    messages: list[dict]
-    fmt: str
-    from_snapshot: set = field(default_factory=set)   # ids known only from `$set.messages`
-    counts: dict = field(default_factory=dict)         # resumes, rewinds, snapshots, unknown records
+    """One chat file read: its metadata, messages and format."""
+
+    def __init__(self, meta: dict, messages: list[dict], fmt: str, from_snapshot: set | None = None,
+                 counts: dict | None = None):
+        self.meta, self.messages, self.fmt = meta, messages, fmt
+        self.from_snapshot = set() if from_snapshot is None else from_snapshot  # ids known only from `$set.messages`
+        self.counts = {} if counts is None else counts  # resumes, rewinds, snapshots, unknown records
 
 
 def load_conversation(path: str, builder: TrajectoryBuilder) -> Conversation:

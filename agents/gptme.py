@@ -26,7 +26,6 @@ import glob
 import json
 import os
 import re
-import tomllib
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_str, env_dir, epoch, head_records, iso,
                          join_result, mtime, one_line, read_whole, text_of)
@@ -83,6 +82,8 @@ def chat_config(source: str) -> tuple[dict, str]:
     """The `[chat]` table of the conversation's config.toml, and what kept it from being read."""
     path = os.path.join(os.path.dirname(source), CONFIG)
     try:
+        import tomllib  # here: only a store with a config file needs it
+
         config = tomllib.loads(read_whole(path, CONFIG_LIMIT).decode("utf-8", "replace"))
     except FileNotFoundError:
         return {}, ""

@@ -32,7 +32,7 @@ import glob
 import os
 import re
 import sqlite3
-from dataclasses import dataclass
+from collections import namedtuple
 
 from agents import sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
@@ -48,13 +48,11 @@ VERSION = 2
 MAX_DEPTH = 8           # nesting of sub-agent sessions embedded in one document
 
 
-@dataclass(frozen=True)
-class Family:
-    """Where one opencode-family CLI keeps its data."""
-    app: str            # the data directory's name, and the database's
-    db_variable: str    # the environment variable that overrides the database path
-    agent: str          # our agent NAME
-    atif_name: str
+class Family(namedtuple("Family", "app db_variable agent atif_name")):
+    """Where one opencode-family CLI keeps its data: `app`, the data directory's name and the
+    database's; `db_variable`, the environment variable that overrides the database path;
+    `agent`, our agent NAME."""
+    __slots__ = ()
 
 
 OPENCODE = Family("opencode", "OPENCODE_DB", NAME, ATIF_NAME)

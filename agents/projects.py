@@ -13,7 +13,6 @@ discovery looks at two places only:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import cache
@@ -63,7 +62,7 @@ def known_session_dirs(env, avoided=(), session_dirs=()) -> list[str]:
 
 
 _index_cwds: dict = {}
-_CWD = [field.name for field in dataclasses.fields(Session)].index("cwd")
+_CWD = Session.__slots__.index("cwd")
 
 
 def _cwds_of(index: dict) -> list[str]:

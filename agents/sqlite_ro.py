@@ -42,10 +42,8 @@ import sqlite3
 import struct
 import threading
 import time
-import urllib.parse
 import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
+from collections import OrderedDict, namedtuple
 
 import cache
 from agents.base import open_binary
@@ -178,18 +176,14 @@ def _check_extent(path: str, pages, db_pages: int | None, page_size: int, most: 
 JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")
 
 
-@dataclass
-class _Reading:
+class _Reading(namedtuple("_Reading", "clock before wal_before journal_before wal_read wal_after "
+                                     "journal_after after")):
     """One attempt at a snapshot: the files as read, in this order, and the database file's
-    state around them."""
-    clock: int                  # time.time_ns() just before `before`
-    before: os.stat_result      # the database file, first
-    wal_before: bytes           # the WAL's header, before the database is read
-    journal_before: bool        # a rollback journal in use then
-    wal_read: bytes             # the WAL's header as read with its frames, after the database
-    wal_after: bytes            # the WAL's header, after the WAL is read
-    journal_after: bool
-    after: os.stat_result       # the database file, last
+    state around them. `clock`: time.time_ns() just before `before`, the database file's stat,
+    first; the WAL's header before the database is read (`wal_before`), as read with its
+    frames after the database (`wal_read`), and after the WAL is read (`wal_after`); whether a
+    rollback journal was in use before and after; `after`: the database file's stat, last."""
+    __slots__ = ()
 
 
 def snapshot(path: str) -> bytearray:
@@ -746,6 +740,8 @@ def _on_disk(copy: str) -> sqlite3.Connection:
     """SQLite on our own copy: read-only and immutable (no lock taken, no journal or WAL looked
     for: nothing is written beside it), with a page cache of PAGE_CACHE_KIB and no memory
     mapping (mapped pages would count in the process's memory)."""
+    import urllib.parse  # here: a listing imports this module, seldom opens a copy
+
     connection = sqlite3.connect(f"file:{urllib.parse.quote(copy)}?mode=ro&immutable=1", uri=True,
                                  check_same_thread=False, factory=OnDisk)
     connection.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")

@@ -2,13 +2,11 @@
 
 orjson does the work. It refuses a few things native data can hold (integers beyond 64 bits,
 lone surrogates from a `\\ud800` escape), so the standard library's json takes over for those
-documents, with the same layout. orjson is imported where it is used: importing it costs more
-than a warm `search` spends on anything else of the kind, and that command never needs it.
+documents, with the same layout. Both are imported where they are used: importing them costs more
+than a warm `search` spends on anything else of the kind, and that command never needs them.
 """
 
 from __future__ import annotations
-
-import json
 
 MAX_DEPTH = 128
 
@@ -21,6 +19,8 @@ def dumps(doc: dict) -> bytes:
     try:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
     except (TypeError, orjson.JSONEncodeError):
+        import json
+
         try:
             text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
         except (RecursionError, ValueError):
@@ -55,6 +55,8 @@ def loads(data: bytes | str):
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
+        import json
+
         try:
             return json.loads(data)
         except RecursionError:

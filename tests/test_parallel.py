@@ -96,3 +96,13 @@ def test_in_two_leaves_no_child_when_interrupted():
         parallel.in_two(interrupted_here, list(range(2000)), (os.getpid(),))
     with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
         os.waitpid(-1, os.WNOHANG)
+
+
+def an_object(item):
+    return object() if os.getpid() != PARENT else item
+
+
+def test_in_two_does_the_half_itself_when_a_result_cannot_be_sent_back():
+    global PARENT
+    PARENT = os.getpid()
+    assert parallel.in_two(an_object, list(range(6))) == list(range(6))
