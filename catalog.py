@@ -174,7 +174,10 @@ def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None", checked: bool
     return found
 
 
-def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope | None" = None) -> Catalog:
+def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope | None" = None,
+                 pick=None) -> Catalog:
+    """The sessions of the stores' sources (those `scope` cannot tell are outside the project;
+    those `pick(pairs)` keeps of each store's (source, native files) pairs, when given)."""
     index = cache.load_shared(env, cache.INDEX_FILE) if use_cache else {}
     fresh: dict = {}
     sessions: list[Session] = []
@@ -191,6 +194,8 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope
         listing = _listing(module, env, cached if entries else {}, sessions, avoided, problems)
         sources_seen[module.NAME] = []
         pairs = listing[-1] if scope is None else _maybe_inside(module, listing[-1], scope)
+        if pick is not None:
+            pairs = pick(pairs)
         for source, deps, found, entry in _sessions_of_all(module, pairs, entries, env, stat_memo, problems, scope):
             if entry is None:  # its first line says it ran elsewhere: neither listed nor indexed
                 continue
@@ -203,7 +208,7 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope
                     seen.add(identity)
                     sessions.append(session)
         sessions.extend(_archived_only(module, env, seen, per_project))
-        if scope is not None:  # the sources left out keep what the index knew of them
+        if scope is not None or pick is not None:  # the sources left out keep what the index knew of them
             kept = {**entries, **kept}
         fresh[module.NAME] = {"version": module_version(module), "sources": kept, "listing": listing}
         made.env.update(listing[1])
@@ -508,6 +513,10 @@ def full_hash(session: Session) -> str:
     identity = f"{session.agent}:{shown_id(session)}"
     if session.extra.get("twin"):
         identity += f"\0{session.cwd}"
+    return identity_hash(identity)
+
+
+def identity_hash(identity: str) -> str:
     return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -526,18 +535,22 @@ def mark_twins(sessions: list[Session]) -> None:
 
 def assign_short_ids(sessions: list[Session]) -> None:
     """`<prefix>-<hex>` from a hash of the native id: stable across runs, and lengthened (8, 12,
-    16, ... hex digits) for exactly the sessions whose shorter ids would collide."""
+    16, ... hex digits) for exactly the sessions whose shorter ids would collide with another
+    of the same agent (the prefix tells agents apart: another agent's sessions never change
+    an id)."""
     mark_twins(sessions)
     prefixes = {name: getattr(agents.load(name), "PREFIX", name[:2]) for name in
                 {s.agent for s in sessions}}
     digests = [full_hash(s) for s in sessions]
     taken: dict = {}
-    for digest in digests:
-        taken[digest[:SHORT_HEX]] = taken.get(digest[:SHORT_HEX], 0) + 1
+    for session, digest in zip(sessions, digests):
+        key = (session.agent, digest[:SHORT_HEX])
+        taken[key] = taken.get(key, 0) + 1
     for session, digest in zip(sessions, digests):
         width = SHORT_HEX
-        if taken[digest[:width]] > 1:  # rare: widen until no other session shares the prefix
-            rivals = [d for d in digests if d != digest and d[:width] == digest[:width]]
+        if taken[(session.agent, digest[:width])] > 1:  # rare: widen until no other session shares it
+            rivals = [d for other, d in zip(sessions, digests)
+                      if other.agent == session.agent and d != digest and d[:width] == digest[:width]]
             while width < 64 and any(d[:width] == digest[:width] for d in rivals):
                 width += 4
         session.short_id = f"{prefixes[session.agent]}-{digest[:width]}"
@@ -579,35 +592,71 @@ def file_name(session: Session) -> str:
 
 def discover_for(env, ident: str) -> Catalog:
     """A catalog that holds the session `ident` names, if any does: the warm snapshot of every
-    store; else, for a short id or a file name, which name their agent, that agent's store alone
-    (a first `show` then reads one store, not all of them); else every store."""
+    store; else, for a short id or a file name, which name their agent, the transcripts of that
+    agent whose file names give an id of that hash (`native_id_of`), then that agent's store
+    alone (a first `show` reads one transcript, or one store, not all of them); else every
+    store."""
     found = _warm(env, [snapshot.key(env, None)])
     if found is not None:
         return found
-    agent = _agent_named_by(ident)
+    short = _short_id_in(ident)
+    agent = _agent_named_by(short) if short else None
     if agent is not None:
-        found = discover(env, [agent])
-        try:
-            find(found, ident)
-            return found
-        except UserError:
-            pass  # not there (or ambiguous there): every store says which
+        for attempt in (lambda: _named(env, agent, short[1]), lambda: discover(env, [agent])):
+            found = attempt()
+            try:
+                if found is not None:
+                    find(found, ident)
+                    return found
+            except UserError:
+                pass  # not there (or ambiguous there): a wider discovery says which
     return discover(env)
 
 
-def _agent_named_by(ident: str) -> str | None:
-    """The agent a short id's prefix or a file name names; None for one whose store is found
-    through the others' sessions (kept inside projects)."""
+def _short_id_in(ident: str) -> tuple[str, str] | None:
+    """(prefix, hex digits) of a short id, or of the one in a mount file name."""
     ident = os.path.basename(ident.strip())
     if ident.endswith(".atif.json"):
         ident = ident[: -len(".atif.json")].rsplit("_", 1)[-1]
     prefix, dash, rest = ident.partition("-")
     if not dash or not rest or any(c not in "0123456789abcdef" for c in rest.lower()):
         return None
-    name = agents.named_by_prefix(prefix)
+    return prefix, rest.lower()
+
+
+def _agent_named_by(short: tuple[str, str]) -> str | None:
+    """The agent a short id's prefix names; None for one whose store is found through the
+    others' sessions (kept inside projects)."""
+    name = agents.named_by_prefix(short[0])
     if name is None or getattr(agents.load(name), "STORES_IN_PROJECTS", False):
         return None
     return name
+
+
+def _named(env, agent: str, digits: str) -> Catalog | None:
+    """The sessions of `agent`'s transcripts whose file names give a native id (the module's
+    `native_id_of`) whose hash starts with the first SHORT_HEX of `digits`: every session that
+    could share the id, so that each gets the id a discovery of the whole store gives it; and
+    the transcripts named like one of them (`mark_twins`). None for an agent whose file names
+    give no ids. No snapshot is kept of it: it is no store's whole listing."""
+    module = agents.load(agent)
+    id_of = getattr(module, "native_id_of", None)
+    if id_of is None:
+        return None
+
+    def named(pairs: list) -> list:
+        names = set()
+        for source, _ in pairs:
+            native_id = id_of(source)
+            if native_id is not None and identity_hash(f"{agent}:{native_id}").startswith(digits[:SHORT_HEX]):
+                names.add(os.path.basename(source))
+        return [pair for pair in pairs if os.path.basename(pair[0]) in names]
+
+    made = snapshot.Made()
+    with cache.no_collection():
+        found = _from_stores(env, [agent], True, made, pick=named)
+    found.native, found.versions = made.native, made.agents
+    return found
 
 
 def find(catalog: Catalog, ident: str) -> Session:

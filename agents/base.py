@@ -23,6 +23,14 @@ sessions of `source` or their translation (side files, sub-agent transcripts, a 
 `sources(env, session_dirs)` with the working directories of the sessions it found, so that
 those projects are looked into on the same run.
 
+Optional, for speed: `dependencies_of(sources, env)`, `dependencies` of many sources at once;
+`APPENDS_ONLY = True` for a store that only appends to its files (a scan that read a complete
+head is then settled); `outside(source, scope, memo) -> bool`, whether a source's path shows
+that none of its sessions ran in the project `scope`, and `cwd_of(source)`, the working
+directory its first line names (a project's first discovery leaves those sources out);
+`native_id_of(source)`, the native id its file name gives (`show ID`'s first run scans only
+the transcripts whose ids hash to ID).
+
 Conventions every translator follows, so that one jq filter works on every agent:
 - `user` steps are what the human typed. Text the harness injected (system prompts, reminders,
   environment context, slash-command output, hook feedback) is a `system` step whose

@@ -104,10 +104,16 @@ def parent_of_sidechain_file(source: str) -> str | None:
     return parent if isinstance(head.get("sessionId"), str) and os.path.exists(parent) else None
 
 
+def native_id_of(source: str) -> str:
+    """The id of a transcript's session, which its file is named after (`show ID` finds the
+    transcript of an id without scanning the others)."""
+    return os.path.basename(source)[: -len(".jsonl")]
+
+
 def scan(source: str, env) -> list[Session]:
     if parent_of_sidechain_file(source):
         return []
-    native_id = os.path.basename(source)[: -len(".jsonl")]
+    native_id = native_id_of(source)
     session = Session(agent=NAME, native_id=native_id, source=source, extra={"format": "jsonl"})
     queued = ""  # the first prompt enqueued, for a session that recorded no user record of it
 

@@ -44,3 +44,12 @@ def test_find_accepts_short_ids_longer_prefixes_file_names_and_native_ids(monkey
         assert catalog.find(listing, ident) is session
     with pytest.raises(UserError, match="no session with id"):
         catalog.find(listing, "cl-00000000")
+
+
+def test_ids_of_two_agents_sharing_digits_are_not_lengthened(monkeypatch):
+    """The prefix tells agents apart: a session of another agent never changes an id (a
+    discovery of one store gives the ids a discovery of every store gives)."""
+    found = sessions_with_digests(monkeypatch, {"a": "abcdef01" + "1" * 56, "b": "abcdef01" + "2" * 56})
+    found[1].agent = "codex"
+    catalog.assign_short_ids(found)
+    assert [s.short_id for s in found] == ["cl-abcdef01", "cx-abcdef01"]

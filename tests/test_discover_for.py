@@ -69,3 +69,69 @@ def test_loading_one_agent_imports_that_agent_only():
             "print(sorted(m for m in sys.modules if m.startswith('agents.')))")
     done = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['agents.base', 'agents.claude']"
+
+
+def claude_store(tmp_path, names: list[str], folders=("-tmp-agents-proj-claude",)) -> dict:
+    """A Claude store of copies of one live transcript, named `names`, in each of `folders`."""
+    env = base_env(tmp_path)
+    sample = os.path.join(LIVE, "claude-2.1.332", ".claude", "projects", "-tmp-agents-proj-claude",
+                          "348a3463-5332-480a-8329-09f4fe2cc499.jsonl")
+    text = open(sample, encoding="utf-8").read()
+    for folder in folders:
+        os.makedirs(os.path.join(env["HOME"], ".claude", "projects", folder))
+        for name in names:
+            with open(os.path.join(env["HOME"], ".claude", "projects", folder, f"{name}.jsonl"), "w") as handle:
+                handle.write(text.replace("348a3463-5332-480a-8329-09f4fe2cc499", name)
+                             .replace("/tmp/agents/proj-claude", f"/tmp/agents/{folder}"))
+    return env
+
+
+def scanned_names(monkeypatch) -> list:
+    from agents import claude
+
+    asked = []
+    monkeypatch.setattr(claude, "scan", lambda source, env, original=claude.scan:
+                        asked.append(os.path.basename(source)) or original(source, env))
+    return asked
+
+
+NAMES = [f"{n:08x}-5332-480a-8329-09f4fe2cc499" for n in range(40)]
+
+
+def test_a_first_show_scans_only_the_transcript_its_id_names(tmp_path, monkeypatch):
+    env = claude_store(tmp_path, NAMES)
+    everything = catalog.discover(env, use_cache=False).sessions
+    wanted = everything[7]
+    asked = scanned_names(monkeypatch)
+    found = catalog.discover_for(env, wanted.short_id)
+    assert asked == [os.path.basename(wanted.source)]
+    assert catalog.find(found, wanted.short_id) == wanted
+
+
+def test_sessions_whose_ids_share_digits_are_all_scanned_and_get_the_ids_of_a_full_discovery(
+        tmp_path, monkeypatch):
+    real = catalog.identity_hash
+    shared = {NAMES[3], NAMES[9]}  # their hashes share 8 digits, so both ids are lengthened
+    monkeypatch.setattr(catalog, "identity_hash", lambda identity: "abcdef01" + real(identity)[8:]
+                        if identity.split(":", 1)[1] in shared else real(identity))
+    env = claude_store(tmp_path, NAMES)
+    everything = catalog.discover(env, use_cache=False).sessions
+    wanted = next(s for s in everything if s.native_id == NAMES[9])
+    assert len(wanted.short_id) == len("cl-") + 12
+    asked = scanned_names(monkeypatch)
+    found = catalog.discover_for(env, wanted.short_id)
+    assert sorted(asked) == sorted(f"{name}.jsonl" for name in shared)
+    assert catalog.find(found, wanted.short_id) == wanted
+    assert sorted(s.short_id for s in found.sessions) == sorted(s.short_id for s in everything
+                                                              if s.native_id in shared)
+
+
+def test_one_id_in_two_projects_each_session_is_found_as_a_full_discovery_finds_it(tmp_path, monkeypatch):
+    """A transcript resumed in two projects: both are scanned (the twin's id hashes its
+    directory too, so that one is found through the whole store)."""
+    env = claude_store(tmp_path, NAMES[:5], folders=("-tmp-agents-one", "-tmp-agents-two"))
+    everything = catalog.discover(env, use_cache=False).sessions
+    for wanted in (s for s in everything if s.native_id == NAMES[2]):
+        found = catalog.discover_for(env, wanted.short_id)
+        assert catalog.find(found, wanted.short_id) == wanted
+    assert len({s.short_id for s in everything if s.native_id == NAMES[2]}) == 2

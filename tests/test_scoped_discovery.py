@@ -126,7 +126,10 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_two_or_a_po
         with open(os.path.join(folder, f"{native}.jsonl"), "w", encoding="utf-8") as handle:
             handle.write(text.replace("348a3463-5332-480a-8329-09f4fe2cc499", native)
                          .replace("SCENARIO claude-2", f"SCENARIO claude-2 number {number}"))
-    halved = []
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in a command: threads of other tests' servers
+    halved = []                                                 # would keep the scans here
     monkeypatch.setattr(parallel, "in_two", lambda *a, original=parallel.in_two: halved.append(1) or original(*a))
 
     def listed(two_pays: float, pool_pays: float) -> list:
