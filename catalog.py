@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import time
 from collections import namedtuple
 from datetime import datetime
@@ -327,18 +328,16 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
     return found
 
 
-POOL_SCANS = 256  # sources to scan again for which a process pool may pay (a first run, a big change)
+POOL_SCANS = 256  # sources to scan again for which more processes may pay (a first run, a big change)
 POOL_PROBE = 64  # sources scanned here first, to see what the rest would cost
-TWO_PAYS = 0.02  # seconds of it for which a second process, forked, pays
-POOL_PAYS = 0.25  # seconds of scanning left for which starting a pool pays
+FORK_PAYS = 0.02  # seconds of scanning left for which forking processes pays
 
 
 def _scans(module, sources: list, env, scope: "Scope | None" = None) -> list:
     """`_scan_job` of each source: when many sources of a file store would take long here, the
-    rest in a second process, or in a process pool when they would take longer (a database
-    store's one source holds every session; a server's threads would not survive a fork).
-    Scans cost from a few hundredths of a millisecond (a Claude transcript's head) to
-    milliseconds: the first POOL_PROBE say which."""
+    rest on every core (`parallel.forked`; a database store's one source holds every session;
+    a server's threads would not survive a fork). Scans cost from a few hundredths of a
+    millisecond (a Claude transcript's head) to milliseconds: the first POOL_PROBE say which."""
     import threading
 
     if len(sources) < POOL_SCANS or threading.active_count() > 1:
@@ -346,14 +345,11 @@ def _scans(module, sources: list, env, scope: "Scope | None" = None) -> list:
     started = time.perf_counter()
     done = [_scan_job(source, module.NAME, env, scope) for source in sources[:POOL_PROBE]]
     rest = sources[POOL_PROBE:]
-    left = (time.perf_counter() - started) / POOL_PROBE * len(rest)
+    if (time.perf_counter() - started) / POOL_PROBE * len(rest) < FORK_PAYS:
+        return done + [_scan_job(source, module.NAME, env, scope) for source in rest]
     import parallel
 
-    if left < TWO_PAYS:
-        return done + [_scan_job(source, module.NAME, env, scope) for source in rest]
-    if left < POOL_PAYS:
-        return done + parallel.in_two(_scan_job, rest, (module.NAME, env, scope))
-    return done + list(parallel.ordered(_scan_job, rest, (module.NAME, dict(env), scope)))
+    return done + parallel.forked(_scan_job, rest, (module.NAME, env, scope))
 
 
 def _scan_job(source: str, agent: str, env, scope: "Scope | None" = None) -> tuple[list | None, bool, list]:
@@ -452,6 +448,8 @@ def untrusted(session: Session) -> Session:
         warnings.append(f"the recorded working directory is not a usable path "
                         f"({printable(repr(session.cwd))[:200]}): the session belongs to no project")
         session.cwd = None
+    elif type(session.cwd) is str:
+        session.cwd = sys.intern(session.cwd)  # thousands of sessions share a few: kept and written once
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
     with markers_of(session):

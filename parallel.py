@@ -1,6 +1,6 @@
 """Work over many sessions on every core: `search --content`, `stats`, `list --steps`, `agents`
-and `export` translate sessions (and discovery scans sources) in a process pool and get their
-results back in the sessions' order.
+and `export` translate sessions in a process pool and get their results back in the sessions'
+order (and discovery scans sources in forked processes, `forked`).
 
 Workers return small results (hits, totals), never documents, so memory stays bounded however
 many sessions there are. The items themselves reach the workers once, when they start
@@ -48,7 +48,7 @@ def ordered(function, items: list, context: tuple = (), workers: int | None = No
 def _pool(workers: int, function, items: list, context: tuple):
     """A pool of `workers` processes; None where none can be made (the pool's locks live in
     /dev/shm, which a sandbox may leave out or read-only): the work is then done here."""
-    import multiprocessing  # here: `in_two` needs none of it
+    import multiprocessing  # here: `forked` needs none of it
 
     methods = multiprocessing.get_all_start_methods()
     start = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -122,44 +122,86 @@ class Progress:
             sys.stderr.flush()
 
 
-def in_two(function, items: list, context: tuple = ()) -> list:
-    """`function(item, *context)` of every item, in order: the second half in one forked child
-    while this process does the first. For work of tens of milliseconds, where starting a pool
-    costs as much as it saves. The results come back marshalled (plain values: lists, dicts,
-    strings, numbers). The half is done here when no child can be made or it fails (a result
-    marshal cannot write included); `function` must not need threads (none survive a fork)."""
-    half = len(items) // 2
+def forked(function, items: list, context: tuple = (), ways: int | None = None) -> list:
+    """`function(item, *context)` of every item, in order, on `ways` processes (every core):
+    this one takes every `ways`-th item from the first, each forked child the items from its
+    own; the children's results come back marshalled (plain values: lists, dicts, strings,
+    numbers) once they are done. For even work of milliseconds to seconds, where a pool's
+    round trips per task cost more than its balancing gains (discovery's scans). A child's
+    items are done here when it cannot be made or fails (a result marshal cannot write
+    included); `function` must not need threads (none survive a fork)."""
+    ways = max(1, min(ways or cores(), len(items)))
+    children: list = []  # (position, pid, reader)
     try:
-        reader, writer = os.pipe()
-        pid = os.fork()
-    except OSError:
-        return [function(item, *context) for item in items]
-    if pid == 0:
-        _child(reader, writer, function, items[half:], context)
-    os.close(writer)
-    with os.fdopen(reader, "rb") as handle:
-        try:
-            mine = [function(item, *context) for item in items[:half]]
-            data = handle.read()
-        except BaseException:
-            os.kill(pid, signal.SIGKILL)
-            raise
-        finally:
-            status = os.waitpid(pid, 0)[1]
+        for position in range(1, ways):
+            try:
+                reader, writer = os.pipe()
+                pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:
+                _child(reader, writer, function, items[position::ways], context)
+            os.close(writer)
+            children.append((position, pid, reader))
+        parts = {0: [function(item, *context) for item in items[0::ways]]}
+        for position, pid, reader in children:
+            parts[position] = _collected(reader, pid)
+    except BaseException:
+        for _, pid, _ in children:
+            _end(pid)
+        raise
+    finally:
+        for _, _, reader in children:
+            _close(reader)
+    found = [None] * len(items)
+    for position in range(ways):
+        part = parts.get(position)
+        if part is None or len(part) != len(items[position::ways]):
+            part = [function(item, *context) for item in items[position::ways]]
+        found[position::ways] = part
+    return found
+
+
+def _collected(reader: int, pid: int) -> list | None:
+    """A child's results; None when it failed."""
+    chunks = []
+    while chunk := os.read(reader, 1 << 20):
+        chunks.append(chunk)
+    status = os.waitpid(pid, 0)[1]
     if status != 0:
-        return mine + [function(item, *context) for item in items[half:]]
-    return mine + marshal.loads(data)
+        return None
+    try:
+        found = marshal.loads(b"".join(chunks))
+    except (ValueError, EOFError, TypeError):
+        return None
+    return found if isinstance(found, list) else None
+
+
+def _end(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass  # reaped already
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _child(reader: int, writer: int, function, items: list, context: tuple) -> None:
-    """The child of `in_two`: its results, marshalled, on `writer`; it never returns."""
+    """A child of `forked`: its results, marshalled, on `writer`; it never returns."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.close(reader)
         data = marshal.dumps([function(item, *context) for item in items])
-        with os.fdopen(writer, "wb") as handle:
-            handle.write(data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(writer, view):]
         code = 0
     finally:
         os._exit(code)

@@ -130,16 +130,14 @@ class Session:
 
     def to_cache(self) -> list:
         """The fields but the short id, as the caches keep them (`extra` copied one level)."""
-        values = [getattr(self, name) for name in _CACHED]
-        values[-1] = dict(values[-1])
-        return values
+        return [self.agent, self.native_id, self.source, self.started, self.cwd, self.title,
+                self.model, self.locator, dict(self.extra)]
 
     @classmethod
     def from_cache(cls, values: list) -> "Session":
         return cls(*values)
 
 
-_CACHED = Session.__slots__[:-1]  # the fields but the short id, `extra` last
 
 
 def home(env) -> str:

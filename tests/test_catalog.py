@@ -53,3 +53,10 @@ def test_ids_of_two_agents_sharing_digits_are_not_lengthened(monkeypatch):
     found[1].agent = "codex"
     catalog.assign_short_ids(found)
     assert [s.short_id for s in found] == ["cl-abcdef01", "cx-abcdef01"]
+
+
+def test_a_session_comes_back_from_its_cache_record_as_it_was():
+    session = Session(agent="claude", native_id="n", source="/s", started=1.5, cwd="/w", title="t",
+                      model="m", locator="l", extra={"format": "jsonl"})
+    assert Session.from_cache(session.to_cache()) == session
+    assert session.to_cache()[-1] is not session.extra  # a copy: the cache never shares it

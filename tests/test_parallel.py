@@ -58,15 +58,15 @@ def test_chunks_keep_every_core_busy():
     assert 1 <= parallel.chunk_size(100, 2) <= 100 // 2
 
 
-# in_two: discovery's scans of a first run, tens of milliseconds, halved by one forked child ---------
-def test_in_two_gives_every_result_in_order_from_two_processes():
-    results = parallel.in_two(slow_square, list(range(41)), (2,))
+# forked: discovery's scans of a first run, on every core, with no pool's round trips --------------
+def test_forked_gives_every_result_in_order_from_every_process():
+    results = parallel.forked(slow_square, list(range(41)), (2,), ways=3)
     assert [value for value, _ in results] == [i * i * 2 for i in range(41)]
-    here = [pid for _, pid in results[:20]]
-    there = [pid for _, pid in results[20:]]
-    assert set(here) == {os.getpid()} and len(set(there)) == 1 and there[0] != os.getpid()
-    assert parallel.in_two(slow_square, [], (1,)) == []
-    assert parallel.in_two(slow_square, [5], (1,))[0][0] == 25
+    pids = [pid for _, pid in results]
+    assert set(pids[0::3]) == {os.getpid()}
+    assert len(set(pids[1::3])) == len(set(pids[2::3])) == 1 and len(set(pids)) == 3
+    assert parallel.forked(slow_square, [], (1,)) == []
+    assert parallel.forked(slow_square, [5], (1,), ways=4) == [(25, os.getpid())]
 
 
 PARENT = os.getpid()
@@ -78,31 +78,26 @@ def fails_in_a_child(item):
     return item + 1
 
 
-def test_in_two_does_the_half_itself_when_the_child_fails():
+def an_object(item):
+    return object() if os.getpid() != PARENT else item
+
+
+def test_forked_does_a_childs_items_itself_when_the_child_fails():
     global PARENT
     PARENT = os.getpid()
-    assert parallel.in_two(fails_in_a_child, list(range(10))) == list(range(1, 11))
+    assert parallel.forked(fails_in_a_child, list(range(10)), ways=3) == list(range(1, 11))
+    assert parallel.forked(an_object, list(range(6)), ways=2) == list(range(6))  # not marshallable
 
 
 def interrupted_here(item, parent):
-    if os.getpid() == parent and item == 2:
+    if os.getpid() == parent and item == 3:
         raise KeyboardInterrupt
     time.sleep(0.01)
     return item
 
 
-def test_in_two_leaves_no_child_when_interrupted():
+def test_forked_leaves_no_child_when_interrupted():
     with pytest.raises(KeyboardInterrupt):
-        parallel.in_two(interrupted_here, list(range(2000)), (os.getpid(),))
+        parallel.forked(interrupted_here, list(range(3000)), (os.getpid(),), ways=3)
     with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
         os.waitpid(-1, os.WNOHANG)
-
-
-def an_object(item):
-    return object() if os.getpid() != PARENT else item
-
-
-def test_in_two_does_the_half_itself_when_a_result_cannot_be_sent_back():
-    global PARENT
-    PARENT = os.getpid()
-    assert parallel.in_two(an_object, list(range(6))) == list(range(6))

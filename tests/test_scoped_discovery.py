@@ -109,10 +109,12 @@ def test_a_projects_first_listing_is_the_listing_every_project_gives(store):
         assert first[project] == again[project] == after and first[project], project
 
 
-def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_two_or_a_pool_of_processes(
+def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_or_several_processes(
         tmp_path, monkeypatch):
-    """Scans of a first run are shared with a forked child (parallel.in_two) or a pool when the
-    first POOL_PROBE say the rest would take long: what is listed does not depend on which."""
+    """Scans of a first run are shared with forked children (parallel.forked) when the first
+    POOL_PROBE say the rest would take long: what is listed does not depend on it."""
+    import threading
+
     import parallel
 
     env = base_env(tmp_path)
@@ -126,18 +128,14 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_two_or_a_po
         with open(os.path.join(folder, f"{native}.jsonl"), "w", encoding="utf-8") as handle:
             handle.write(text.replace("348a3463-5332-480a-8329-09f4fe2cc499", native)
                          .replace("SCENARIO claude-2", f"SCENARIO claude-2 number {number}"))
-    import threading
-
     monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in a command: threads of other tests' servers
-    halved = []                                                 # would keep the scans here
-    monkeypatch.setattr(parallel, "in_two", lambda *a, original=parallel.in_two: halved.append(1) or original(*a))
+    shared = []                                                 # would keep the scans here
+    monkeypatch.setattr(parallel, "forked", lambda *a, original=parallel.forked, **k: shared.append(1) or original(*a, **k))
 
-    def listed(two_pays: float, pool_pays: float) -> list:
-        monkeypatch.setattr(catalog, "TWO_PAYS", two_pays)
-        monkeypatch.setattr(catalog, "POOL_PAYS", pool_pays)
+    def listed(fork_pays: float) -> list:
+        monkeypatch.setattr(catalog, "FORK_PAYS", fork_pays)
         return [(s.short_id, s.title, s.cwd, s.started) for s in catalog.discover(env, ["claude"], use_cache=False).sessions]
 
-    alone = listed(float("inf"), float("inf"))
-    assert len(alone) == catalog.POOL_SCANS + 40 and not halved
-    assert listed(0.0, float("inf")) == alone and halved == [1]
-    assert listed(0.0, 0.0) == alone and halved == [1]
+    alone = listed(float("inf"))
+    assert len(alone) == catalog.POOL_SCANS + 40 and len(set(alone)) == len(alone) and not shared
+    assert listed(0.0) == alone and shared == [1]
