@@ -73,9 +73,10 @@ def _link_target(path: str) -> str | None:
         return None
 
 
-def is_dir(path: str, avoided) -> bool:
-    """Whether `path` is a directory, answered without looking inside an avoided mount (no)."""
-    resolved = resolve(path, avoided)
+def is_dir(path: str, avoided, known: dict | None = None) -> bool:
+    """Whether `path` is a directory, answered without looking inside an avoided mount (no);
+    `known` as for `resolve`."""
+    resolved = resolve(path, avoided, known)
     if resolved is None or mounts.inside(resolved, avoided):
         return False
     return os.path.isdir(resolved)

@@ -57,8 +57,9 @@ def known_session_dirs(env, avoided=(), session_dirs=()) -> list[str]:
         _index_cwds[id(index)] = memo
     known = dict.fromkeys(memo[1])
     known.update(dict.fromkeys(d for d in session_dirs if safepath.usable(d)))
-    resolved = (safepath.resolve(cwd, avoided) for cwd in known)
-    return list(dict.fromkeys(cwd for cwd in resolved if cwd and safepath.is_dir(cwd, avoided)))
+    links: dict = {}  # the directories share their upper folders: each is looked at once
+    resolved = (safepath.resolve(cwd, avoided, links) for cwd in known)
+    return list(dict.fromkeys(cwd for cwd in resolved if cwd and safepath.is_dir(cwd, avoided, links)))
 
 
 _index_cwds: dict = {}
