@@ -404,9 +404,12 @@ def head_records(path: str, limit: int = HEAD_BYTES, wanted=None):
 
 class _Lines:
     """`readline(size)` over a binary file, read CHUNK bytes at a time: a transcript's head is
-    tens of lines of kilobytes, which a buffered reader's readline copies in small pieces."""
+    tens of lines of kilobytes, which a buffered reader's readline copies in small pieces (and
+    a listing needs the first few kilobytes of most transcripts). A longer line is read in
+    pieces as large as what is already pending, so that reading it copies it a few times, not
+    once per piece."""
 
-    CHUNK = 64 * 1024
+    CHUNK = 16 * 1024
 
     def __init__(self, handle):
         self._handle, self._data, self._at = handle, b"", 0
@@ -418,7 +421,8 @@ class _Lines:
             if end >= 0 or len(self._data) - self._at >= size:
                 stop = end + 1 if end >= 0 else self._at + size
                 break
-            more = self._handle.read(max(self.CHUNK, size if size < self.CHUNK * 4 else self.CHUNK))
+            pending = len(self._data) - self._at
+            more = self._handle.read(max(self.CHUNK, min(pending, size - pending)))
             if not more:
                 stop = len(self._data)
                 break

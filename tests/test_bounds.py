@@ -551,3 +551,35 @@ def test_an_opening_tag_repeated_without_its_closing_does_not_hang(plant, tmp_pa
     result = run_measured(env, "list", "--all", "--json", timeout=60)
     assert result.returncode == 0, result.stderr
     assert source in [row["source"] for row in listed(result).values()]
+
+
+def test_a_first_line_of_megabytes_is_read_in_a_few_growing_pieces(tmp_path, monkeypatch):
+    """A head's line longer than a read is read in pieces as large as what is already pending:
+    a 24 MB first record takes about a dozen reads, each copying what came before once, not
+    one read of 16 KiB per piece with everything before copied again each time (which took
+    seconds for a 32 MB line)."""
+    path = tmp_path / "long.jsonl"
+    first = {"type": "user", "message": {"role": "user", "content": "x" * (24 << 20)}, "cwd": "/w"}
+    path.write_text(json.dumps(first) + "\n" + json.dumps({"type": "assistant", "message": {"model": "m"}}) + "\n")
+    reads = []
+    real = base.open_binary
+
+    class Counted:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def read(self, size=-1):
+            data = self.handle.read(size)
+            reads.append(len(data))
+            return data
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+    monkeypatch.setattr(base, "open_binary", lambda p: Counted(real(p)))
+    records = list(base.head_records(str(path)))
+    assert [r["type"] for r in records] == ["user", "assistant"]
+    assert len(reads) <= 16 and sum(reads) == path.stat().st_size
