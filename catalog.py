@@ -208,7 +208,8 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope
                 if identity not in seen:  # one session in two sources: the first wins
                     seen.add(identity)
                     sessions.append(session)
-        sessions.extend(_archived_only(module, env, seen, per_project))
+        if pick is None:  # a pick is no store's whole listing: what it left out is not archived-only
+            sessions.extend(_archived_only(module, env, seen, per_project))
         if scope is not None or pick is not None:  # the sources left out keep what the index knew of them
             kept = {**entries, **kept}
         fresh[module.NAME] = {"version": module_version(module), "sources": kept, "listing": listing}
@@ -636,7 +637,8 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
     `native_id_of`) whose hash starts with the first SHORT_HEX of `digits`: every session that
     could share the id, so that each gets the id a discovery of the whole store gives it; and
     the transcripts named like one of them (`mark_twins`). None for an agent whose file names
-    give no ids. No snapshot is kept of it: it is no store's whole listing."""
+    give no ids. No snapshot is kept of it, and no archived session joins it: it is no store's
+    whole listing (`discover_for` then asks the agent's whole store, archive included)."""
     module = agents.load(agent)
     id_of = getattr(module, "native_id_of", None)
     if id_of is None:

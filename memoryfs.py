@@ -415,9 +415,8 @@ class MemoryFS:
     def readdir(self, path, fh):
         if path != "/":
             raise _error(errno.ENOTDIR)
-        entries = [(".", {"st_mode": DIR_MODE}, 0), ("..", {"st_mode": DIR_MODE}, 0),
-                   (README, {"st_mode": FILE_MODE}, 0), (memoryindex.INDEX, {"st_mode": FILE_MODE}, 0)]
-        return entries + [(name, {"st_mode": FILE_MODE}, 0) for name in self._listing.files]
+        entries = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), (README, FILE_MODE, 0), (memoryindex.INDEX, FILE_MODE, 0)]
+        return entries + [(name, FILE_MODE, 0) for name in self._listing.files]  # a mode alone: d_type
 
     def getxattr(self, path, name, position=0):
         """No extended attributes, ENOTSUP: `ls -l` then stops asking for ACLs on this mount.

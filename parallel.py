@@ -129,30 +129,29 @@ def forked(function, items: list, context: tuple = (), ways: int | None = None) 
     numbers) once they are done. For even work of milliseconds to seconds, where a pool's
     round trips per task cost more than its balancing gains (discovery's scans). A child's
     items are done here when it cannot be made or fails (a result marshal cannot write
-    included); `function` must not need threads (none survive a fork)."""
+    included), and all of them in a process with other threads (none survive a fork)."""
+    import threading
+
     ways = max(1, min(ways or cores(), len(items)))
-    children: list = []  # (position, pid, reader)
+    if threading.active_count() > 1:
+        ways = 1
+    children: list = []  # [position, pid, reader, reaped]
     try:
         for position in range(1, ways):
-            try:
-                reader, writer = os.pipe()
-                pid = os.fork()
-            except OSError:
+            child = _fork_child(function, items[position::ways], context)
+            if child is None:
                 break
-            if pid == 0:
-                _child(reader, writer, function, items[position::ways], context)
-            os.close(writer)
-            children.append((position, pid, reader))
+            children.append([position, *child, False])
         parts = {0: [function(item, *context) for item in items[0::ways]]}
-        for position, pid, reader in children:
-            parts[position] = _collected(reader, pid)
+        for child in children:
+            parts[child[0]] = _collected(child)
     except BaseException:
-        for _, pid, _ in children:
-            _end(pid)
+        for child in children:
+            _end(child)
         raise
     finally:
-        for _, _, reader in children:
-            _close(reader)
+        for child in children:
+            _close(child[2])
     found = [None] * len(items)
     for position in range(ways):
         part = parts.get(position)
@@ -162,13 +161,43 @@ def forked(function, items: list, context: tuple = (), ways: int | None = None) 
     return found
 
 
-def _collected(reader: int, pid: int) -> list | None:
-    """A child's results; None when it failed."""
+def _fork_child(function, items: list, context: tuple) -> tuple | None:
+    """(pid, reader) of a child doing `items` (`_child`), or None when none can be made. SIGINT
+    is blocked across the fork, so that Ctrl-C never reaches a child before it ignores it (it
+    would run this process's code on)."""
+    try:
+        reader, writer = os.pipe()
+    except OSError:
+        return None
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = None
+    if pid == 0:
+        _child(reader, writer, function, items, context, blocked)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    os.close(writer)
+    if pid is None:
+        os.close(reader)
+        return None
+    return pid, reader
+
+
+def _collected(child: list) -> list | None:
+    """A child's results; None when it failed. A process that ignores SIGCHLD (as its parent
+    left it) gets no status: what the child wrote is then taken when it is complete (it writes
+    only once everything is done, and marshal refuses a cut stream)."""
+    _, pid, reader, _ = child
     chunks = []
     while chunk := os.read(reader, 1 << 20):
         chunks.append(chunk)
-    status = os.waitpid(pid, 0)[1]
-    if status != 0:
+    try:
+        status = os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        status = None
+    child[3] = True
+    if status not in (0, None):
         return None
     try:
         found = marshal.loads(b"".join(chunks))
@@ -177,12 +206,16 @@ def _collected(reader: int, pid: int) -> list | None:
     return found if isinstance(found, list) else None
 
 
-def _end(pid: int) -> None:
+def _end(child: list) -> None:
+    """A child not reaped yet, stopped and reaped (a reaped one's pid may be another's now)."""
+    if child[3]:
+        return
+    child[3] = True
     try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (OSError, ChildProcessError):
-        pass  # reaped already
+        os.kill(child[1], signal.SIGKILL)
+        os.waitpid(child[1], 0)
+    except OSError:
+        pass
 
 
 def _close(fd: int) -> None:
@@ -192,11 +225,12 @@ def _close(fd: int) -> None:
         pass
 
 
-def _child(reader: int, writer: int, function, items: list, context: tuple) -> None:
+def _child(reader: int, writer: int, function, items: list, context: tuple, blocked) -> None:
     """A child of `forked`: its results, marshalled, on `writer`; it never returns."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         os.close(reader)
         data = marshal.dumps([function(item, *context) for item in items])
         view = memoryview(data)

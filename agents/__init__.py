@@ -33,7 +33,7 @@ def _module_names() -> list[str]:
     names: set = set()
     for folder in __path__:
         try:
-            names.update(name[:-3] for name in os.listdir(folder) if name.endswith(".py"))
+            names.update(name[:-3] for name in os.listdir(folder) if name.endswith(".py") and name[:-3].isidentifier())
         except OSError:
             pass
     if not names:

@@ -135,3 +135,13 @@ def test_one_id_in_two_projects_each_session_is_found_as_a_full_discovery_finds_
         found = catalog.discover_for(env, wanted.short_id)
         assert catalog.find(found, wanted.short_id) == wanted
     assert len({s.short_id for s in everything if s.native_id == NAMES[2]}) == 2
+
+
+def test_only_files_named_like_modules_are_taken_for_agents(tmp_path, monkeypatch):
+    """A stray copy beside the agents (an editor's backup, `claude.orig.py`) is no module."""
+    import agents
+
+    for name in ("alpha.py", "alpha.orig.py", ".#beta.py", "notes.txt", "gamma.py"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setattr(agents, "__path__", [str(tmp_path)])
+    assert agents._module_names() == ["alpha", "gamma"]

@@ -101,3 +101,38 @@ def test_forked_leaves_no_child_when_interrupted():
         parallel.forked(interrupted_here, list(range(3000)), (os.getpid(),), ways=3)
     with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_forked_gives_every_result_when_sigchld_is_ignored():
+    """A parent that ignores SIGCHLD (a supervisor may start the program so) gets no status for
+    its children: their complete results are still taken."""
+    import signal
+
+    before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        results = parallel.forked(slow_square, list(range(30)), (1,), ways=3)
+    finally:
+        signal.signal(signal.SIGCHLD, before)
+    assert [value for value, _ in results] == [i * i for i in range(30)]
+
+
+def test_forked_works_alone_in_a_process_with_threads_or_without_fork(monkeypatch):
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        results = parallel.forked(slow_square, list(range(9)), (1,), ways=3)
+    finally:
+        stop.set()
+        thread.join()
+    assert {pid for _, pid in results} == {os.getpid()}  # no fork beside another thread
+
+    def no_fork():
+        raise OSError("no more processes")
+
+    open_before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert [v for v, _ in parallel.forked(slow_square, list(range(9)), (2,), ways=3)] == [i * i * 2 for i in range(9)]
+    assert len(os.listdir("/proc/self/fd")) == open_before  # the pipes made for the children closed
