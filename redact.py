@@ -439,6 +439,8 @@ def key_lines_end(data: bytes, pos: int, limit: int) -> int:
             continue
         if _LINE_BREAK.match(data, line.end(), limit) is None and len(body) < 40:
             break  # a word in a sentence (`key omitted`), not a line of the key
+        if not seen_line and len(body) < 40 and body.isalpha() and body.islower():
+            break  # a lone word after the BEGIN line, where the match ends (`…KEY----- risk-…`)
         seen_line, pos, end = True, line.end(), line.end()
         if len(body) < 40:
             break

@@ -59,7 +59,10 @@ def test_chunks_keep_every_core_busy():
 
 
 # forked: discovery's scans of a first run, on every core, with no pool's round trips --------------
-def test_forked_gives_every_result_in_order_from_every_process():
+def test_forked_gives_every_result_in_order_from_every_process(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in a command: other tests leave threads
     results = parallel.forked(slow_square, list(range(41)), (2,), ways=3)
     assert [value for value, _ in results] == [i * i * 2 for i in range(41)]
     pids = [pid for _, pid in results]
@@ -82,7 +85,10 @@ def an_object(item):
     return object() if os.getpid() != PARENT else item
 
 
-def test_forked_does_a_childs_items_itself_when_the_child_fails():
+def test_forked_does_a_childs_items_itself_when_the_child_fails(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     global PARENT
     PARENT = os.getpid()
     assert parallel.forked(fails_in_a_child, list(range(10)), ways=3) == list(range(1, 11))
@@ -96,7 +102,10 @@ def interrupted_here(item, parent):
     return item
 
 
-def test_forked_leaves_no_child_when_interrupted():
+def test_forked_leaves_no_child_when_interrupted(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     with pytest.raises(KeyboardInterrupt):
         parallel.forked(interrupted_here, list(range(3000)), (os.getpid(),), ways=3)
     with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
@@ -108,12 +117,17 @@ def test_forked_gives_every_result_when_sigchld_is_ignored():
     its children: their complete results are still taken."""
     import signal
 
+    import threading
+
     before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
-        results = parallel.forked(slow_square, list(range(30)), (1,), ways=3)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(threading, "active_count", lambda: 1)
+            results = parallel.forked(slow_square, list(range(30)), (1,), ways=3)
     finally:
         signal.signal(signal.SIGCHLD, before)
     assert [value for value, _ in results] == [i * i for i in range(30)]
+    assert len({pid for _, pid in results}) == 3
 
 
 def test_forked_works_alone_in_a_process_with_threads_or_without_fork(monkeypatch):

@@ -687,3 +687,11 @@ def test_no_rule_takes_a_uuid_alone_which_redact_text_passes_unsearched():
             assert redact_module.found_spans(shown.encode()) == []
             assert redact_text(shown) == (shown, {})
     assert redact_text("token=" + text)[1]  # after a name, it is still a secret
+
+
+def test_a_key_header_followed_by_a_word_is_no_key_and_a_cut_key_still_is():
+    """Found by the property test above: a BEGIN line quoted in code, followed by a file name's
+    first word, kept whole; a key cut after a few characters of its first line still goes."""
+    code = "line.startswith('-----BEGIN PRIVATE KEY----- risk-assessment-for-production-systems.md"
+    assert redact_text(code) == (code, {})
+    assert redact_text("-----BEGIN PRIVATE KEY-----\nMIIEvQIBAD")[1] == {"private_key": 1}
