@@ -146,7 +146,6 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     if name:
         made.texts = {cwd: listing_text(cwd) for cwd in {s.cwd for s in found.sessions} if cwd}
         snapshot.save(env, name, found, made)
-    found.native, found.versions = made.native, made.agents
     return found
 
 
@@ -221,7 +220,9 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope
     made.env["HOME"] = env.get("HOME")
     assign_short_ids(sessions)
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
-    return Catalog(sessions, problems, sources_seen)
+    found = Catalog(sessions, problems, sources_seen, versions=made.agents)
+    found.native = made.native
+    return found
 
 
 def _listing(module, env, cached: dict, sessions: list, avoided: list, problems: list) -> list:
@@ -336,12 +337,10 @@ FORK_PAYS = 0.02  # seconds of scanning left for which forking processes pays
 
 def _scans(module, sources: list, env, scope: "Scope | None" = None) -> list:
     """`_scan_job` of each source: when many sources of a file store would take long here, the
-    rest on every core (`parallel.forked`; a database store's one source holds every session;
-    a server's threads would not survive a fork). Scans cost from a few hundredths of a
+    rest on every core (`parallel.forked`, which keeps them here beside a server's threads; a
+    database store's one source holds every session). Scans cost from a few hundredths of a
     millisecond (a Claude transcript's head) to milliseconds: the first POOL_PROBE say which."""
-    import threading
-
-    if len(sources) < POOL_SCANS or threading.active_count() > 1:
+    if len(sources) < POOL_SCANS:
         return [_scan_job(source, module.NAME, env, scope) for source in sources]
     started = time.perf_counter()
     done = [_scan_job(source, module.NAME, env, scope) for source in sources[:POOL_PROBE]]
@@ -654,9 +653,7 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
 
     made = snapshot.Made()
     with cache.no_collection():
-        found = _from_stores(env, [agent], True, made, pick=named)
-    found.native, found.versions = made.native, made.agents
-    return found
+        return _from_stores(env, [agent], True, made, pick=named)
 
 
 def find(catalog: Catalog, ident: str) -> Session:

@@ -793,16 +793,13 @@ def redacted_strings(strings: list, data: bytes, is_ascii: bool) -> tuple[dict, 
     return out, counts
 
 
-_BARE_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
 def redact_text(text: str) -> tuple[str, dict]:
     """The text with every secret replaced by its marker, and the count per kind; when clean,
     the very same str and {}. A UUID alone (a session's id: discovery asks this of every one)
     is clean without a search: no rule takes one without a name or a prefix before it."""
-    if len(text) == 36 and _BARE_UUID.fullmatch(text):
-        return text, {}
     data = text.encode("utf-8", "surrogatepass")
+    if len(data) == 36 and _UUID.fullmatch(data):
+        return text, {}
     out, counts = redacted_strings([text], data, len(data) == len(text))
     return (out[text], counts) if out else (text, {})
 

@@ -17,7 +17,7 @@ def _all() -> dict:
     if _loaded is None:
         found = {}
         for name in _module_names():
-            if name in _HELPERS or name.startswith("_"):
+            if not _agent_file(name):
                 continue
             module = importlib.import_module(f"{__name__}.{name}")
             if hasattr(module, "translate"):

@@ -138,8 +138,6 @@ class Session:
         return cls(*values)
 
 
-
-
 def home(env) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
