@@ -75,6 +75,7 @@ import threading
 import agents
 import cache
 from agents.base import Session
+from hashes import sha256_digest
 
 FOLDER = os.path.join("trajectoriz", "archive")
 INDEX = "index.bin"
@@ -127,24 +128,20 @@ def empty_index() -> dict:
 def encode_index(index: dict) -> bytes:
     """Two marshal parts under one checksum: the listing (key -> [agent, discovery record,
     identity]: all that discovery reads, a third of the time to parse), then the rest."""
-    import hashlib  # here: listings import this module, seldom read the archive
-
     sessions = index["sessions"]
     listing = {key: [e["agent"], e["record"], identity(e, index)] for key, e in sessions.items()}
     rest = {**index, "sessions": {key: {k: v for k, v in e.items() if k not in ("agent", "record")}
                                   for key, e in sessions.items()}}
     head = marshal.dumps({"format": 1, "listing": listing}, MARSHAL_VERSION)
     payload = len(head).to_bytes(8, "big") + head + marshal.dumps(rest, MARSHAL_VERSION)
-    return MAGIC + hashlib.sha256(payload).digest() + payload
+    return MAGIC + sha256_digest(payload) + payload
 
 
 def _parts(data: bytes, both: bool) -> list:
     """The listing and (with `both`) the rest; ValueError when the bytes are not a complete,
     intact index."""
-    import hashlib  # here: listings import this module, seldom read the archive
-
     payload = data[len(MAGIC) + 32:]
-    if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != data[len(MAGIC):len(MAGIC) + 32]:
+    if not data.startswith(MAGIC) or sha256_digest(payload) != data[len(MAGIC):len(MAGIC) + 32]:
         raise ValueError("the archive index is damaged (its checksum does not match)")
     end = 8 + int.from_bytes(payload[:8], "big")
     try:

@@ -670,7 +670,7 @@ def archive_totals(index: dict) -> dict:
 
 def _print_summary(args, summary: Summary, totals: dict, env) -> None:
     if args.json:
-        import orjson
+        from jsonlib import orjson
 
         record = {k: v for k, v in summary.as_dict().items() if k != "problems"}
         sys.stdout.buffer.write(orjson.dumps({**record, **totals, "folder": archive.folder(env)}) + b"\n")
@@ -692,7 +692,7 @@ def _run_verify(args, env) -> int:
         totals = archive_totals(writer.index)
         versions = len(writer.index["files"])
     if args.json:
-        import orjson
+        from jsonlib import orjson
 
         sys.stdout.buffer.write(orjson.dumps({**totals, "versions": versions, "damaged": problems}) + b"\n")
     else:

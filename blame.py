@@ -124,6 +124,6 @@ def report(file: str, line: int | None, content: str | None, found: list[dict]) 
 
 
 def _json_line(write: dict) -> bytes:
-    import orjson
+    from jsonlib import orjson
 
     return orjson.dumps({k: v for k, v in write.items() if k != "started"}) + b"\n"

@@ -226,7 +226,7 @@ def _decode(name: str, data: bytes):
     any other is JSON."""
     if name.endswith(".bin"):
         return marshal.loads(data)
-    import orjson
+    from jsonlib import orjson
 
     return orjson.loads(data)
 
@@ -234,7 +234,7 @@ def _decode(name: str, data: bytes):
 def _encode(name: str, value) -> bytes:
     if name.endswith(".bin"):
         return marshal.dumps(value)
-    import orjson
+    from jsonlib import orjson
 
     return orjson.dumps(value)
 

@@ -14,7 +14,6 @@ elsewhere): each is kept in its own project, under its own short id (`mark_twins
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
@@ -30,6 +29,7 @@ import safepath
 import snapshot
 from agents.base import TITLE_CHARACTERS, Session, reading
 from errors import UserError
+from hashes import sha256
 from output import printable
 
 SHORT_HEX = 8
@@ -302,18 +302,21 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
     """(source, native files, sessions, index entry [fingerprint, sessions, settled]) of each
     source that is a regular file or folder (a FIFO or a device would block or never end), in
     order. A source is scanned again when its fingerprint changed; many of them (a first run)
-    are scanned on every core. Settled: its scan read a head that appending leaves as it was,
-    of a store that only appends to its files (`APPENDS_ONLY`), so that only replacing the file
-    (its folder shows that) or rewriting it in place can change what it lists."""
+    are scanned on every core, and one the index does not know is stat'ed by its scan (there,
+    on every core, too). Settled: its scan read a head that appending leaves as it was, of a
+    store that only appends to its files (`APPENDS_ONLY`), so that only replacing the file (its
+    folder shows that) or rewriting it in place can change what it lists."""
     found, changed = [], []
     for source, deps in pairs:
-        found_stats = cache.stats(deps, stat_memo)
-        own = found_stats[0] if deps and deps[0] == source else _stat(source)
-        if own is None or not (stat.S_ISREG(own.st_mode) or stat.S_ISDIR(own.st_mode)):
-            continue
-        fp = cache.fingerprint_of(found_stats)
         entry = entries.get(source)
-        if entry and entry[0] == fp:
+        if entry is None:
+            changed.append(len(found))
+            found.append((source, deps, None, None))
+            continue
+        fp = _fingerprint(source, deps, stat_memo)
+        if fp is None:
+            continue
+        if entry[0] == fp:
             kept = [Session.from_cache(values) for values in entry[1]]
             problems.extend(SourceProblem(s.agent, source, s.extra["scan_error"])  # said again
                             for s in kept if "scan_error" in s.extra)
@@ -321,13 +324,28 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
         else:
             changed.append(len(found))
             found.append((source, deps, None, fp))
-    scanned = _scans(module, [found[i][0] for i in changed], env, scope)
-    for i, (records, settled, failures) in zip(changed, scanned):
+    jobs = [(found[i][0], found[i][1] if found[i][3] is None else None) for i in changed]
+    gone = set()
+    for i, (records, settled, failures, made_fp) in zip(changed, _scans(module, jobs, env, scope)):
         source, deps, _, fp = found[i]
+        fp = fp if made_fp is None else made_fp
+        if fp is None:  # stat'ed by its scan: gone, or neither a regular file nor a folder
+            gone.add(i)
+            continue
         problems.extend(SourceProblem(*failure) for failure in failures)
         sessions = [Session.from_cache(values) for values in records or ()]
         found[i] = (source, deps, sessions, None if records is None else [fp, records, settled])
-    return found
+    return [item for i, item in enumerate(found) if i not in gone] if gone else found
+
+
+def _fingerprint(source: str, deps: list, stat_memo: dict | None = None) -> list | None:
+    """The fingerprint of a source's files; None when the source is gone or neither a regular
+    file nor a folder."""
+    found_stats = cache.stats(deps, stat_memo)
+    own = found_stats[0] if deps and deps[0] == source else _stat(source)
+    if own is None or not (stat.S_ISREG(own.st_mode) or stat.S_ISDIR(own.st_mode)):
+        return None
+    return cache.fingerprint_of(found_stats)
 
 
 POOL_SCANS = 256  # sources to scan again for which more processes may pay (a first run, a big change)
@@ -335,38 +353,47 @@ POOL_PROBE = 64  # sources scanned here first, to see what the rest would cost
 FORK_PAYS = 0.02  # seconds of scanning left for which forking processes pays
 
 
-def _scans(module, sources: list, env, scope: "Scope | None" = None) -> list:
-    """`_scan_job` of each source: when many sources of a file store would take long here, the
-    rest on every core (`parallel.forked`, which keeps them here beside a server's threads; a
-    database store's one source holds every session). Scans cost from a few hundredths of a
-    millisecond (a Claude transcript's head) to milliseconds: the first POOL_PROBE say which."""
-    if len(sources) < POOL_SCANS:
-        return [_scan_job(source, module.NAME, env, scope) for source in sources]
+def _scans(module, jobs: list, env, scope: "Scope | None" = None) -> list:
+    """`_scan_job` of each (source, native files to stat, or None): when many sources of a file
+    store would take long here, the rest on every core (`parallel.forked`, which keeps them
+    here beside a server's threads; a database store's one source holds every session). Scans
+    cost from a few hundredths of a millisecond (a Claude transcript's head) to milliseconds:
+    the first POOL_PROBE say which."""
+    if len(jobs) < POOL_SCANS:
+        return [_scan_job(job, module.NAME, env, scope) for job in jobs]
     started = time.perf_counter()
-    done = [_scan_job(source, module.NAME, env, scope) for source in sources[:POOL_PROBE]]
-    rest = sources[POOL_PROBE:]
+    done = [_scan_job(job, module.NAME, env, scope) for job in jobs[:POOL_PROBE]]
+    rest = jobs[POOL_PROBE:]
     if (time.perf_counter() - started) / POOL_PROBE * len(rest) < FORK_PAYS:
-        return done + [_scan_job(source, module.NAME, env, scope) for source in rest]
+        return done + [_scan_job(job, module.NAME, env, scope) for job in rest]
     import parallel
 
     return done + parallel.forked(_scan_job, rest, (module.NAME, env, scope))
 
 
-def _scan_job(source: str, agent: str, env, scope: "Scope | None" = None) -> tuple[list | None, bool, list]:
-    """(the sessions' cache records, settled, problems as tuples) of one source's scan; records
-    None, unscanned, when a project is given (`scope`) and the module's `cwd_of` reads in the
-    source's first line that its session ran elsewhere."""
+def _scan_job(job: tuple, agent: str, env, scope: "Scope | None" = None) -> tuple:
+    """(the sessions' cache records, settled, problems as tuples, fingerprint) of one source's
+    scan; records None, unscanned, when a project is given (`scope`) and the module's `cwd_of`
+    reads in the source's first line that its session ran elsewhere. The job is (source,
+    native files): their fingerprint is made first, when they are given (None, and nothing
+    scanned, for a source that is gone or no regular file or folder), else left to the caller."""
+    source, deps = job
+    fp = None
+    if deps is not None:
+        fp = _fingerprint(source, deps)
+        if fp is None:
+            return None, True, [], None
     module = agents.load(agent)
     cwd_of = getattr(module, "cwd_of", None) if scope else None
     if cwd_of is not None:
         cwd = cwd_of(source)
         if cwd is not None and not scope.holds(cwd):
-            return None, True, []
+            return None, True, [], fp
     problems: list = []
     reading.open_ended = False
     found = _scan(module, source, env, problems)
     settled = getattr(module, "APPENDS_ONLY", False) and not reading.open_ended
-    return [s.to_cache() for s in found], settled, [(p.agent, p.source, p.reason) for p in problems]
+    return [s.to_cache() for s in found], settled, [(p.agent, p.source, p.reason) for p in problems], fp
 
 
 def _note(made: snapshot.Made, entry: list, source: str, deps: list) -> None:
@@ -515,7 +542,7 @@ def full_hash(session: Session) -> str:
 
 
 def identity_hash(identity: str) -> str:
-    return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def mark_twins(sessions: list[Session]) -> None:

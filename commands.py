@@ -60,7 +60,7 @@ def run_list(args, env) -> int:
     retention_note(found, env)
     rows = list(zip(sessions, known_facts(found, sessions, env, args.steps)))
     if args.json:
-        import orjson
+        from jsonlib import orjson
 
         write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))

@@ -20,13 +20,12 @@ Every failure to read or write is a miss, never an error.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 
-import orjson
-
 import cache
+from hashes import sha256
+from jsonlib import orjson
 
 FOLDER = "documents-v3"  # v1 and v2 held documents redacted by older rules (cache.OBSOLETE)
 LIMIT_BYTES = 2 * 1024 ** 3
@@ -41,7 +40,7 @@ def folder(env) -> str:
 
 def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> str:
     material = orjson.dumps([short_id, stamp]) + b"\0" + key.encode("utf-8", "surrogatepass")  # a path need not be UTF-8
-    name = hashlib.sha256(material).hexdigest()[:40]
+    name = sha256(material).hexdigest()[:40]
     return os.path.join(folder(env), name + suffix)
 
 

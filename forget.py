@@ -70,7 +70,7 @@ def purge_caches(env, sessions: list) -> None:
 def _purge_documents(env, sessions: list) -> None:
     """Every cached document of the sessions, and the search text beside it; search texts whose
     document is gone (evicted without them) too, as nothing says whose they are."""
-    import orjson
+    from jsonlib import orjson
 
     names = [b'"short_id": "' + s.short_id.encode() + b'"' for s in sessions]
     heads = [b'"session_id": ' + orjson.dumps(s.native_id) for s in sessions]

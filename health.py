@@ -178,7 +178,7 @@ def _problem_lines(row: dict) -> list[str]:
 
 
 def run(args, env) -> int:
-    import orjson
+    from jsonlib import orjson
 
     rows = report(env)
     out = sys.stdout.buffer

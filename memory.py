@@ -20,7 +20,6 @@ too: mounts.find).
 from __future__ import annotations
 
 import ctypes.util
-import hashlib
 import os
 import re
 import shlex
@@ -29,7 +28,8 @@ import subprocess
 import sys
 import time
 
-import orjson
+from hashes import sha256
+from jsonlib import orjson
 
 import cache
 import catalog
@@ -356,7 +356,7 @@ def is_ours(mount: mounts.Mount, env, point: str) -> bool:
 
 # the server process -------------------------------------------------------------------------------
 def _state_name(point: str) -> str:
-    return f"mount-{hashlib.sha256(os.fsencode(point)).hexdigest()[:16]}.json"
+    return f"mount-{sha256(os.fsencode(point)).hexdigest()[:16]}.json"
 
 
 def _log_name(point: str) -> str:

@@ -122,49 +122,101 @@ class Progress:
             sys.stderr.flush()
 
 
+CHUNKS_PER_WAY = 64  # parts of the work per process: the last one a process takes is small
+MAX_CHUNKS = 1024  # their numbers fit a pipe of one page (4 bytes each), the least Linux gives
+
+
 def forked(function, items: list, context: tuple = (), ways: int | None = None) -> list:
     """`function(item, *context)` of every item, in order, on `ways` processes (every core):
-    this one takes every `ways`-th item from the first, each forked child the items from its
-    own; the children's results come back marshalled (plain values: lists, dicts, strings,
-    numbers) once they are done. For even work of milliseconds to seconds, where a pool's
-    round trips per task cost more than its balancing gains (discovery's scans). A child's
-    items are done here when it cannot be made or fails (a result marshal cannot write
-    included), and all of them in a process with other threads (none survive a fork)."""
+    this one and its forked children take the items a run at a time from one queue, so that a
+    process that runs slower (another job on its core, the pages a child copies as it writes,
+    costlier items) takes fewer; the children's results come back marshalled (plain values:
+    lists, dicts, strings, numbers) once they are done. For work of milliseconds to seconds,
+    where a pool's round trips per task cost more than its balancing gains (discovery's scans).
+    The runs a child took are done here when it cannot be made or fails (a result marshal
+    cannot write included), and all of them in a process with other threads (none survive a
+    fork)."""
     import threading
 
     ways = max(1, min(ways or cores(), len(items)))
     if threading.active_count() > 1:
         ways = 1
-    children: list = []  # [position, pid, reader, reaped]
+    runs = _runs(len(items), ways)
+    queue = _queue(len(runs)) if ways > 1 else None
+    children: list = []  # [pid, reader, reaped]
+    done: dict = {}  # run number -> its results
     try:
-        for position in range(1, ways):
-            child = _fork_child(function, items[position::ways], context)
+        for _ in range(1, ways if queue is not None else 1):
+            child = _fork_child(function, items, context, runs, queue)
             if child is None:
                 break
-            children.append([position, *child, False])
-        parts = {0: [function(item, *context) for item in items[0::ways]]}
+            children.append([*child, False])
+        if queue is not None:
+            _take_runs(queue, function, items, context, runs, done)
         for child in children:
-            parts[child[0]] = _collected(child)
+            done.update(_collected(child) or {})
     except BaseException:
         for child in children:
             _end(child)
         raise
     finally:
         for child in children:
-            _close(child[2])
-    found = [None] * len(items)
-    for position in range(ways):
-        part = parts.get(position)
-        if part is None or len(part) != len(items[position::ways]):
-            part = [function(item, *context) for item in items[position::ways]]
-        found[position::ways] = part
+            _close(child[1])
+        if queue is not None:
+            _close(queue)
+    found = []
+    for number, (start, stop) in enumerate(runs):
+        part = done.get(number)
+        if not isinstance(part, list) or len(part) != stop - start:  # a failed child's, or none taken
+            part = [function(item, *context) for item in items[start:stop]]
+        found += part
     return found
 
 
-def _fork_child(function, items: list, context: tuple) -> tuple | None:
-    """(pid, reader) of a child doing `items` (`_child`), or None when none can be made. SIGINT
-    is blocked across the fork, so that Ctrl-C never reaches a child before it ignores it (it
-    would run this process's code on)."""
+def _runs(count: int, ways: int) -> list:
+    """(start, stop) of each run of items the processes take."""
+    number = min(count, ways * CHUNKS_PER_WAY, MAX_CHUNKS) if ways > 1 else 1
+    size, extra = divmod(count, number) if number else (0, 0)
+    runs, start = [], 0
+    for index in range(number):
+        stop = start + size + (index < extra)
+        runs.append((start, stop))
+        start = stop
+    return runs
+
+
+def _queue(count: int) -> int | None:
+    """The read end of a pipe holding every run's number (4 bytes each, written at once and the
+    write end closed: a read of 4 bytes takes one run, atomically, and an empty pipe reads as
+    its end); None when no pipe can be had."""
+    try:
+        reader, writer = os.pipe()
+    except OSError:
+        return None
+    try:
+        os.set_blocking(writer, False)  # a pipe smaller than asked fails here, never blocks
+        data = b"".join(number.to_bytes(4, "little") for number in range(count))
+        if os.write(writer, data) == len(data):
+            return reader
+    except OSError:
+        pass
+    finally:
+        os.close(writer)
+    os.close(reader)
+    return None
+
+
+def _take_runs(queue: int, function, items: list, context: tuple, runs: list, done: dict) -> None:
+    while len(taken := os.read(queue, 4)) == 4:
+        number = int.from_bytes(taken, "little")
+        start, stop = runs[number]
+        done[number] = [function(item, *context) for item in items[start:stop]]
+
+
+def _fork_child(function, items: list, context: tuple, runs: list, queue: int) -> tuple | None:
+    """(pid, reader) of a child taking runs of `items` from `queue` (`_child`), or None when
+    none can be made. SIGINT is blocked across the fork, so that Ctrl-C never reaches a child
+    before it ignores it (it would run this process's code on)."""
     try:
         reader, writer = os.pipe()
     except OSError:
@@ -175,7 +227,7 @@ def _fork_child(function, items: list, context: tuple) -> tuple | None:
     except OSError:
         pid = None
     if pid == 0:
-        _child(reader, writer, function, items, context, blocked)
+        _child(reader, writer, function, items, context, runs, queue, blocked)
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     os.close(writer)
     if pid is None:
@@ -184,11 +236,11 @@ def _fork_child(function, items: list, context: tuple) -> tuple | None:
     return pid, reader
 
 
-def _collected(child: list) -> list | None:
-    """A child's results; None when it failed. A process that ignores SIGCHLD (as its parent
-    left it) gets no status: what the child wrote is then taken when it is complete (it writes
-    only once everything is done, and marshal refuses a cut stream)."""
-    _, pid, reader, _ = child
+def _collected(child: list) -> dict | None:
+    """A child's results, by run number; None when it failed. A process that ignores SIGCHLD
+    (as its parent left it) gets no status: what the child wrote is then taken when it is
+    complete (it writes only once everything is done, and marshal refuses a cut stream)."""
+    pid, reader, _ = child
     chunks = []
     while chunk := os.read(reader, 1 << 20):
         chunks.append(chunk)
@@ -196,24 +248,24 @@ def _collected(child: list) -> list | None:
         status = os.waitpid(pid, 0)[1]
     except ChildProcessError:
         status = None
-    child[3] = True
+    child[2] = True
     if status not in (0, None):
         return None
     try:
         found = marshal.loads(b"".join(chunks))
     except (ValueError, EOFError, TypeError):
         return None
-    return found if isinstance(found, list) else None
+    return found if isinstance(found, dict) else None
 
 
 def _end(child: list) -> None:
     """A child not reaped yet, stopped and reaped (a reaped one's pid may be another's now)."""
-    if child[3]:
+    if child[2]:
         return
-    child[3] = True
+    child[2] = True
     try:
-        os.kill(child[1], signal.SIGKILL)
-        os.waitpid(child[1], 0)
+        os.kill(child[0], signal.SIGKILL)
+        os.waitpid(child[0], 0)
     except OSError:
         pass
 
@@ -225,14 +277,18 @@ def _close(fd: int) -> None:
         pass
 
 
-def _child(reader: int, writer: int, function, items: list, context: tuple, blocked) -> None:
-    """A child of `forked`: its results, marshalled, on `writer`; it never returns."""
+def _child(reader: int, writer: int, function, items: list, context: tuple, runs: list, queue: int,
+           blocked) -> None:
+    """A child of `forked`: the runs it took, {number: results} marshalled, on `writer`; it
+    never returns."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         os.close(reader)
-        data = marshal.dumps([function(item, *context) for item in items])
+        done: dict = {}
+        _take_runs(queue, function, items, context, runs, done)
+        data = marshal.dumps(done)
         view = memoryview(data)
         while view:
             view = view[os.write(writer, view):]

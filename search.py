@@ -145,7 +145,7 @@ def argument_text(arguments) -> str:
 
 
 def json_text(value) -> str:
-    import orjson
+    from jsonlib import orjson
 
     return orjson.dumps(value, default=str).decode() if value is not None else ""
 
@@ -275,7 +275,7 @@ def run_search(args, env) -> int:
     found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{catalog.shown_id(s)}\n{s.agent}")]
     shown = page(found, args.offset, args.limit)
     if args.json:
-        import orjson
+        from jsonlib import orjson
 
         records = [commands.listing_record(s) for s in shown]
         write(b"".join(orjson.dumps(record) + b"\n" for record in records))
@@ -359,7 +359,7 @@ def content_search(args, env, query: Query, sessions: list) -> int:
 
 
 def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:
-    import orjson
+    from jsonlib import orjson
 
     step, path, label, text = hit
     if args.json:

@@ -17,7 +17,6 @@ another directory than `list --all`), the KEEP most recent.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 
@@ -25,6 +24,7 @@ import cache
 import fswatch
 import mounts
 from agents.base import Session
+from hashes import sha256
 from version import VERSION
 
 FOLDER = "catalog-v1"
@@ -41,7 +41,7 @@ def key(env, names, within: str | None = None) -> str:
     where = (env.get("PWD"), None if env.get("PWD") else _cwd())
     scope = () if within is None else (within,)
     material = repr((sorted(names) if names else None, env.get("HOME"), where, *scope)).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(material).hexdigest()[:24]
+    return sha256(material).hexdigest()[:24]
 
 
 def _cwd() -> str:

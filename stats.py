@@ -24,7 +24,7 @@ SUMS = ("steps", "tool_calls", "prompt", "completion", "cached", "cost")
 
 
 def run_stats(args, env) -> int:
-    import orjson
+    from jsonlib import orjson
 
     sessions, project = scoped(args, env)
     facts = documents.Facts(env)

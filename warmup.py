@@ -34,7 +34,7 @@ import threading
 import time
 from collections import OrderedDict
 
-import orjson
+from jsonlib import orjson
 
 import documents
 from agents.base import Session

@@ -17,7 +17,6 @@ The session id is a hash of the file's path and the run's index (runs are only a
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections import namedtuple
@@ -25,6 +24,7 @@ from collections import namedtuple
 from agents import projects
 from agents.base import FILE_LIMIT, Session, epoch, iso, one_line, open_binary, size_text, unique_files
 from atif.build import TrajectoryBuilder, metrics
+from hashes import sha256
 
 NAME = "aider"
 PREFIX = "ai"
@@ -69,7 +69,7 @@ def scan(source: str, env) -> list[Session]:
 
 
 def native_id(path: str, index: int) -> str:
-    digest = hashlib.sha256(f"{os.path.abspath(path)}#{index}".encode()).hexdigest()
+    digest = sha256(f"{os.path.abspath(path)}#{index}".encode()).hexdigest()
     return f"aider-{digest[:24]}"
 
 

@@ -407,10 +407,12 @@ class _Lines:
     pieces as large as what is already pending, so that reading it copies it a few times, not
     once per piece."""
 
+    FIRST = 4 * 1024  # a page: most transcripts' heads are in it, and the kernel reads ahead less
     CHUNK = 16 * 1024
 
     def __init__(self, handle):
         self._handle, self._data, self._at = handle, b"", 0
+        self._chunk = self.FIRST
 
     def next(self, size: int) -> bytes:
         """The next line, with its newline; at most `size` bytes of it; b"" at the end."""
@@ -420,7 +422,8 @@ class _Lines:
                 stop = end + 1 if end >= 0 else self._at + size
                 break
             pending = len(self._data) - self._at
-            more = self._handle.read(max(self.CHUNK, min(pending, size - pending)))
+            more = self._handle.read(max(self._chunk, min(pending, size - pending)))
+            self._chunk = self.CHUNK
             if not more:
                 stop = len(self._data)
                 break

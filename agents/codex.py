@@ -39,7 +39,7 @@ import os
 import re
 from collections import Counter, namedtuple
 
-import orjson
+from jsonlib import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
                          env_dir, epoch, head_records, iso, loads_native, one_line, open_binary,

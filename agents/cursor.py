@@ -26,7 +26,6 @@ and the session belongs to no project (`extra.cwd_unknown` says why).
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import re
 from collections import namedtuple
@@ -36,6 +35,7 @@ from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as
                          home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
 from atif.build import TrajectoryBuilder, image_part, text_part
 from atif.serialize import dumps_text, loads
+from hashes import md5
 
 NAME = "cursor"
 PREFIX = "cu"
@@ -120,7 +120,7 @@ def scan(source: str, env) -> list[Session]:
 
 # the cwd -----------------------------------------------------------------------------------------
 def _md5(path: str) -> str:
-    return hashlib.md5(path.encode()).hexdigest()
+    return md5(path.encode()).hexdigest()
 
 
 def _slug_tokens(text: str) -> list[str]:

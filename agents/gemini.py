@@ -31,7 +31,6 @@ The project root (the session's cwd) is never in the messages: it comes from the
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 
@@ -41,6 +40,7 @@ from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_st
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
+from hashes import sha256
 
 NAME = "gemini"
 PREFIX = "gm"
@@ -214,7 +214,7 @@ def project_root(project_dir: str, project_hash: str | None) -> str | None:
     wanted = project_hash or (name if re.fullmatch(r"[0-9a-f]{64}", name) else None)
     if wanted:
         for root in _known_roots(gemini, registry):
-            if hashlib.sha256(root.encode()).hexdigest() == wanted:
+            if sha256(root.encode()).hexdigest() == wanted:
                 return root
     return None
 

@@ -27,7 +27,6 @@ the spawning `Agent` call's result.
 from __future__ import annotations
 
 import glob
-import hashlib
 import itertools
 import os
 import re
@@ -36,6 +35,7 @@ from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str,
                          env_dir, epoch, head_records, iso, join_result, json_arguments, mtime,
                          one_line, read_json_object, text_of)
 from atif.build import TrajectoryBuilder, metrics
+from hashes import md5
 
 NAME = "kimi"
 PREFIX = "km"
@@ -100,7 +100,7 @@ def work_dir_of(session_id: str, hash_folder: str, env) -> str | None:
         return mapped
     for entry in as_list(meta.get("work_dirs")):
         path = as_str(as_dict(entry).get("path"))
-        if path and hashlib.md5(path.encode("utf-8")).hexdigest() == hash_folder:
+        if path and md5(path.encode("utf-8")).hexdigest() == hash_folder:
             return path
     return None
 

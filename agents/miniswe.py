@@ -25,13 +25,13 @@ is a hash of the task and of the first model response, so the catalog keeps one.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import re
 
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, json_arguments, one_line, read_json_document, text_of)
 from atif.build import TrajectoryBuilder, metrics
+from hashes import sha256
 from redact import kinds_only
 
 NAME = "mswea"
@@ -71,7 +71,7 @@ def scan(source: str, env) -> list[Session]:
     key = f"{kinds_only(task)}\x00{response.get('id')}\x00{as_dict(first_reply.get('extra')).get('timestamp')}"
     if not task and not response:
         key += f"\x00{source}"  # nothing identifies the run: one session per file
-    return [Session(agent=NAME, native_id="run-" + hashlib.sha256(key.encode()).hexdigest()[:16],
+    return [Session(agent=NAME, native_id="run-" + sha256(key.encode()).hexdigest()[:16],
                     source=source, started=start_time(messages) or os.stat(source).st_mtime,
                     cwd=work_dir(info), title=one_line(task), model=model_name(info, messages),
                     extra={"format": as_str(data.get("trajectory_format")) or "unknown"})]

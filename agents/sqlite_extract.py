@@ -26,7 +26,6 @@ store gives now.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import sqlite3
 import threading
@@ -119,6 +118,8 @@ def _store(path: str) -> sqlite3.Connection:
 
 
 def _digest(connection, selected: list, session_id: str) -> str | None:
+    import hashlib  # here: listings import this module, and hashlib loads OpenSSL
+
     hasher = hashlib.blake2b(digest_size=16)
     count = size = 0
     for number, (table, where) in enumerate(selected):

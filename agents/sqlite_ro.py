@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import sqlite3
 import struct
@@ -47,6 +46,7 @@ from collections import OrderedDict, namedtuple
 
 import cache
 from agents.base import open_binary
+from hashes import sha256
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 WAL_MAGIC = (0x377F0682, 0x377F0683)
@@ -411,7 +411,7 @@ def _connect_copy(path: str, env) -> sqlite3.Connection:
     while copying, and the copies no process used for UNUSED_AFTER; a process that still reads
     a removed copy keeps reading it (its blocks are freed once it closes it)."""
     folder = _copies_folder(path, env)
-    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:20]
+    key = sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:20]
     with _locked(folder):
         copy = os.path.join(folder, f"{key}-{_version(path)[0]}.db")
         if not _reuse(copy):
@@ -483,7 +483,7 @@ def _version(path: str) -> tuple[str, int]:
                default=0)
     found = [(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st else None
              for st in stats]
-    return hashlib.sha256(repr(found).encode()).hexdigest()[:20], max(wait, 0)
+    return sha256(repr(found).encode()).hexdigest()[:20], max(wait, 0)
 
 
 def _stat(path: str) -> os.stat_result | None:

@@ -59,17 +59,41 @@ def test_chunks_keep_every_core_busy():
 
 
 # forked: discovery's scans of a first run, on every core, with no pool's round trips --------------
-def test_forked_gives_every_result_in_order_from_every_process(monkeypatch):
+def square_when_all_started(item, folder, ways):
+    """Each process's first item waits until `ways` processes have taken one: all take part."""
+    open(os.path.join(folder, str(os.getpid())), "w").close()
+    deadline = time.monotonic() + 30
+    while len(os.listdir(folder)) < ways and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return item * item * 2, os.getpid()
+
+
+def test_forked_gives_every_result_in_order_from_every_process(monkeypatch, tmp_path):
     import threading
 
     monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in a command: other tests leave threads
-    results = parallel.forked(slow_square, list(range(41)), (2,), ways=3)
+    results = parallel.forked(square_when_all_started, list(range(41)), (str(tmp_path), 3), ways=3)
     assert [value for value, _ in results] == [i * i * 2 for i in range(41)]
-    pids = [pid for _, pid in results]
-    assert set(pids[0::3]) == {os.getpid()}
-    assert len(set(pids[1::3])) == len(set(pids[2::3])) == 1 and len(set(pids)) == 3
+    assert len({pid for _, pid in results}) == 3 and os.getpid() in {pid for _, pid in results}
     assert parallel.forked(slow_square, [], (1,)) == []
     assert parallel.forked(slow_square, [5], (1,), ways=4) == [(25, os.getpid())]
+
+
+def slower_in_a_child(item, parent):
+    if os.getpid() != parent:
+        time.sleep(0.05)
+    return item, os.getpid()
+
+
+def test_forked_gives_a_slower_process_fewer_items(monkeypatch):
+    """The processes take runs of items from one queue: a child slowed down (another job on its
+    core) leaves most of them to this one, instead of the half a fixed share would give it."""
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    results = parallel.forked(slower_in_a_child, list(range(80)), (os.getpid(),), ways=2)
+    assert [item for item, _ in results] == list(range(80))
+    assert sum(pid == os.getpid() for _, pid in results) >= 60
 
 
 PARENT = os.getpid()
@@ -95,9 +119,15 @@ def test_forked_does_a_childs_items_itself_when_the_child_fails(monkeypatch):
     assert parallel.forked(an_object, list(range(6)), ways=2) == list(range(6))  # not marshallable
 
 
+DONE_HERE = []
+
+
 def interrupted_here(item, parent):
-    if os.getpid() == parent and item == 3:
-        raise KeyboardInterrupt
+    """Ctrl-C in this process, at its third item (whichever the queue gave it)."""
+    if os.getpid() == parent:
+        DONE_HERE.append(item)
+        if len(DONE_HERE) == 3:
+            raise KeyboardInterrupt
     time.sleep(0.01)
     return item
 
@@ -106,27 +136,29 @@ def test_forked_leaves_no_child_when_interrupted(monkeypatch):
     import threading
 
     monkeypatch.setattr(threading, "active_count", lambda: 1)
+    DONE_HERE.clear()
     with pytest.raises(KeyboardInterrupt):
         parallel.forked(interrupted_here, list(range(3000)), (os.getpid(),), ways=3)
     with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
         os.waitpid(-1, os.WNOHANG)
 
 
-def test_forked_gives_every_result_when_sigchld_is_ignored():
+def test_forked_gives_every_result_when_sigchld_is_ignored(tmp_path):
     """A parent that ignores SIGCHLD (a supervisor may start the program so) gets no status for
     its children: their complete results are still taken."""
     import signal
 
     import threading
 
+    folder = tmp_path
     before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(threading, "active_count", lambda: 1)
-            results = parallel.forked(slow_square, list(range(30)), (1,), ways=3)
+            results = parallel.forked(square_when_all_started, list(range(30)), (str(folder), 3), ways=3)
     finally:
         signal.signal(signal.SIGCHLD, before)
-    assert [value for value, _ in results] == [i * i for i in range(30)]
+    assert [value for value, _ in results] == [i * i * 2 for i in range(30)]
     assert len({pid for _, pid in results}) == 3
 
 

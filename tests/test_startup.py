@@ -1,0 +1,154 @@
+"""What a command's start costs: orjson without the modules it loads for types trajectoriz never
+serializes (jsonlib.py), regular expressions kept compiled (compiledre.py), digests without
+OpenSSL (hashes.py). Each gives what the ordinary way gives, or falls back to it."""
+
+import hashlib
+import marshal
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import compiledre
+import hashes
+import redact
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_python(code: str, **env) -> str:
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT, **env}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_orjson_starts_without_dataclasses_and_uuid_which_stay_importable():
+    out = run_python(
+        "import sys, jsonlib\n"
+        "print(sorted(m for m in ('dataclasses', 'uuid', 'inspect', 'platform') if m in sys.modules))\n"
+        "print(jsonlib.orjson.dumps({'steps': [{'a': 1.5, 'b': 'é'}]}).decode())\n"
+        "import dataclasses, uuid\n"
+        "print(hasattr(dataclasses, 'dataclass'), hasattr(uuid, 'uuid4'))\n"
+        "@dataclasses.dataclass\n"
+        "class Point:\n"
+        "    x: int\n"
+        "print(jsonlib.orjson.dumps(Point(3)).decode())\n"
+        "try:\n"
+        "    jsonlib.orjson.dumps(uuid.UUID(int=1))\n"
+        "except TypeError:\n"
+        "    print('uuid refused')\n")
+    assert out.splitlines() == ["[]", '{"steps":[{"a":1.5,"b":"é"}]}', "True True", '{"x":3}', "uuid refused"]
+
+
+def test_orjson_imported_after_dataclasses_is_the_ordinary_one():
+    out = run_python("import dataclasses, uuid, jsonlib\n"
+                     "print(jsonlib.orjson.dumps(uuid.UUID(int=1)).decode())")
+    assert out.strip() == '"00000000-0000-0000-0000-000000000001"'
+
+
+def test_a_first_listing_loads_none_of_the_costly_modules(tmp_path):
+    home = tmp_path / "home"
+    (home / ".claude" / "projects" / "-w").mkdir(parents=True)
+    (home / ".claude" / "projects" / "-w" / "s.jsonl").write_text(
+        '{"type":"user","sessionId":"s","cwd":"/w","timestamp":"2026-01-01T00:00:00Z",'
+        '"message":{"role":"user","content":"hello with sk-proj-0123456789abcdefghijABCDEFGHIJ"}}\n')
+    out = run_python(
+        "import sys, runpy\n"
+        "sys.argv = ['trajectoriz.py', 'list', '--all']\n"
+        "try:\n"
+        "    runpy.run_path('trajectoriz.py', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', sorted(m for m in ('dataclasses', 'uuid', 'inspect', '_hashlib') if m in sys.modules))",
+        HOME=str(home), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    assert "hello with «REDACTED:" in out  # the title was redacted, a marker made: hmac loads OpenSSL then
+    assert out.splitlines()[-1] == "MODULES ['_hashlib']"
+    out = run_python(
+        "import sys, runpy\n"
+        "sys.argv = ['trajectoriz.py', 'list', '--all']\n"
+        "try:\n"
+        "    runpy.run_path('trajectoriz.py', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', sorted(m for m in ('dataclasses', 'uuid', 'inspect', '_hashlib') if m in sys.modules))",
+        HOME=str(tmp_path / "empty"), XDG_CACHE_HOME=str(tmp_path / "cache2"))
+    assert out.splitlines()[-1] == "MODULES []"
+
+
+# compiledre -----------------------------------------------------------------------------------
+def redact_patterns() -> list:
+    return [(pattern.pattern, pattern.flags) for _, _, pattern, _ in redact.ALL_PASSES] + \
+           [(redact._KEY_LINE.pattern, redact._KEY_LINE.flags), (redact._UUID.pattern, redact._UUID.flags),
+            (redact._MARKER.pattern, redact._MARKER.flags)]
+
+
+def same_as_re(found: re.Pattern, pattern, flags: int) -> bool:
+    ordinary = re.compile(pattern, flags)
+    return (found == ordinary and found.groupindex == ordinary.groupindex and found.groups == ordinary.groups
+            and found.flags == ordinary.flags)
+
+
+@pytest.fixture
+def kept_at(tmp_path, monkeypatch):
+    path = str(tmp_path / "patterns.re")
+    monkeypatch.setattr(compiledre, "_path", lambda name: path)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    return path
+
+
+def test_kept_patterns_are_those_re_compiles_and_are_read_back_without_parsing(kept_at, monkeypatch):
+    patterns = redact_patterns()
+    first = compiledre.Kept("t")
+    made = [first.compile(pattern, flags) for pattern, flags in patterns]
+    first.save()
+    assert os.path.exists(kept_at) and os.stat(kept_at).st_mode & 0o777 == 0o600
+    assert all(same_as_re(found, pattern, flags) for found, (pattern, flags) in zip(made, patterns))
+
+    def no_parsing(*args):
+        raise AssertionError("parsed although kept")
+
+    monkeypatch.setattr(compiledre, "_parts", no_parsing)
+    again = compiledre.Kept("t")
+    read = [again.compile(pattern, flags) for pattern, flags in patterns]
+    assert all(same_as_re(found, pattern, flags) for found, (pattern, flags) in zip(read, patterns))
+    text = b"export OPENAI_API_KEY=sk-proj-0123456789abcdefghijABCDEFGHIJ0123 ghp_0123456789abcdefghijABCDEFGHIJ0123"
+    read_bytes = [p for p in read if isinstance(p.pattern, bytes)]
+    assert [[m.span() for m in p.finditer(text.lower())] for p in read_bytes] == \
+           [[m.span() for m in re.compile(p.pattern, p.flags).finditer(text.lower())] for p in read_bytes]
+
+
+def test_a_damaged_or_hostile_file_costs_only_the_time_it_saves(kept_at):
+    pattern = rb"(?P<key>sk-[a-z0-9]{20,})"
+    with open(kept_at, "wb") as handle:
+        handle.write(b"\x00garbage" * 100)
+    assert same_as_re(compiledre.Kept("t").compile(pattern), pattern, 0)
+    with open(kept_at, "wb") as handle:  # well-formed, but code the engine refuses
+        handle.write(marshal.dumps({(pattern, 0): (0, [999, 1, 2, 3], 1, {"key": 1}, (None, "key"))}))
+    kept = compiledre.Kept("t")
+    found = kept.compile(pattern)
+    assert same_as_re(found, pattern, 0)
+    kept.save()  # and the file is mended
+    assert marshal.loads(open(kept_at, "rb").read())[(pattern, 0)][1] != [999, 1, 2, 3]
+    with open(kept_at, "wb") as handle:  # another shape altogether
+        handle.write(marshal.dumps({(pattern, 0): "code"}))
+    assert same_as_re(compiledre.Kept("t").compile(pattern), pattern, 0)
+
+
+def test_nothing_is_written_when_python_writes_no_bytecode(kept_at, monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    kept = compiledre.Kept("t")
+    assert same_as_re(kept.compile(rb"a+b"), rb"a+b", 0)
+    kept.save()
+    assert not os.path.exists(kept_at)
+
+
+# hashes ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1000, hashes.OPENSSL_PAYS - 1, hashes.OPENSSL_PAYS, 3 << 20])
+def test_digests_are_hashlibs(size):
+    data = os.urandom(size)
+    assert hashes.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert hashes.md5(data).hexdigest() == hashlib.md5(data).hexdigest()
+    assert hashes.sha256_digest(data) == hashlib.sha256(data).digest()
