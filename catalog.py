@@ -309,7 +309,7 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
     found, changed = [], []
     for source, deps in pairs:
         entry = entries.get(source)
-        if entry is None:
+        if not (isinstance(entry, list) and len(entry) == 3):  # unknown (or a damaged index's)
             changed.append(len(found))
             found.append((source, deps, None, None))
             continue
@@ -349,7 +349,7 @@ def _fingerprint(source: str, deps: list, stat_memo: dict | None = None) -> list
 
 
 POOL_SCANS = 256  # sources to scan again for which more processes may pay (a first run, a big change)
-POOL_PROBE = 64  # sources scanned here first, to see what the rest would cost
+POOL_PROBE = 16  # sources scanned here first, to see what the rest would cost
 FORK_PAYS = 0.02  # seconds of scanning left for which forking processes pays
 
 

@@ -6,7 +6,8 @@ neither, and the two imports, with `inspect`, `ast`, `dis`, `tokenize` and `plat
 pull in, cost a run about 9 ms: a tenth of a first `list`. So when neither is imported yet, they
 are stood in for while orjson starts, and removed after: a later `import dataclasses` gets the
 real module. What orjson keeps is its own: a UUID then is a type it cannot serialize (a
-TypeError, as for any unknown type), and dataclasses are serialized by their fields as before.
+TypeError, as for any unknown type), and a dataclass with slots serializes as `{}`; trajectoriz
+hands orjson dicts, lists and scalars only.
 """
 
 from __future__ import annotations

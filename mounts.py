@@ -23,6 +23,7 @@ import threading
 import time
 from collections import namedtuple
 
+import compiledre
 from agents.base import home
 
 STALE_ERRNOS = {errno.ENOTCONN, errno.ENXIO, errno.ECONNABORTED}
@@ -77,7 +78,7 @@ def parse_mountinfo(text: str) -> list[Mount]:
     return found
 
 
-_BSD_LINE = re.compile(r"^(?P<source>.+?) on (?P<point>.+) \((?P<fstype>[^,)]+)")
+_BSD_LINE = compiledre.compile(r"^(?P<source>.+?) on (?P<point>.+) \((?P<fstype>[^,)]+)")
 
 
 def parse_mount_output(text: str) -> list[Mount]:

@@ -3,10 +3,11 @@ cut with an ellipsis."""
 
 from __future__ import annotations
 
-import re
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+import compiledre
+
+_SURROGATE = compiledre.compile("[\ud800-\udfff]")
+_CONTROL = compiledre.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(text: str) -> str:

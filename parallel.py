@@ -194,6 +194,7 @@ def _queue(count: int) -> int | None:
     except OSError:
         return None
     try:
+        os.set_blocking(reader, False)  # everything is in it before any process reads: empty is done
         os.set_blocking(writer, False)  # a pipe smaller than asked fails here, never blocks
         data = b"".join(number.to_bytes(4, "little") for number in range(count))
         if os.write(writer, data) == len(data):
@@ -206,9 +207,18 @@ def _queue(count: int) -> int | None:
     return None
 
 
-def _take_runs(queue: int, function, items: list, context: tuple, runs: list, done: dict) -> None:
-    while len(taken := os.read(queue, 4)) == 4:
+def _take_runs(queue: int, function, items: list, context: tuple, runs: list, done: dict,
+               parent: int | None = None) -> None:
+    """Runs taken from `queue` until it is empty; in a child (`parent` given), until its parent
+    is gone too (its results would have no reader)."""
+    while parent is None or os.getppid() == parent:
+        try:
+            taken = os.read(queue, 4)
+        except BlockingIOError:
+            return
         number = int.from_bytes(taken, "little")
+        if len(taken) != 4 or number >= len(runs):
+            return
         start, stop = runs[number]
         done[number] = [function(item, *context) for item in items[start:stop]]
 
@@ -222,12 +232,13 @@ def _fork_child(function, items: list, context: tuple, runs: list, queue: int) -
     except OSError:
         return None
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
         pid = None
     if pid == 0:
-        _child(reader, writer, function, items, context, runs, queue, blocked)
+        _child(reader, writer, function, items, context, runs, queue, blocked, parent)
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     os.close(writer)
     if pid is None:
@@ -278,7 +289,7 @@ def _close(fd: int) -> None:
 
 
 def _child(reader: int, writer: int, function, items: list, context: tuple, runs: list, queue: int,
-           blocked) -> None:
+           blocked, parent: int) -> None:
     """A child of `forked`: the runs it took, {number: results} marshalled, on `writer`; it
     never returns."""
     code = 1
@@ -287,7 +298,7 @@ def _child(reader: int, writer: int, function, items: list, context: tuple, runs
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         os.close(reader)
         done: dict = {}
-        _take_runs(queue, function, items, context, runs, done)
+        _take_runs(queue, function, items, context, runs, done, parent)
         data = marshal.dumps(done)
         view = memoryview(data)
         while view:

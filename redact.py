@@ -96,8 +96,6 @@ from collections import namedtuple
 import compiledre
 from atif.serialize import MAX_DEPTH, limit_depth
 
-_PATTERNS = compiledre.Kept("redact")  # every pattern of this module, kept compiled
-
 SEPARATOR = "\x00"
 LONGEST = 1024  # a pattern's open repeat reads at most this much: a rejected candidate is cheap
 ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -127,7 +125,7 @@ def marker(kind: str, secret: bytes | str) -> str:
     return f"«REDACTED:{kind}:{digest[:8]}»"
 
 
-_MARKER = _PATTERNS.compile("«REDACTED:([^:»]+):[0-9a-f]{8}»")
+_MARKER = compiledre.compile("«REDACTED:([^:»]+):[0-9a-f]{8}»")
 
 
 def kinds_only(text: str) -> str:
@@ -170,15 +168,15 @@ def marker_key() -> bytes:
 
 _PUNCTUATION = rb"-_./:+@#~=,"
 _CAMEL_WORDS = rb"(?:(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))[0-9]{0,3}){2,}"  # Socks5Auth, XMLHttpRequest
-_WORDY = _PATTERNS.compile(rb"(?:(?>" + _CAMEL_WORDS + rb"|(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,3}|[0-9]+[A-Za-z]{0,2})(?=[" + _PUNCTUATION
+_WORDY = compiledre.compile(rb"(?:(?>" + _CAMEL_WORDS + rb"|(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,3}|[0-9]+[A-Za-z]{0,2})(?=[" + _PUNCTUATION
                     + rb"]|\Z)|[" + _PUNCTUATION + rb"])*")
-_UUID = _PATTERNS.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-_DIGIT = _PATTERNS.compile(rb"[0-9]")
-_LETTER = _PATTERNS.compile(rb"[A-Za-z]")
-_LONG_LETTERS = _PATTERNS.compile(rb"[A-Za-z]{20,}")
-_LOWER_RUN = _PATTERNS.compile(rb"[a-z]+")
+_UUID = compiledre.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_DIGIT = compiledre.compile(rb"[0-9]")
+_LETTER = compiledre.compile(rb"[A-Za-z]")
+_LONG_LETTERS = compiledre.compile(rb"[A-Za-z]{20,}")
+_LOWER_RUN = compiledre.compile(rb"[a-z]+")
 _CAPITALS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_PLACEHOLDER = _PATTERNS.compile(rb"your|xxxx|example|placeholder|change_?me|redacted|replace|\*\*\*|\.\.\.|\{\{|\$\{|\xc2\xab|\xe2\x80\xa6")
+_PLACEHOLDER = compiledre.compile(rb"your|xxxx|example|placeholder|change_?me|redacted|replace|\*\*\*|\.\.\.|\{\{|\$\{|\xc2\xab|\xe2\x80\xa6")
 _PUBLIC_KEY_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
 NOT_SECRETS = frozenset(b"""none null nil true false undefined str string bytes int bool any optional
     secretstr password passwd pwd pass passphrase secret token key value val text input data field
@@ -213,15 +211,15 @@ def _mixed_case(letters: bytes) -> bool:
     return 4 * capitals >= len(letters) and runs > 0 and len(letters) - capitals <= 2.5 * runs
 
 
-_IDENTIFIER = _PATTERNS.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_CAMEL = _PATTERNS.compile(rb"[a-z][A-Z]")
+_IDENTIFIER = compiledre.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CAMEL = compiledre.compile(rb"[a-z][A-Z]")
 
 
-_DOTTED = _PATTERNS.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_LABEL = _PATTERNS.compile(rb"[A-Za-z]+(?:[-_][A-Za-z]+)+")
-_SECRET_WORD = _PATTERNS.compile(rb"pass|secret|token|key", re.I)
-_TOKEN_CHARACTERS = _PATTERNS.compile(rb"[A-Za-z0-9+/=_.~:@%!#$*-]+")
-_LINE_END = _PATTERNS.compile(rb"[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\x00|\Z)")
+_DOTTED = compiledre.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_LABEL = compiledre.compile(rb"[A-Za-z]+(?:[-_][A-Za-z]+)+")
+_SECRET_WORD = compiledre.compile(rb"pass|secret|token|key", re.I)
+_TOKEN_CHARACTERS = compiledre.compile(rb"[A-Za-z0-9+/=_.~:@%!#$*-]+")
+_LINE_END = compiledre.compile(rb"[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\x00|\Z)")
 
 
 class Assignment(namedtuple("Assignment", "value quoted between after ends_line")):
@@ -356,9 +354,9 @@ class Custom(namedtuple("Custom", "rest function before back", defaults=(None, 0
         return self.function(data, match, group)
 
 
-_RUN = _PATTERNS.compile(rb"[A-Za-z0-9_-]*")
-_NAME_BACKWARDS = _PATTERNS.compile(rb"[A-Za-z0-9_.-]*")  # read on the reversed text before a keyword
-_WORDS = _PATTERNS.compile(rb"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_RUN = compiledre.compile(rb"[A-Za-z0-9_-]*")
+_NAME_BACKWARDS = compiledre.compile(rb"[A-Za-z0-9_.-]*")  # read on the reversed text before a keyword
+_WORDS = compiledre.compile(rb"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PASSWORD_WORDS = frozenset((b"password", b"passwd", b"passphrase", b"passwort", b"pwd"))
 _KEY_QUALIFIERS = frozenset(b"""api access secret private signing encryption master auth client
     account app service shared session admin deploy webhook license subscription storage consumer
@@ -420,11 +418,11 @@ def _private_key(data, match, group):
     return [(start, end, "private_key", 1)]
 
 
-_KEY_LINE = _PATTERNS.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
+_KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
                        rb"|(?P<line>[A-Za-z0-9+/=]*))")
 
 
-_LINE_BREAK = _PATTERNS.compile(rb"[ \t]*(?:\r|\n|\\[rn]|-----|\Z)")
+_LINE_BREAK = compiledre.compile(rb"[ \t]*(?:\r|\n|\\[rn]|-----|\Z)")
 
 
 def key_lines_end(data: bytes, pos: int, limit: int) -> int:
@@ -465,8 +463,8 @@ def _telegram(data, match, group):
     return [(start, end, "telegram", 1)]
 
 
-_QUOTED_RUN = _PATTERNS.compile(QUOTED_VALUE + rb"*")
-_BARE_RUN = _PATTERNS.compile(BARE_VALUE + rb"*")
+_QUOTED_RUN = compiledre.compile(QUOTED_VALUE + rb"*")
+_BARE_RUN = compiledre.compile(BARE_VALUE + rb"*")
 
 
 def value_end(data: bytes, start: int, end: int, quoted: bool) -> int:
@@ -488,7 +486,7 @@ def starts_word(text: bytes, pos: int, before: frozenset = ALNUM) -> bool:
     return pos == 0 or text[pos - 1] not in before or text[pos - 2:pos] in (b"\\n", b"\\t", b"\\r")
 
 
-_MYSQL_PASSWORD = _PATTERNS.compile(rb"(?<=[ \t])-p(?:\\{0,8}'(?P<a>[^'\\\r\n\x00]+)\\{0,8}'|\\{0,8}\"(?P<b>[^\"\\\r\n\x00]+)\\{0,8}\""
+_MYSQL_PASSWORD = compiledre.compile(rb"(?<=[ \t])-p(?:\\{0,8}'(?P<a>[^'\\\r\n\x00]+)\\{0,8}'|\\{0,8}\"(?P<b>[^\"\\\r\n\x00]+)\\{0,8}\""
                              rb"|(?P<c>[^\s'\"`;&|\\\x00]+))")
 
 
@@ -666,12 +664,12 @@ CASED_PASSES: dict[bytes, list] = {
 # NEAR characters of a word that goes with them: (word, kind, pattern on the original text).
 NEAR = 512
 NEAR_WORDS = [
-    (b"discord", "discord", _PATTERNS.compile(
+    (b"discord", "discord", compiledre.compile(
         rb"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])")),
 ]
 
 
-_OPEN_REPEAT = _PATTERNS.compile(rb"\{([0-9]+),\}")
+_OPEN_REPEAT = compiledre.compile(rb"\{([0-9]+),\}")
 
 
 def _pass_pattern(anchor: bytes, rules: list) -> tuple[bytes, dict]:
@@ -696,14 +694,13 @@ def _pass_pattern(anchor: bytes, rules: list) -> tuple[bytes, dict]:
 
 def _all_passes() -> list:
     """[(cased, anchor, pattern, rules by group)] for every pass; the patterns compiled once
-    and kept (compiledre.py: parsing them is most of this module's import)."""
+    and kept (compiledre.py: parsing them was most of this module's import)."""
     made = [(cased, anchor, *_pass_pattern(anchor, rules))
             for cased, passes in ((False, PASSES), (True, CASED_PASSES)) for anchor, rules in passes.items()]
-    return [(cased, anchor, _PATTERNS.compile(source), by_group) for cased, anchor, source, by_group in made]
+    return [(cased, anchor, compiledre.compile(source), by_group) for cased, anchor, source, by_group in made]
 
 
 ALL_PASSES = _all_passes()
-_PATTERNS.save()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ import re
 import time
 from collections import namedtuple
 
+import compiledre
 import mounts
 import safepath
 from agents.base import as_dict, home, open_binary
@@ -61,13 +62,13 @@ GEMINI_SYSTEM = "/etc/gemini-cli/settings.json"
 GEMINI_DEFAULTS = {"enabled": True, "maxAge": "30d", "minRetention": "1d"}
 GEMINI_KEYS = ("enabled", "maxAge", "maxCount", "minRetention")
 GEMINI_UNITS = {"h": 3600, "d": DAY, "w": 7 * DAY, "m": 30 * DAY}
-_GEMINI_PERIOD = re.compile(r"([0-9]+)([hdwm])")
-_GEMINI_SESSION_FILE = re.compile(r"session-.*\.jsonl?")
+_GEMINI_PERIOD = compiledre.compile(r"([0-9]+)([hdwm])")
+_GEMINI_SESSION_FILE = compiledre.compile(r"session-.*\.jsonl?")
 
 QWEN_DEFAULT_DAYS = 30
 QWEN_MINIMUM = "1 hour"
 
-_JSONC = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+_JSONC = compiledre.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
 # settings files ------------------------------------------------------------------------------------

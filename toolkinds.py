@@ -15,6 +15,8 @@ import os
 import re
 import shlex
 
+import compiledre
+
 KINDS = ("shell", "read", "write", "edit", "search", "fetch", "task", "plan", "other")
 MAX_PATHS = 64
 MAX_TEXT = 1 << 20        # of a patch or a written text, what is read
@@ -107,7 +109,7 @@ _PATH_KEYS = ("file_path", "filePath", "filepath", "path", "absolute_path", "not
               "filename", "paths", "files", "file_paths")
 _WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 _PATCH_KEYS = ("input", "patch", "diff", "patchText", "patch_text")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$|^\+\+\+ (?:b/)?(.+)$",
+_PATCH_FILE = compiledre.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$|^\+\+\+ (?:b/)?(.+)$",
                          re.M)
 _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")

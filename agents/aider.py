@@ -21,6 +21,7 @@ import os
 import re
 from collections import namedtuple
 
+import compiledre
 from agents import projects
 from agents.base import FILE_LIMIT, Session, epoch, iso, one_line, open_binary, size_text, unique_files
 from atif.build import TrajectoryBuilder, metrics
@@ -37,13 +38,13 @@ INPUT_HISTORY_FILE = ".aider.input.history"
 RUN_HEADER = "# aider chat started at "
 SLASH_WITH_PROMPT = ("/ask", "/code", "/architect", "/context", "/help", "/ok")
 
-_TOKENS = re.compile(
+_TOKENS = compiledre.compile(
     r"^Tokens: (?P<sent>[\d.,]+[kM]?) sent"
     r"(?:, (?P<write>[\d.,]+[kM]?) cache write)?"
     r"(?:, (?P<hit>[\d.,]+[kM]?) cache hit)?"
     r", (?P<received>[\d.,]+[kM]?) received\."
     r"(?: Cost: \$(?P<cost>[\d.,]+) message, \$(?P<session_cost>[\d.,]+) session\.)?")
-_APPLIED = re.compile(r"^Applied edit to (.+)$")
+_APPLIED = compiledre.compile(r"^Applied edit to (.+)$")
 
 
 # discovery --------------------------------------------------------------------------------------

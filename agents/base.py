@@ -75,11 +75,11 @@ import errno
 import io
 import math
 import os
-import re
 import stat
 import threading
 from datetime import datetime, timezone
 
+import compiledre
 from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import limit_depth, loads
 
@@ -206,7 +206,7 @@ def unique_files(paths):
 
 
 # timestamps -------------------------------------------------------------------------------------
-_ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
+_ISO_Z = compiledre.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
 
 
 def epoch(value) -> float | None:
@@ -704,8 +704,8 @@ def _decode(decoder, text: str, position: int):
     return (limit_depth(value, NESTING_LIMIT) if nested_deeper(value, NESTING_LIMIT) else value), end
 
 
-_BLANK = re.compile(r"\s*")
-_SEPARATORS = re.compile(r"[\s,]*")
+_BLANK = compiledre.compile(r"\s*")
+_SEPARATORS = compiledre.compile(r"[\s,]*")
 
 
 # content helpers --------------------------------------------------------------------------------
@@ -759,7 +759,7 @@ def one_line(text: str, limit: int = TITLE_CHARACTERS) -> str:
     return flat + "…" if cut else flat
 
 
-_NON_BLANK = re.compile(r"\S")
+_NON_BLANK = compiledre.compile(r"\S")
 
 
 def json_arguments(raw):

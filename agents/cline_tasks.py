@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import re
 
+import compiledre
 from agents import session_totals
 from agents.base import (HEAD_BYTES, HEAD_MAX, Session, TooLarge, as_dict, as_int, as_list, as_str,
                          between, complete_items, epoch, home, iso, loads_native, one_line, open_binary,
@@ -130,7 +131,7 @@ def task_item(task_dir: str) -> dict:
     return history_index(storage).get(os.path.basename(task_dir), {})
 
 
-_CWD = re.compile(rb"# Current Working Directory \(((?:[^)\\\n]|\\.)*)\)")
+_CWD = compiledre.compile(rb"# Current Working Directory \(((?:[^)\\\n]|\\.)*)\)")
 
 
 def head_search(path: str, find, found=lambda value: value is not None):
@@ -215,8 +216,8 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
 
 
 # user text: who wrote it ----------------------------------------------------------------------------
-_RESULT = re.compile(r"^\[([A-Za-z0-9_\-:.]+)(?: for (?:'[^\n]*?'|\"[^\n]*?\"))?\] Result:")
-_HUMAN_OPENING = re.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]{0,1024})?>")
+_RESULT = compiledre.compile(r"^\[([A-Za-z0-9_\-:.]+)(?: for (?:'[^\n]*?'|\"[^\n]*?\"))?\] Result:")
+_HUMAN_OPENING = compiledre.compile(r"<(task|feedback|answer|user_message|user_input)(?: [^>]{0,1024})?>")
 _SYSTEM_PREFIXES = (
     ("<environment_details>", "environment_details"),
     ("[TASK RESUMPTION]", "task_resumption"),
@@ -414,7 +415,7 @@ class HistoryTranslator:
             self.builder.observe(step, None, subagents=self.builder.embed(doc, f"task-{task_id}"))
 
 
-_EXIT = re.compile(r"Command failed with exit code (-?\d+)")
+_EXIT = compiledre.compile(r"Command failed with exit code (-?\d+)")
 
 
 def command_failure(text: str) -> dict:
@@ -482,7 +483,7 @@ def opening_prompt(ui_messages: list) -> dict | None:
     return first if first and first.get("type") == "say" and ui_kind(first) in ("task", "text") else None
 
 
-_CWD_TEXT = re.compile(r"# Current Working Directory \(([^)\n]*)\)")
+_CWD_TEXT = compiledre.compile(r"# Current Working Directory \(([^)\n]*)\)")
 
 
 def ui_cwd(ui_messages: list) -> str | None:

@@ -39,6 +39,7 @@ import os
 import re
 from collections import Counter, namedtuple
 
+import compiledre
 from jsonlib import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
@@ -124,7 +125,7 @@ def find_rollout(env, thread_id: str) -> str | None:
     return None
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID = compiledre.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def id_from_name(path: str) -> str:
@@ -439,8 +440,8 @@ def subagent_parent(meta: dict) -> str | None:
 
 
 # content ----------------------------------------------------------------------------------------
-_TAG = re.compile(r"^<([A-Za-z][\w\- ]*)>")
-_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
+_TAG = compiledre.compile(r"^<([A-Za-z][\w\- ]*)>")
+_CWD = compiledre.compile(r"<cwd>([^<]+)</cwd>")
 
 
 def injected_kind(text: str) -> str | None:
@@ -483,7 +484,7 @@ def message_text(payload: dict) -> str:
     return "\n".join(t for t in (block_text(b) for b in as_list(content)) if t)
 
 
-_DATA_URL = re.compile(r"^data:([\w/+.-]+);base64,", re.S)
+_DATA_URL = compiledre.compile(r"^data:([\w/+.-]+);base64,", re.S)
 _EXTENSIONS = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
                ".webp": "image/webp"}
 
@@ -561,7 +562,7 @@ def parse_arguments(raw):
     return raw
 
 
-_EXIT_LINE = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.M)
+_EXIT_LINE = compiledre.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.M)
 EXIT_LINE_SPAN = 5  # the header lines of shell output where Codex states the exit code
 
 

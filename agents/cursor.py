@@ -30,6 +30,7 @@ import os
 import re
 from collections import namedtuple
 
+import compiledre
 from agents import sqlite_ro
 from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch,
                          home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
@@ -45,9 +46,9 @@ VERSION = 1
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".txt")
 SPAWNING_TOOLS = ("task", "agent", "subagent", "spawn_agent", "runsubagent")
-_USER_QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
-_WORKSPACE_PATH = re.compile(r"Workspace Path:\s*(\S[^\n<]*)")
-_CONTEXT_BLOCK = re.compile(r"\s*<([a-z]+_[a-z_]+)>.*</\1>\s*$", re.S)
+_USER_QUERY = compiledre.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
+_WORKSPACE_PATH = compiledre.compile(r"Workspace Path:\s*(\S[^\n<]*)")
+_CONTEXT_BLOCK = compiledre.compile(r"\s*<([a-z]+_[a-z_]+)>.*</\1>\s*$", re.S)
 HEAD_LINES = 200
 
 

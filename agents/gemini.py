@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 
+import compiledre
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, complete_items, epoch,
                          head_records, home, iso, listdir, listdir_cached, loads_native, one_line,
                          open_binary, read_whole)
@@ -52,9 +53,9 @@ PROMPT_LOG = "logs.json"
 SESSION_CONTEXT = "<session_context>"
 STATE_SNAPSHOT = "<state_snapshot>"
 AGENT_TYPES = ("gemini", "model", "assistant")
-_SHORT_ID = re.compile(r"-([0-9A-Za-z]{8})$")
+_SHORT_ID = compiledre.compile(r"-([0-9A-Za-z]{8})$")
 SHELL_TOOL = "run_shell_command"
-_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+_EXIT_CODE = compiledre.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
 
 
 def gemini_dir(env) -> str:

@@ -22,9 +22,9 @@ Columns vary between releases, so they are probed (`sqlite_ro.columns`).
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 
+import compiledre
 from agents import session_totals, sqlite_extract, sqlite_ro
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, home, iso, one_line)
@@ -38,7 +38,7 @@ ATIF_NAME = "goose"
 VERSION = 1
 
 DB_NAME = "sessions.db"
-_NAIVE_TIME = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?$")
+_NAIVE_TIME = compiledre.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?$")
 
 
 # discovery --------------------------------------------------------------------------------------

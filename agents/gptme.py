@@ -27,6 +27,7 @@ import json
 import os
 import re
 
+import compiledre
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_str, env_dir, epoch, head_records, iso,
                          join_result, mtime, one_line, read_whole, text_of)
 from atif.build import TrajectoryBuilder, metrics
@@ -39,10 +40,10 @@ VERSION = 1
 CONVERSATION = "conversation.jsonl"
 CONFIG = "config.toml"
 CONFIG_LIMIT = 64 * 1024      # bytes of config.toml read; a larger one is not read
-CALL = re.compile(r"^@([^\r\n(]+?)\(([\w\-:.]+)\):[ \t]*(?={)", re.M)
-RETURN_CODE = re.compile(r"^Return code: (-?\d+)\s*$", re.M)
-INJECTED = re.compile(r"^<system>.*</system>$", re.S)
-VERSION_LINE = re.compile(r"You are gptme v(\d[\w.+-]*)")   # how its system prompt begins
+CALL = compiledre.compile(r"^@([^\r\n(]+?)\(([\w\-:.]+)\):[ \t]*(?={)", re.M)
+RETURN_CODE = compiledre.compile(r"^Return code: (-?\d+)\s*$", re.M)
+INJECTED = compiledre.compile(r"^<system>.*</system>$", re.S)
+VERSION_LINE = compiledre.compile(r"You are gptme v(\d[\w.+-]*)")   # how its system prompt begins
 FENCE = "````"
 MAX_INCLUDED = 100            # file blocks looked for at the end of one prompt
 

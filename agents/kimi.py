@@ -31,6 +31,7 @@ import itertools
 import os
 import re
 
+import compiledre
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, chat_content,
                          env_dir, epoch, head_records, iso, join_result, json_arguments, mtime,
                          one_line, read_json_object, text_of)
@@ -42,7 +43,7 @@ PREFIX = "km"
 ATIF_NAME = "kimi-cli"
 VERSION = 1
 
-CODE_AGENT_LINK = re.compile(r"^agent_id:\s*(\S+)", re.MULTILINE)
+CODE_AGENT_LINK = compiledre.compile(r"^agent_id:\s*(\S+)", re.MULTILINE)
 
 
 # where sessions live ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import glob
 import os
 import re
 
+import compiledre
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, json_arguments, one_line, read_json_document, text_of)
 from atif.build import TrajectoryBuilder, metrics
@@ -39,8 +40,8 @@ PREFIX = "ms"
 ATIF_NAME = "mini-swe-agent"
 VERSION = 1
 
-FENCED_ACTION = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.DOTALL)
-OBSERVATION = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?",
+FENCED_ACTION = compiledre.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.DOTALL)
+OBSERVATION = compiledre.compile(r"<returncode>\s*(-?\d+)\s*</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?",
                          re.DOTALL)
 
 

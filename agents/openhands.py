@@ -29,8 +29,8 @@ added. A continued conversation (`--resume`) appends to the same folder.
 from __future__ import annotations
 
 import os
-import re
 
+import compiledre
 from agents.base import (FILE_LIMIT, RECORD_LIMIT, SESSION_LIMIT, Session, TooLarge, as_dict, as_int,
                          as_list, as_str, env_dir, epoch, iso, join_result, json_arguments, listdir,
                          mtime, one_line, parse_native, read_json_document, read_whole, size_text,
@@ -43,7 +43,7 @@ PREFIX = "oh"
 ATIF_NAME = "openhands"
 VERSION = 1
 
-EVENT_FILE = re.compile(r"^event-(\d+)-[^/]*\.json$")
+EVENT_FILE = compiledre.compile(r"^event-(\d+)-[^/]*\.json$")
 TITLE_EVENTS = 16       # events discovery reads, at most, to find the first prompt
 SILENT_KINDS = {"ConversationStateUpdateEvent", "PauseEvent", "InterruptEvent", "TokenEvent",
                 "LLMCompletionLogEvent", "CondensationRequest", "HookExecutionEvent",

@@ -93,55 +93,122 @@ def same_as_re(found: re.Pattern, pattern, flags: int) -> bool:
 
 @pytest.fixture
 def kept_at(tmp_path, monkeypatch):
+    """The kept file in a folder of the test's own, read afresh."""
     path = str(tmp_path / "patterns.re")
-    monkeypatch.setattr(compiledre, "_path", lambda name: path)
+    monkeypatch.setattr(compiledre, "_path", lambda: path)
+    monkeypatch.setattr(compiledre, "_kept", None)
+    monkeypatch.setattr(compiledre, "_made", {})
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     return path
 
 
+def a_new_process(monkeypatch):
+    """What a process starting now would read and make."""
+    monkeypatch.setattr(compiledre, "_kept", None)
+    monkeypatch.setattr(compiledre, "_made", {})
+
+
 def test_kept_patterns_are_those_re_compiles_and_are_read_back_without_parsing(kept_at, monkeypatch):
     patterns = redact_patterns()
-    first = compiledre.Kept("t")
-    made = [first.compile(pattern, flags) for pattern, flags in patterns]
-    first.save()
+    made = [compiledre.compile(pattern, flags) for pattern, flags in patterns]
+    compiledre.save()
     assert os.path.exists(kept_at) and os.stat(kept_at).st_mode & 0o777 == 0o600
     assert all(same_as_re(found, pattern, flags) for found, (pattern, flags) in zip(made, patterns))
+    written = os.stat(kept_at).st_mtime_ns
 
     def no_parsing(*args):
         raise AssertionError("parsed although kept")
 
+    a_new_process(monkeypatch)
     monkeypatch.setattr(compiledre, "_parts", no_parsing)
-    again = compiledre.Kept("t")
-    read = [again.compile(pattern, flags) for pattern, flags in patterns]
+    read = [compiledre.compile(pattern, flags) for pattern, flags in patterns]
     assert all(same_as_re(found, pattern, flags) for found, (pattern, flags) in zip(read, patterns))
-    text = b"export OPENAI_API_KEY=sk-proj-0123456789abcdefghijABCDEFGHIJ0123 ghp_0123456789abcdefghijABCDEFGHIJ0123"
     read_bytes = [p for p in read if isinstance(p.pattern, bytes)]
+    text = b"export OPENAI_API_KEY=sk-proj-0123456789abcdefghijABCDEFGHIJ0123 ghp_0123456789abcdefghijABCDEFGHIJ0123"
     assert [[m.span() for m in p.finditer(text.lower())] for p in read_bytes] == \
            [[m.span() for m in re.compile(p.pattern, p.flags).finditer(text.lower())] for p in read_bytes]
+    compiledre.save()  # nothing new: not written again
+    assert os.stat(kept_at).st_mtime_ns == written
 
 
-def test_a_damaged_or_hostile_file_costs_only_the_time_it_saves(kept_at):
+def test_a_process_adds_its_patterns_to_those_kept(kept_at, monkeypatch):
+    compiledre.compile(rb"one+")
+    compiledre.save()
+    a_new_process(monkeypatch)
+    compiledre.compile(rb"two+")
+    compiledre.save()
+    assert set(compiledre._load(kept_at)) == {(rb"one+", 0), (rb"two+", 0)}
+    monkeypatch.setattr(compiledre, "MAX_KEPT", 2)
+    a_new_process(monkeypatch)
+    compiledre.compile(rb"three+")
+    compiledre.save()  # too many: the last run's alone
+    assert set(compiledre._load(kept_at)) == {(rb"three+", 0)}
+
+
+def write_kept(path: str, kept: dict, checksum: bool = True) -> None:
+    payload = marshal.dumps(kept)
+    digest = hashlib.sha256(compiledre._tag().encode() + payload).digest() if checksum else b"\0" * 32
+    with open(path, "wb") as handle:
+        handle.write(digest + payload)
+    os.chmod(path, 0o600)
+
+
+NEVER = re.compile(rb"(?!)")  # code that matches nothing: a rule switched off, if it were taken
+
+
+def switched_off(patterns: list) -> dict:
+    """Every pattern kept with its own groups but code that matches nothing."""
+    off = {}
+    for pattern, flags in patterns:
+        parts = compiledre._parts(pattern, flags)
+        off[(pattern, int(flags))] = (parts[0], compiledre._parts(NEVER.pattern, 0)[1], *parts[2:])
+    return off
+
+
+def test_a_damaged_or_hostile_file_costs_only_the_time_it_saves(kept_at, monkeypatch):
     pattern = rb"(?P<key>sk-[a-z0-9]{20,})"
     with open(kept_at, "wb") as handle:
         handle.write(b"\x00garbage" * 100)
-    assert same_as_re(compiledre.Kept("t").compile(pattern), pattern, 0)
-    with open(kept_at, "wb") as handle:  # well-formed, but code the engine refuses
-        handle.write(marshal.dumps({(pattern, 0): (0, [999, 1, 2, 3], 1, {"key": 1}, (None, "key"))}))
-    kept = compiledre.Kept("t")
-    found = kept.compile(pattern)
-    assert same_as_re(found, pattern, 0)
-    kept.save()  # and the file is mended
-    assert marshal.loads(open(kept_at, "rb").read())[(pattern, 0)][1] != [999, 1, 2, 3]
-    with open(kept_at, "wb") as handle:  # another shape altogether
-        handle.write(marshal.dumps({(pattern, 0): "code"}))
-    assert same_as_re(compiledre.Kept("t").compile(pattern), pattern, 0)
+    assert same_as_re(compiledre.compile(pattern), pattern, 0)
+    write_kept(kept_at, {(pattern, 0): (0, [999, 1, 2, 3], 1, {"key": 1}, (None, "key"))})  # code the engine refuses
+    a_new_process(monkeypatch)
+    assert same_as_re(compiledre.compile(pattern), pattern, 0)
+    compiledre.save()  # and the file is mended
+    a_new_process(monkeypatch)
+    assert compiledre._load(kept_at)[(pattern, 0)][1] != [999, 1, 2, 3]
+    write_kept(kept_at, {(pattern, 0): "code"})  # another shape altogether
+    a_new_process(monkeypatch)
+    assert same_as_re(compiledre.compile(pattern), pattern, 0)
+    with open(kept_at, "wb") as handle:  # a marshal header that claims two billion items
+        handle.write(b"\0" * 32 + b"[\xff\xff\xff\x7f")
+    assert compiledre._load(kept_at) == {}
+
+
+@pytest.mark.parametrize("how", ["no checksum", "writable by others", "a symlink"])
+def test_rules_cannot_be_switched_off_by_a_file_that_is_not_ours(kept_at, tmp_path, monkeypatch, how):
+    """Code the engine takes but that matches nothing would switch redaction off: such a file is
+    read only when its checksum matches and it is this user's, writable by no one else."""
+    patterns = [(p.pattern, p.flags) for _, _, p, _ in redact.ALL_PASSES]
+    if how == "a symlink":
+        elsewhere = str(tmp_path / "elsewhere.re")
+        write_kept(elsewhere, switched_off(patterns))
+        os.symlink(elsewhere, kept_at)
+    else:
+        write_kept(kept_at, switched_off(patterns), checksum=how != "no checksum")
+        if how == "writable by others":
+            os.chmod(kept_at, 0o666)
+    assert compiledre._load(kept_at) == {}
+    made = [compiledre.compile(pattern, flags) for pattern, flags in patterns]
+    assert all(same_as_re(found, pattern, flags) for found, (pattern, flags) in zip(made, patterns))
+    os.unlink(kept_at)
+    write_kept(kept_at, switched_off(patterns))  # the same file, this user's with its checksum: taken
+    assert compiledre._load(kept_at)
 
 
 def test_nothing_is_written_when_python_writes_no_bytecode(kept_at, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    kept = compiledre.Kept("t")
-    assert same_as_re(kept.compile(rb"a+b"), rb"a+b", 0)
-    kept.save()
+    assert same_as_re(compiledre.compile(rb"a+b"), rb"a+b", 0)
+    compiledre.save()
     assert not os.path.exists(kept_at)
 
 
