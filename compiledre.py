@@ -63,7 +63,8 @@ def save() -> None:
     if all(kept.get(key) == parts for key, parts in _made.items()):
         return
     merged = {**kept, **_made}
-    _save(_path(), merged if len(merged) <= MAX_KEPT else dict(_made))
+    if not sys.dont_write_bytecode:
+        write(_path(), merged if len(merged) <= MAX_KEPT else dict(_made))
 
 
 def _tag() -> str:
@@ -130,8 +131,11 @@ def _load(path: str | None) -> dict:
     return kept if isinstance(kept, dict) else {}
 
 
-def _save(path: str | None, made: dict) -> None:
-    if path is None or sys.dont_write_bytecode or _sre is None:
+def write(path: str | None, made: dict | None = None) -> None:
+    """Keeps `made` (by default, the patterns this process compiled) in the file `path`; the
+    build writes the bundle's so (a bundle cannot write beside its modules)."""
+    made = _made if made is None else made
+    if path is None or _sre is None:
         return
     temporary = f"{path}.{os.getpid()}.tmp"
     try:

@@ -645,3 +645,23 @@ def test_the_install_section_works_as_shown(binary, tmp_path):
     assert page.read_text().startswith(".TH TRAJECTORIZ")
     for package in ("fuse3",):  # what .ci/run installs on Debian for the mount tests
         assert f"apt install {package}" in section
+
+
+def test_the_bundle_carries_the_redaction_rules_compiled(binary, store):
+    """The patterns are compiled at build time (compiledre.py): the unpacked bundle holds every
+    rule's code, which it reads as the source tree reads its own."""
+    import glob
+    import re
+
+    import compiledre
+    import redact
+
+    env, project = store
+    assert run(binary, "list", env=env, cwd=project).returncode == 0
+    kept = glob.glob(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", "*", "_internal", "__pycache__",
+                                  os.path.basename(compiledre._path())))
+    assert len(kept) == 1
+    found = compiledre._load(kept[0])
+    for _, _, pattern, _ in redact.ALL_PASSES:
+        parts = found[(pattern.pattern, 0)]
+        assert compiledre._engine(pattern.pattern, parts) == re.compile(pattern.pattern)
