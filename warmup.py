@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
 from jsonlib import orjson
 
@@ -41,6 +41,7 @@ from agents.base import Session
 
 WORKER_ARGUMENT = "memory-worker"  # trajectoriz.main runs run_worker for it
 WAIT_SECONDS = 30.0  # a request's longest wait for a worker (rendering a 200 MB session: ~4 s)
+IN_FLIGHT = 2  # sessions handed to a worker at once: it has the next while its answer is read
 
 
 class Warmer:
@@ -122,20 +123,41 @@ class Warmer:
         thread.start()
 
     def _feed(self, process: subprocess.Popen) -> None:
-        """Hand sessions to one worker until none is left, the mount ends or the worker dies."""
+        """Hand sessions to one worker until none is left, the mount ends or the worker dies;
+        IN_FLIGHT of them at a time, so that the worker starts the next one as soon as it has
+        answered (not when this thread, which shares the serving thread's interpreter, gets to
+        read the answer and write another request)."""
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         retired = False
+        flight: deque = deque()  # (key, session) sent, in the order their answers come
         try:
             while True:
                 with self._changed:
-                    if not self._pending or self._stopped:
+                    if not flight and (not self._pending or self._stopped):
                         retired = self._retire()  # in the same breath: warm() starts another
                         break
-                    key, session = self._pending.popitem(last=False)
-                    self._busy.add(key)
-                if not self._render(process, key, session):
+                    taken = self._taken(IN_FLIGHT - len(flight))
+                gone = False
+                for key, session in taken:
+                    sent = self._send(process, session)
+                    if sent is None:  # the worker is gone: these go back to the server
+                        gone = True
+                    if sent:
+                        flight.append((key, session))
+                    else:
+                        self._done(key)
+                if gone:
                     break
+                if flight:
+                    key, session = flight.popleft()
+                    try:
+                        if not self._answered(process, session):
+                            break
+                    finally:
+                        self._done(key)
         finally:
+            for key, _ in flight:
+                self._done(key)
             if not retired:
                 with self._changed:
                     self._retire()
@@ -143,28 +165,44 @@ class Warmer:
             with self._changed:
                 self._processes.remove(process)
 
+    def _taken(self, count: int) -> list:
+        """Up to `count` queued sessions, first in line first, marked busy (called locked)."""
+        taken = []
+        while len(taken) < count and self._pending and not self._stopped:
+            key, session = self._pending.popitem(last=False)
+            self._busy.add(key)
+            taken.append((key, session))
+        return taken
+
     def _retire(self) -> bool:
         self._running -= 1
         self._changed.notify_all()
         return True
 
-    def _render(self, process: subprocess.Popen, key: str, session: Session) -> bool:
-        """One session through one worker; False when the worker is gone (or misbehaved)."""
-        try:
-            return self._exchange(process, session)
-        finally:
-            with self._changed:
-                self._busy.discard(key)
-                self._changed.notify_all()
+    def _done(self, key: str) -> None:
+        with self._changed:
+            self._busy.discard(key)
+            self._changed.notify_all()
 
-    def _exchange(self, process: subprocess.Popen, session: Session) -> bool:
+    def _send(self, process: subprocess.Popen, session: Session) -> bool | None:
+        """True when the worker has the session; False for a session this protocol cannot
+        carry (the server renders it); None when the worker is gone."""
         try:
             request = orjson.dumps([session.to_cache(), session.short_id]) + b"\n"
-        except TypeError:  # a session this protocol cannot carry: the server renders it
-            return True
+        except TypeError:
+            return False
         try:
             process.stdin.write(request)
             process.stdin.flush()
+            return True
+        except Exception as exc:  # a broken pipe: that worker is done
+            self._said(exc)
+            return None
+
+    def _answered(self, process: subprocess.Popen, session: Session) -> bool:
+        """The worker's answer for `session`, recorded; False when the worker is gone (or
+        misbehaved)."""
+        try:
             answer = process.stdout.readline()
             if not answer:
                 return False
@@ -172,10 +210,13 @@ class Warmer:
             if facts is not None:
                 self._record(session, facts)
             return True
-        except Exception as exc:  # a broken pipe, a garbled answer: that worker is done
-            if not self._stopped:
-                print(f"trajectoriz: a renderer failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        except Exception as exc:  # a garbled answer: that worker is done
+            self._said(exc)
             return False
+
+    def _said(self, exc: Exception) -> None:
+        if not self._stopped:
+            print(f"trajectoriz: a renderer failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
 def _close(process: subprocess.Popen) -> None:
