@@ -194,6 +194,24 @@ def listdir_cached(path: str) -> list[str]:
     return found[1]
 
 
+def visible_paths(folder: str, folders: bool = False) -> list[str]:
+    """The paths of a folder's entries whose names do not start with a dot (of its folders, or
+    links to folders, alone), as a glob's `*` gives them; none when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return [entry.path for entry in entries
+                    if not entry.name.startswith(".") and (not folders or _is_dir(entry))]
+    except OSError:
+        return []
+
+
+def _is_dir(entry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a link that cannot be followed: as glob, left out
+        return False
+
+
 def unique_files(paths):
     """The paths that are existing files, each real file once (in the order given)."""
     seen = set()

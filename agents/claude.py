@@ -20,7 +20,7 @@ import re
 import compiledre
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
                          head_records, home, iso, listdir_cached, one_line, read_json_object, read_whole,
-                         reading, text_of)
+                         reading, text_of, visible_paths)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps_text
 
@@ -62,27 +62,9 @@ def sources(env):
     only in the middle), listed with scandir: a glob costs twice as much."""
     for root in roots(env):
         found = []
-        for folder in _visible(root, folders=True):
-            found += [path for path in _visible(folder) if path.endswith(".jsonl")]
+        for folder in visible_paths(root, folders=True):
+            found += [path for path in visible_paths(folder) if path.endswith(".jsonl")]
         yield from sorted(found)
-
-
-def _visible(folder: str, folders: bool = False) -> list[str]:
-    """The paths of a folder's entries whose names do not start with a dot (of its folders, or
-    links to folders, alone); none when it cannot be listed."""
-    try:
-        with os.scandir(folder) as entries:
-            return [entry.path for entry in entries
-                    if not entry.name.startswith(".") and (not folders or _is_dir(entry))]
-    except OSError:
-        return []
-
-
-def _is_dir(entry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:  # a link that cannot be followed: as glob, left out
-        return False
 
 
 FOLDER_NAME_LIMIT = 200  # Claude Code cuts a longer folder name (and adds a hash of the path)

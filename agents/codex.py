@@ -44,7 +44,7 @@ from jsonlib import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
                          env_dir, epoch, head_records, iso, loads_native, one_line, open_binary,
-                         read_whole, reading)
+                         read_whole, reading, visible_paths)
 from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
 
 NAME = "codex"
@@ -66,7 +66,8 @@ def sources(env) -> list[str]:
     flat layout, then the TypeScript CLI's JSON files. Listed with scandir, not glob: a heavy
     user has a folder per day, and discovery lists them on every run."""
     sessions = os.path.join(codex_home(env), "sessions")
-    days = [day for year in _subdirs(sessions) for month in _subdirs(year) for day in _subdirs(month)]
+    days = [day for year in visible_paths(sessions, folders=True) for month in visible_paths(year, folders=True)
+            for day in visible_paths(month, folders=True)]
     found = _rollout_files(days)
     found += _rollout_files([os.path.join(codex_home(env), "archived_sessions")])
     found += _rollout_files([sessions])
@@ -78,14 +79,6 @@ def sources(env) -> list[str]:
 def _names(directory: str) -> list[str]:
     try:
         return os.listdir(directory)
-    except OSError:
-        return []
-
-
-def _subdirs(directory: str) -> list[str]:
-    try:
-        with os.scandir(directory) as entries:
-            return [e.path for e in entries if not e.name.startswith(".") and e.is_dir()]
     except OSError:
         return []
 
