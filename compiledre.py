@@ -60,11 +60,10 @@ def save() -> None:
     """Writes the kept file again when this process compiled a pattern it lacked (a rule added
     or changed): with what it kept, unless that makes too many."""
     kept = _kept or {}
-    if all(kept.get(key) == parts for key, parts in _made.items()):
+    if sys.dont_write_bytecode or all(kept.get(key) == parts for key, parts in _made.items()):
         return
     merged = {**kept, **_made}
-    if not sys.dont_write_bytecode:
-        write(_path(), merged if len(merged) <= MAX_KEPT else dict(_made))
+    write(_path(), merged if len(merged) <= MAX_KEPT else dict(_made))
 
 
 def _tag() -> str:

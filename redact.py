@@ -168,8 +168,8 @@ def marker_key() -> bytes:
 
 _PUNCTUATION = rb"-_./:+@#~=,"
 _CAMEL_WORDS = rb"(?:(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))[0-9]{0,3}){2,}"  # Socks5Auth, XMLHttpRequest
-_WORDY = compiledre.compile(rb"(?:(?>" + _CAMEL_WORDS + rb"|(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,3}|[0-9]+[A-Za-z]{0,2})(?=[" + _PUNCTUATION
-                    + rb"]|\Z)|[" + _PUNCTUATION + rb"])*")
+_WORDY = compiledre.compile(rb"(?:(?>" + _CAMEL_WORDS + rb"|(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,3}|[0-9]+[A-Za-z]{0,2})(?=["
+                            + _PUNCTUATION + rb"]|\Z)|[" + _PUNCTUATION + rb"])*")
 _UUID = compiledre.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _DIGIT = compiledre.compile(rb"[0-9]")
 _LETTER = compiledre.compile(rb"[A-Za-z]")
@@ -419,7 +419,7 @@ def _private_key(data, match, group):
 
 
 _KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
-                       rb"|(?P<line>[A-Za-z0-9+/=]*))")
+                               rb"|(?P<line>[A-Za-z0-9+/=]*))")
 
 
 _LINE_BREAK = compiledre.compile(rb"[ \t]*(?:\r|\n|\\[rn]|-----|\Z)")
@@ -487,7 +487,7 @@ def starts_word(text: bytes, pos: int, before: frozenset = ALNUM) -> bool:
 
 
 _MYSQL_PASSWORD = compiledre.compile(rb"(?<=[ \t])-p(?:\\{0,8}'(?P<a>[^'\\\r\n\x00]+)\\{0,8}'|\\{0,8}\"(?P<b>[^\"\\\r\n\x00]+)\\{0,8}\""
-                             rb"|(?P<c>[^\s'\"`;&|\\\x00]+))")
+                                     rb"|(?P<c>[^\s'\"`;&|\\\x00]+))")
 
 
 def _command_password(data, match, group):

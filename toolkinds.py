@@ -110,7 +110,7 @@ _PATH_KEYS = ("file_path", "filePath", "filepath", "path", "absolute_path", "not
 _WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 _PATCH_KEYS = ("input", "patch", "diff", "patchText", "patch_text")
 _PATCH_FILE = compiledre.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$|^\+\+\+ (?:b/)?(.+)$",
-                         re.M)
+                                 re.M)
 _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")
 _WRITERS = ("tee", "mv", "cp")

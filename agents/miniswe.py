@@ -42,7 +42,7 @@ VERSION = 1
 
 FENCED_ACTION = compiledre.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.DOTALL)
 OBSERVATION = compiledre.compile(r"<returncode>\s*(-?\d+)\s*</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?",
-                         re.DOTALL)
+                                 re.DOTALL)
 
 
 def config_dir(env) -> str:

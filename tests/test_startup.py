@@ -49,32 +49,26 @@ def test_orjson_imported_after_dataclasses_is_the_ordinary_one():
     assert out.strip() == '"00000000-0000-0000-0000-000000000001"'
 
 
+LIST_ALL_THEN_MODULES = (  # `list --all` as a command runs it, then which costly modules it loaded
+    "import sys, runpy\n"
+    "sys.argv = ['trajectoriz.py', 'list', '--all']\n"
+    "try:\n"
+    "    runpy.run_path('trajectoriz.py', run_name='__main__')\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "print('MODULES', sorted(m for m in ('dataclasses', 'uuid', 'inspect', '_hashlib') if m in sys.modules))")
+
+
 def test_a_first_listing_loads_none_of_the_costly_modules(tmp_path):
     home = tmp_path / "home"
     (home / ".claude" / "projects" / "-w").mkdir(parents=True)
     (home / ".claude" / "projects" / "-w" / "s.jsonl").write_text(
         '{"type":"user","sessionId":"s","cwd":"/w","timestamp":"2026-01-01T00:00:00Z",'
         '"message":{"role":"user","content":"hello with sk-proj-0123456789abcdefghijABCDEFGHIJ"}}\n')
-    out = run_python(
-        "import sys, runpy\n"
-        "sys.argv = ['trajectoriz.py', 'list', '--all']\n"
-        "try:\n"
-        "    runpy.run_path('trajectoriz.py', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('MODULES', sorted(m for m in ('dataclasses', 'uuid', 'inspect', '_hashlib') if m in sys.modules))",
-        HOME=str(home), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    out = run_python(LIST_ALL_THEN_MODULES, HOME=str(home), XDG_CACHE_HOME=str(tmp_path / "cache"))
     assert "hello with «REDACTED:" in out  # the title was redacted, a marker made: hmac loads OpenSSL then
     assert out.splitlines()[-1] == "MODULES ['_hashlib']"
-    out = run_python(
-        "import sys, runpy\n"
-        "sys.argv = ['trajectoriz.py', 'list', '--all']\n"
-        "try:\n"
-        "    runpy.run_path('trajectoriz.py', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('MODULES', sorted(m for m in ('dataclasses', 'uuid', 'inspect', '_hashlib') if m in sys.modules))",
-        HOME=str(tmp_path / "empty"), XDG_CACHE_HOME=str(tmp_path / "cache2"))
+    out = run_python(LIST_ALL_THEN_MODULES, HOME=str(tmp_path / "empty"), XDG_CACHE_HOME=str(tmp_path / "cache2"))
     assert out.splitlines()[-1] == "MODULES []"
 
 
