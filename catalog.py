@@ -177,52 +177,113 @@ def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None", checked: bool
 def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope | None" = None,
                  pick=None) -> Catalog:
     """The sessions of the stores' sources (those `scope` cannot tell are outside the project;
-    those `pick(pairs)` keeps of each store's (source, native files) pairs, when given)."""
+    those `pick(pairs)` keeps of each store's (source, native files) pairs, when given). The
+    stores are listed one after another, and the sources to scan of all of them scanned
+    together (on every core, when they are many: a first run reads twenty stores); the stores
+    kept inside projects come last, each on its own, since they are looked for in the projects
+    of the sessions found before them."""
     index = cache.load_shared(env, cache.INDEX_FILE) if use_cache else {}
-    fresh: dict = {}
-    sessions: list[Session] = []
-    problems: list[SourceProblem] = []
-    sources_seen: dict = {}
+    found = _Found(made)
     made.avoided = avoided = mounts.avoided(env)
     stat_memo: dict = {}
-    for module in _in_discovery_order(agents.modules(names)):
+    modules = _in_discovery_order(agents.modules(names))
+    inside = [m for m in modules if getattr(m, "STORES_IN_PROJECTS", False)]
+    first = [_Store(m, index, env, [], avoided, found.problems, scope, pick, stat_memo)
+             for m in modules if m not in inside]
+    results = iter(_scans([job for store in first for job in store.jobs()], env, scope))
+    for store in first:
+        found.add(store.scanned([next(results) for _ in store.changed], found.problems), env, scope, pick)
+    for module in inside:
+        store = _Store(module, index, env, found.sessions, avoided, found.problems, scope, pick, stat_memo)
+        found.add(store.scanned(_scans(store.jobs(), env, scope), found.problems), env, scope, pick)
+    if use_cache and _changed(index, found.fresh, names):
+        cache.save(env, cache.INDEX_FILE, {**index, **found.fresh})
+    made.env["HOME"] = env.get("HOME")
+    sessions = found.sessions
+    assign_short_ids(sessions)
+    sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
+    catalog = Catalog(sessions, found.problems, found.sources_seen, versions=made.agents)
+    catalog.native = made.native
+    return catalog
+
+
+class _Store:
+    """One store's part of a discovery: its listing (`_listing`), and each of the sources it
+    reads, with what the index knew of it (`found`: (source, native files, sessions, index
+    entry), sessions None for a source to scan, whose positions are `changed`)."""
+
+    def __init__(self, module, index: dict, env, sessions: list, avoided: list, problems: list,
+                 scope: "Scope | None", pick, stat_memo: dict):
         cached = index.get(module.NAME) or {}
-        entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
-        kept: dict = {}
-        seen: set = set()
-        per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
-        listing = _listing(module, env, cached if entries else {}, sessions, avoided, problems)
-        sources_seen[module.NAME] = []
-        pairs = listing[-1] if scope is None else _maybe_inside(module, listing[-1], scope)
+        self.module = module
+        self.entries = cached.get("sources", {}) if cached.get("version") == module_version(module) else {}
+        self.listing = _listing(module, env, cached if self.entries else {}, sessions, avoided, problems)
+        pairs = self.listing[-1] if scope is None else _maybe_inside(module, self.listing[-1], scope)
         if pick is not None:
             pairs = pick(pairs)
-        for source, deps, found, entry in _sessions_of_all(module, pairs, entries, env, stat_memo, problems, scope):
+        self.found, self.changed = _known(pairs, self.entries, stat_memo, problems)
+
+    def jobs(self) -> list:
+        """`_scan_job`'s job of each source to scan: (agent, source, native files to stat, or
+        None when they were)."""
+        return [(self.module.NAME, source, deps if entry is None else None)
+                for source, deps, _, entry in (self.found[i] for i in self.changed)]
+
+    def scanned(self, results: list, problems: list) -> "_Store":
+        """The store with the scans' results (`_scan_job`'s, one per source to scan) in `found`;
+        a source its scan found gone, or neither a regular file nor a folder, left out."""
+        gone = set()
+        for i, (records, settled, failures, made_fp) in zip(self.changed, results):
+            source, deps, _, fp = self.found[i]
+            fp = fp if made_fp is None else made_fp
+            if fp is None:
+                gone.add(i)
+                continue
+            problems.extend(SourceProblem(*failure) for failure in failures)
+            sessions = [Session.from_cache(values) for values in records or ()]
+            self.found[i] = (source, deps, sessions, None if records is None else [fp, records, settled])
+        if gone:
+            self.found = [item for i, item in enumerate(self.found) if i not in gone]
+        return self
+
+
+class _Found:
+    """What the stores' parts of a discovery add up to: the sessions (a session in two sources
+    of a store once: the first wins), problems, sources read, the index's new entries, and what
+    the snapshot keeps (`made`)."""
+
+    def __init__(self, made: snapshot.Made):
+        self.made = made
+        self.sessions: list[Session] = []
+        self.problems: list[SourceProblem] = []
+        self.sources_seen: dict = {}
+        self.fresh: dict = {}
+
+    def add(self, store: _Store, env, scope: "Scope | None", pick) -> None:
+        module, made = store.module, self.made
+        per_project = getattr(module, "SESSIONS_PER_PROJECT", False)
+        kept: dict = {}
+        seen: set = set()
+        self.sources_seen[module.NAME] = []
+        for source, deps, found, entry in store.found:
             if entry is None:  # its first line says it ran elsewhere: neither listed nor indexed
                 continue
             kept[source] = entry
-            sources_seen[module.NAME].append(source)
+            self.sources_seen[module.NAME].append(source)
             _note(made, entry, source, deps)
             for session in found:
                 identity = (session.native_id, session.cwd if per_project else None)
-                if identity not in seen:  # one session in two sources: the first wins
+                if identity not in seen:
                     seen.add(identity)
-                    sessions.append(session)
+                    self.sessions.append(session)
         if pick is None:  # a pick is no store's whole listing: what it left out is not archived-only
-            sessions.extend(_archived_only(module, env, seen, per_project))
+            self.sessions.extend(_archived_only(module, env, seen, per_project))
         if scope is not None or pick is not None:  # the sources left out keep what the index knew of them
-            kept = {**entries, **kept}
-        fresh[module.NAME] = {"version": module_version(module), "sources": kept, "listing": listing}
-        made.env.update(listing[1])
-        made.witness = fswatch.merged([made.witness, listing[0]])
+            kept = {**store.entries, **kept}
+        self.fresh[module.NAME] = {"version": module_version(module), "sources": kept, "listing": store.listing}
+        made.env.update(store.listing[1])
+        made.witness = fswatch.merged([made.witness, store.listing[0]])
         made.agents[module.NAME] = module_version(module)
-    if use_cache and _changed(index, fresh, names):
-        cache.save(env, cache.INDEX_FILE, {**index, **fresh})
-    made.env["HOME"] = env.get("HOME")
-    assign_short_ids(sessions)
-    sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
-    found = Catalog(sessions, problems, sources_seen, versions=made.agents)
-    found.native = made.native
-    return found
 
 
 def _listing(module, env, cached: dict, sessions: list, avoided: list, problems: list) -> list:
@@ -291,21 +352,28 @@ def _maybe_inside(module, pairs: list, scope: "Scope") -> list:
         return pairs
     memo: dict = {}
     left_out = [outside(pair[0], scope, memo) for pair in pairs]
-    names = {os.path.basename(pair[0]) for pair, out in zip(pairs, left_out) if not out}
-    # a transcript named like one of the project's is read anyway: one conversation resumed in
-    # two projects keeps a short id of its own in each (mark_twins), as every store's discovery gives
-    return [pair for pair, out in zip(pairs, left_out) if not out or os.path.basename(pair[0]) in names]
+    named = _session_named(module)
+    names = {named(pair[0]) for pair, out in zip(pairs, left_out) if not out}
+    # a transcript of the same session as one of the project's is read anyway: one conversation
+    # resumed in two projects keeps a short id of its own in each (mark_twins), as every store's
+    # discovery gives
+    return [pair for pair, out in zip(pairs, left_out) if not out or named(pair[0]) in names]
 
 
-def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, problems: list,
-                     scope: "Scope | None" = None) -> list:
+def _session_named(module):
+    """What tells a module's transcripts of one session: the native id its file names give
+    (`native_id_of`), else the file's name."""
+    return getattr(module, "native_id_of", os.path.basename)
+
+
+def _known(pairs: list, entries: dict, stat_memo: dict, problems: list) -> tuple[list, list]:
     """(source, native files, sessions, index entry [fingerprint, sessions, settled]) of each
     source that is a regular file or folder (a FIFO or a device would block or never end), in
-    order. A source is scanned again when its fingerprint changed; many of them (a first run)
-    are scanned on every core, and one the index does not know is stat'ed by its scan (there,
-    on every core, too). Settled: its scan read a head that appending leaves as it was, of a
-    store that only appends to its files (`APPENDS_ONLY`), so that only replacing the file (its
-    folder shows that) or rewriting it in place can change what it lists."""
+    order, and the positions of those to scan again (sessions None): a source whose fingerprint
+    changed, or one the index does not know, which its scan stat's (on every core, with the
+    others). Settled: its scan read a head that appending leaves as it was, of a store that only
+    appends to its files (`APPENDS_ONLY`), so that only replacing the file (its folder shows
+    that) or rewriting it in place can change what it lists."""
     found, changed = [], []
     for source, deps in pairs:
         entry = entries.get(source)
@@ -324,18 +392,7 @@ def _sessions_of_all(module, pairs: list, entries: dict, env, stat_memo: dict, p
         else:
             changed.append(len(found))
             found.append((source, deps, None, fp))
-    jobs = [(found[i][0], found[i][1] if found[i][3] is None else None) for i in changed]
-    gone = set()
-    for i, (records, settled, failures, made_fp) in zip(changed, _scans(module, jobs, env, scope)):
-        source, deps, _, fp = found[i]
-        fp = fp if made_fp is None else made_fp
-        if fp is None:  # stat'ed by its scan: gone, or neither a regular file nor a folder
-            gone.add(i)
-            continue
-        problems.extend(SourceProblem(*failure) for failure in failures)
-        sessions = [Session.from_cache(values) for values in records or ()]
-        found[i] = (source, deps, sessions, None if records is None else [fp, records, settled])
-    return [item for i, item in enumerate(found) if i not in gone] if gone else found
+    return found, changed
 
 
 def _fingerprint(source: str, deps: list, stat_memo: dict | None = None) -> list | None:
@@ -353,31 +410,34 @@ POOL_PROBE = 16  # sources scanned here first, to see what the rest would cost
 FORK_PAYS = 0.02  # seconds of scanning left for which forking processes pays
 
 
-def _scans(module, jobs: list, env, scope: "Scope | None" = None) -> list:
-    """`_scan_job` of each (source, native files to stat, or None): when many sources of a file
-    store would take long here, the rest on every core (`parallel.forked`, which keeps them
-    here beside a server's threads; a database store's one source holds every session). Scans
-    cost from a few hundredths of a millisecond (a Claude transcript's head) to milliseconds:
-    the first POOL_PROBE say which."""
+def _scans(jobs: list, env, scope: "Scope | None" = None) -> list:
+    """`_scan_job` of each job: when many sources would take long here, most of them on every
+    core (`parallel.forked`, which keeps them here beside a server's threads). Scans cost from a
+    few hundredths of a millisecond (a Claude transcript's head) to tens (a database store's one
+    source holds every session): POOL_PROBE of them, taken across the stores' jobs, say what the
+    rest would cost."""
     if len(jobs) < POOL_SCANS:
-        return [_scan_job(job, module.NAME, env, scope) for job in jobs]
+        return [_scan_job(job, env, scope) for job in jobs]
     started = time.perf_counter()
-    done = [_scan_job(job, module.NAME, env, scope) for job in jobs[:POOL_PROBE]]
-    rest = jobs[POOL_PROBE:]
+    step = len(jobs) // POOL_PROBE
+    done = {i: _scan_job(jobs[i], env, scope) for i in range(0, step * POOL_PROBE, step)}
+    rest = [i for i in range(len(jobs)) if i not in done]
     if (time.perf_counter() - started) / POOL_PROBE * len(rest) < FORK_PAYS:
-        return done + [_scan_job(job, module.NAME, env, scope) for job in rest]
-    import parallel
+        done.update((i, _scan_job(jobs[i], env, scope)) for i in rest)
+    else:
+        import parallel
 
-    return done + parallel.forked(_scan_job, rest, (module.NAME, env, scope))
+        done.update(zip(rest, parallel.forked(_scan_job, [jobs[i] for i in rest], (env, scope))))
+    return [done[i] for i in range(len(jobs))]
 
 
-def _scan_job(job: tuple, agent: str, env, scope: "Scope | None" = None) -> tuple:
+def _scan_job(job: tuple, env, scope: "Scope | None" = None) -> tuple:
     """(the sessions' cache records, settled, problems as tuples, fingerprint) of one source's
     scan; records None, unscanned, when a project is given (`scope`) and the module's `cwd_of`
-    reads in the source's first line that its session ran elsewhere. The job is (source,
+    reads in the source's first line that its session ran elsewhere. The job is (agent, source,
     native files): their fingerprint is made first, when they are given (None, and nothing
     scanned, for a source that is gone or no regular file or folder), else left to the caller."""
-    source, deps = job
+    agent, source, deps = job
     fp = None
     if deps is not None:
         fp = _fingerprint(source, deps)
@@ -661,9 +721,9 @@ def _agent_named_by(short: tuple[str, str]) -> str | None:
 def _named(env, agent: str, digits: str) -> Catalog | None:
     """The sessions of `agent`'s transcripts whose file names give a native id (the module's
     `native_id_of`) whose hash starts with the first SHORT_HEX of `digits`: every session that
-    could share the id, so that each gets the id a discovery of the whole store gives it; and
-    the transcripts named like one of them (`mark_twins`). None for an agent whose file names
-    give no ids. No snapshot is kept of it, and no archived session joins it: it is no store's
+    could share the id, so that each gets the id a discovery of the whole store gives it, the
+    transcripts of one session in two folders among them (`mark_twins`). None for an agent
+    whose file names give no ids. No snapshot is kept of it, and no archived session joins it: it is no store's
     whole listing (`discover_for` then asks the agent's whole store, archive included)."""
     module = agents.load(agent)
     id_of = getattr(module, "native_id_of", None)
@@ -675,8 +735,8 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
         for source, _ in pairs:
             native_id = id_of(source)
             if native_id is not None and identity_hash(f"{agent}:{native_id}").startswith(digits[:SHORT_HEX]):
-                names.add(os.path.basename(source))
-        return [pair for pair in pairs if os.path.basename(pair[0]) in names]
+                names.add(native_id)
+        return [pair for pair in pairs if id_of(pair[0]) in names]
 
     made = snapshot.Made()
     with cache.no_collection():

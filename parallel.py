@@ -135,11 +135,9 @@ def forked(function, items: list, context: tuple = (), ways: int | None = None) 
     where a pool's round trips per task cost more than its balancing gains (discovery's scans).
     The runs a child took are done here when it cannot be made or fails (a result marshal
     cannot write included), and all of them in a process with other threads (none survive a
-    fork)."""
-    import threading
-
+    fork) but those `fork_safe`."""
     ways = max(1, min(ways or cores(), len(items)))
-    if threading.active_count() > 1:
+    if not _alone():
         ways = 1
     runs = _runs(len(items), ways)
     queue = _queue(len(runs)) if ways > 1 else None
@@ -171,6 +169,25 @@ def forked(function, items: list, context: tuple = (), ways: int | None = None) 
             part = [function(item, *context) for item in items[start:stop]]
         found += part
     return found
+
+
+_fork_safe: set = set()  # idents of the threads a fork cannot copy in the middle of anything (`fork_safe`)
+
+
+def fork_safe(thread) -> None:
+    """Says that a thread of this process never holds a lock or state a forked child would
+    inherit half-changed: it does its work under a lock that every fork takes first
+    (`os.register_at_fork`), as sqlite_ro's deadline watcher does. `forked` then forks beside it."""
+    _fork_safe.add(thread.ident)
+
+
+def _alone() -> bool:
+    """Whether this process runs no thread but this one and those `fork_safe`: a fork copies
+    none of the others, and whatever lock one held stays held in the child."""
+    import threading
+
+    current = threading.current_thread()
+    return all(t is current or t.ident in _fork_safe for t in threading.enumerate())
 
 
 def _runs(count: int, ways: int) -> list:

@@ -212,6 +212,27 @@ def _is_dir(entry) -> bool:
         return False
 
 
+FOLDER_NAME_LIMIT = 200  # Claude Code cuts a longer folder name (and adds a hash of the path)
+_NOT_ALNUM = compiledre.compile(r"[^A-Za-z0-9]")
+
+
+def outside_named_folder(folder: str, scope, memo: dict, first_cwd) -> bool:
+    """Whether a store's folder named after the directory its sessions started in shows that
+    none of them ran in the project of `scope` (catalog.Scope), asked once per folder (`memo`).
+    Claude Code and Qwen Code name it so, every character but letters and digits a `-` (older
+    releases replaced fewer: both sides are compared so reduced; a subfolder's name starts
+    with its project's). A folder under another name is still read when the directory its
+    first session names (`first_cwd()`) resolves into the project (one reached through a
+    symlink)."""
+    found = memo.get(folder)
+    if found is None:
+        name = _NOT_ALNUM.sub("-", os.path.basename(folder))
+        found = not name.startswith(_NOT_ALNUM.sub("-", scope.project)[:FOLDER_NAME_LIMIT]) \
+            and not scope.holds(first_cwd())
+        memo[folder] = found
+    return found
+
+
 def unique_files(paths):
     """The paths that are existing files, each real file once (in the order given)."""
     seen = set()

@@ -19,8 +19,8 @@ import re
 
 import compiledre
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
-                         head_records, home, iso, listdir_cached, one_line, read_json_object, read_whole,
-                         reading, text_of, visible_paths)
+                         head_records, home, iso, listdir_cached, one_line, outside_named_folder,
+                         read_json_object, read_whole, reading, text_of, visible_paths)
 from atif.build import TrajectoryBuilder, image_part, metrics, text_part
 from atif.serialize import dumps_text
 
@@ -67,25 +67,10 @@ def sources(env):
         yield from sorted(found)
 
 
-FOLDER_NAME_LIMIT = 200  # Claude Code cuts a longer folder name (and adds a hash of the path)
-_NOT_ALNUM = compiledre.compile(r"[^A-Za-z0-9]")
-
-
 def outside(source: str, scope, memo: dict) -> bool:
     """Whether the project folder holding a transcript shows that none of its transcripts ran
-    in the project of `scope` (catalog.Scope), asked once per folder (`memo`): Claude Code names
-    the folder after the directory a session started in, every character but letters and
-    digits a `-` (older releases replaced fewer: both sides are compared so reduced). A folder
-    under another name is still read when its first transcript's directory resolves into the
-    project (a directory reached through a symlink)."""
-    folder = os.path.dirname(source)
-    found = memo.get(folder)
-    if found is None:
-        name = _NOT_ALNUM.sub("-", os.path.basename(folder))
-        found = not name.startswith(_NOT_ALNUM.sub("-", scope.project)[:FOLDER_NAME_LIMIT]) \
-            and not scope.holds(_first_cwd(source))
-        memo[folder] = found
-    return found
+    in the project (`outside_named_folder`)."""
+    return outside_named_folder(os.path.dirname(source), scope, memo, lambda: _first_cwd(source))
 
 
 def _first_cwd(source: str) -> str | None:

@@ -140,17 +140,32 @@ def scan(source: str, env) -> list[Session]:
 
 
 META_LINE_LIMIT = 256 * 1024  # of the first line, what cwd_of reads (base instructions are long)
+META_PEEK = 4096  # what cwd_of reads first: the directory comes before the instructions
+_SIMPLE = rb'"\w+":(?:"[^"\\]*"|-?\d+|true|false|null),'
+META_CWD = compiledre.compile(rb'\{(?:' + _SIMPLE + rb')*"type":"session_meta",(?:' + _SIMPLE + rb')*'
+                              rb'"payload":\{(?:' + _SIMPLE + rb')*"cwd":("(?:[^"\\]|\\.)*")')
 
 
 def cwd_of(source: str) -> str | None:
     """The working directory a rollout's first line (its session_meta) names, read alone: what
     a project's first discovery needs to leave out a rollout of another project (catalog.py).
-    None when the line names none, is not complete yet or cannot be read: the head is scanned."""
+    None when the line names none, is not complete yet or cannot be read: the head is scanned.
+    A line that begins as Codex writes it (plain keys and values, then the payload's, then its
+    `cwd`) is read no further than its directory (`META_CWD`): the line is 20 KB of
+    instructions, whose parsing was most of the cost. A directory read so can only differ from
+    the whole line's (a key given twice) in a line forged to, whose writer could name any
+    directory anyway, and only to leave a session out: one named inside is scanned."""
     if source.endswith(".json"):
         return None
     try:
         with open_binary(source) as handle:
-            line = handle.readline(META_LINE_LIMIT)
+            start = handle.read(META_PEEK)
+            found = META_CWD.match(start)
+            if found is not None:
+                cwd = loads_native(found.group(1))
+                return cwd if isinstance(cwd, str) and cwd else None
+            end = start.find(b"\n")
+            line = start[:end + 1] if end >= 0 else start + handle.readline(META_LINE_LIMIT - len(start))
         record = loads_native(line) if line.endswith(b"\n") else None
     except Exception:  # any failure is the scan's to report
         return None
@@ -287,8 +302,15 @@ class Rollout:
                 yield Line(None, "response_item", item)
 
 
-HEAD_MARKS = (b"_started", b"session_meta", b"turn_context", b"\"user\"", b"user_message", b"UserMessage")
 LINEAGE_MARKS = (b"forked_from_id", b"parent_thread_id", b"subagent")
+
+
+def has_head_mark(line: bytes) -> bool:
+    """Whether a line can hold a turn's start, the id, directory, model or a prompt. Spelled out:
+    a generator over the marks costs a fifth more, and one regular expression (which has no
+    fast scan for several words) two thirds more."""
+    return (b"_started" in line or b"session_meta" in line or b"turn_context" in line
+            or b'"user"' in line or b"user_message" in line or b"UserMessage" in line)
 
 
 def listing_lines():
@@ -304,7 +326,7 @@ def listing_lines():
             state["first"] = False
             state["whole"] = any(mark in line for mark in LINEAGE_MARKS)
             return True
-        return state["whole"] or any(mark in line for mark in HEAD_MARKS)
+        return state["whole"] or has_head_mark(line)
     return wanted
 
 

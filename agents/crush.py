@@ -106,15 +106,7 @@ SESSION_FIELDS = ("id", "parent_session_id", "title", "message_count", "prompt_t
 
 def scan(source: str, env) -> list[Session]:
     """Top-level sessions (sub-agent sessions are embedded in their parents), in one query."""
-    with sqlite_ro.listing(source, env) as connection:
-        fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
-        rows = connection.execute(
-            f"SELECT {fields}, " + sqlite_ro.capped(
-                "(SELECT parts FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-                " ORDER BY m.created_at, m.rowid LIMIT 1)") + ", " + sqlite_ro.capped(
-                "(SELECT model FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant' "
-                " AND m.model IS NOT NULL AND m.model != '' ORDER BY m.created_at, m.rowid LIMIT 1)")
-            + " FROM sessions s WHERE s.parent_session_id IS NULL OR s.parent_session_id = ''").fetchall()
+    rows = sqlite_ro.listed(source, env, _top_level_rows)
     project = project_dir(source, env)
     found = []
     for row in rows:
@@ -126,6 +118,18 @@ def scan(source: str, env) -> list[Session]:
             title=one_line(title), model=row[-1], locator=str(record["id"]),
             extra={"format": "sqlite"}))
     return found
+
+
+def _top_level_rows(connection) -> list[tuple]:
+    """Each top-level session's fields, its first user message's parts and first model."""
+    fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
+    return connection.execute(
+        f"SELECT {fields}, " + sqlite_ro.capped(
+            "(SELECT parts FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+            " ORDER BY m.created_at, m.rowid LIMIT 1)") + ", " + sqlite_ro.capped(
+            "(SELECT model FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant' "
+            " AND m.model IS NOT NULL AND m.model != '' ORDER BY m.created_at, m.rowid LIMIT 1)")
+        + " FROM sessions s WHERE s.parent_session_id IS NULL OR s.parent_session_id = ''").fetchall()
 
 
 # parts --------------------------------------------------------------------------------------------

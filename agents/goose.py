@@ -82,15 +82,7 @@ def utc_epoch(value) -> float | None:
 
 
 def scan_database(path: str, env) -> list[Session]:
-    with sqlite_ro.listing(path, env) as connection:
-        fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
-        # each session's first user message, found in one pass over the messages (a subquery
-        # per session scans them all per session where no index on session_id exists)
-        rows = connection.execute(
-            f"SELECT {fields}, " + sqlite_ro.capped(
-                "(SELECT content_json FROM messages m WHERE m.id = f.first_user)") + " FROM sessions s"
-            " LEFT JOIN (SELECT session_id AS sid, MIN(id) AS first_user FROM messages"
-            " WHERE role = 'user' GROUP BY session_id) f ON f.sid = s.id").fetchall()
+    rows = sqlite_ro.listed(path, env, _session_rows)
     ids = {row[0] for row in rows}
     found = []
     for row in rows:
@@ -104,6 +96,17 @@ def scan_database(path: str, env) -> list[Session]:
             model=model_of(record), locator=str(record["id"]),
             extra={"format": "sqlite", "session_type": record["session_type"] or "user"}))
     return found
+
+
+def _session_rows(connection) -> list[tuple]:
+    """Each session's fields and its first user message, found in one pass over the messages (a
+    subquery per session scans them all per session where no index on session_id exists)."""
+    fields = sqlite_ro.select_list(SESSION_FIELDS, sqlite_ro.columns(connection, "sessions"))
+    return connection.execute(
+        f"SELECT {fields}, " + sqlite_ro.capped(
+            "(SELECT content_json FROM messages m WHERE m.id = f.first_user)") + " FROM sessions s"
+        " LEFT JOIN (SELECT session_id AS sid, MIN(id) AS first_user FROM messages"
+        " WHERE role = 'user' GROUP BY session_id) f ON f.sid = s.id").fetchall()
 
 
 SESSION_FIELDS = ("id", "name", "description", "session_type", "working_dir", "created_at",

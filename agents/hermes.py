@@ -16,7 +16,8 @@ Usage is recorded per session, not per message, so `final_metrics` carries the s
 sub-agent) names it in `extra.parent_session_id`; Hermes records no link from a tool call to a
 child session, so children are listed as sessions of their own.
 
-Every read goes through `agents.sqlite_ro.connect`: a snapshot, WAL applied.
+Every read goes through `agents.sqlite_ro`: a snapshot, WAL applied (the listing's one query,
+on the file itself when it alone is the committed state: `sqlite_ro.listed`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import glob
 import os
 import sqlite3
-from contextlib import closing
 
 from agents import session_totals, sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, chat_content, env_dir, epoch,
@@ -59,26 +59,24 @@ def dependencies(source: str, env) -> list[str]:
 # discovery ---------------------------------------------------------------------------------------
 def scan(source: str, env) -> list[Session]:
     """One query: every session with its first user message."""
-    with _reading(source), _connect(source, env) as connection:
-        available = sqlite_ro.columns(connection, "sessions")
-        if "id" not in available:
-            raise sqlite_ro.StoreError(f"{source} has no sessions table")
-        wanted = [f"{sqlite_ro.capped(c)} AS {c}" if c in available else f"NULL AS {c}"
-                  for c in SESSION_COLUMNS]
-        first_user = (sqlite_ro.capped("(SELECT content FROM messages m WHERE m.session_id = s.id"
-                                       " AND m.role = 'user' ORDER BY m.id LIMIT 1)")
-                      if sqlite_ro.columns(connection, "messages") else "NULL")
-        rows = connection.execute(f"SELECT {', '.join(wanted)}, {first_user} AS first_user"
-                                  f" FROM sessions s ORDER BY s.started_at").fetchall()
-        schema = f"schema-{_schema_version(connection)}"
+    rows, schema = sqlite_ro.listed(source, env, lambda connection: _session_rows(source, connection))
     return [_session(source, row, schema) for row in rows if isinstance(row["id"], str) and row["id"]]
 
 
-def _connect(source: str, env):
-    """A closing context around the read-only snapshot (sqlite3's own `with` only commits)."""
-    connection = sqlite_ro.connect(source, env)
+def _session_rows(source: str, connection) -> tuple[list, str]:
+    """Each session's columns and first user message, and the schema's version."""
     connection.row_factory = sqlite3.Row
-    return closing(connection)
+    available = sqlite_ro.columns(connection, "sessions")
+    if "id" not in available:
+        raise sqlite_ro.StoreError(f"{source} has no sessions table")
+    wanted = [f"{sqlite_ro.capped(c)} AS {c}" if c in available else f"NULL AS {c}"
+              for c in SESSION_COLUMNS]
+    first_user = (sqlite_ro.capped("(SELECT content FROM messages m WHERE m.session_id = s.id"
+                                   " AND m.role = 'user' ORDER BY m.id LIMIT 1)")
+                  if sqlite_ro.columns(connection, "messages") else "NULL")
+    rows = connection.execute(f"SELECT {', '.join(wanted)}, {first_user} AS first_user"
+                              f" FROM sessions s ORDER BY s.started_at").fetchall()
+    return rows, f"schema-{_schema_version(connection)}"
 
 
 class _reading:

@@ -92,18 +92,52 @@ def dependencies(source: str, env) -> list[str]:
     return [source, *found, os.path.join(share_dir(env), "kimi.json")]
 
 
-def work_dir_of(session_id: str, hash_folder: str, env) -> str | None:
-    """The CLI session's work directory, from kimi.json: the recorded mapping of the session,
-    or the work dir whose md5 is the session's folder name (checked, not decoded)."""
-    meta = read_json_object(os.path.join(share_dir(env), "kimi.json"))
-    mapped = as_str(as_dict(meta.get("session_to_workdir")).get(session_id))
-    if mapped:
-        return mapped
-    for entry in as_list(meta.get("work_dirs")):
-        path = as_str(as_dict(entry).get("path"))
-        if path and md5(path.encode("utf-8")).hexdigest() == hash_folder:
-            return path
-    return None
+def native_id_of(source: str) -> str:
+    """The session's id, which its folder (or, in the oldest layout, its file) is named after."""
+    return os.path.basename(session_dir(source)).removeprefix("session_" if is_code_layout(source) else "")
+
+
+def work_dir_of(source: str) -> str | None:
+    """A CLI session's work directory, from the kimi.json of its store: the recorded mapping of
+    the session, or the work dir whose md5 is the session's folder name (checked, not decoded)."""
+    folder = session_dir(source)
+    hash_folder = os.path.dirname(folder)
+    by_session, by_hash = _work_dirs(os.path.join(os.path.dirname(os.path.dirname(hash_folder)), "kimi.json"))
+    return by_session.get(os.path.basename(folder)) or by_hash.get(os.path.basename(hash_folder))
+
+
+_kimi_json: dict = {}  # kimi.json's path -> (its stat, session -> work dir, md5 -> work dir)
+
+
+def _work_dirs(path: str) -> tuple[dict, dict]:
+    """kimi.json's two mappings, read once per version of the file (every session of the store
+    is looked up in them)."""
+    try:
+        st = os.stat(path)
+        version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        version = None
+    kept = _kimi_json.get(path)
+    if kept is None or kept[0] != version:
+        meta = read_json_object(path)
+        by_session = {key: value for key, value in as_dict(meta.get("session_to_workdir")).items()
+                      if as_str(value)}
+        by_hash: dict = {}
+        for entry in as_list(meta.get("work_dirs")):
+            work_dir = as_str(as_dict(entry).get("path"))
+            if work_dir:
+                by_hash.setdefault(md5(work_dir.encode("utf-8")).hexdigest(), work_dir)
+        kept = _kimi_json[path] = (version, by_session, by_hash)
+    return kept[1], kept[2]
+
+
+def outside(source: str, scope, memo: dict) -> bool:
+    """Whether kimi.json puts a CLI session's work directory outside the project (`scope`); a
+    Kimi Code session's state.json names its own, which its scan reads."""
+    if is_code_layout(source):
+        return False
+    work_dir = work_dir_of(source)
+    return work_dir is not None and not scope.holds(work_dir)
 
 
 # discovery ---------------------------------------------------------------------------------------
@@ -115,7 +149,7 @@ def scan(source: str, env) -> list[Session]:
 
 def _scan_cli(source: str, env) -> Session:
     folder = session_dir(source)
-    native_id = os.path.basename(folder)
+    native_id = native_id_of(source)
     records = head_records(source)  # read up to the first prompt only
     title, started, fmt = "", None, "context"
     if os.path.basename(source) == "wire.jsonl":
@@ -131,9 +165,8 @@ def _scan_cli(source: str, env) -> Session:
         first = next((r for r in records if r.get("role") == "user"), {})
         title = one_line(text_of(first.get("content")))
     state = read_json_object(os.path.join(folder, "state.json"))
-    hash_folder = os.path.basename(os.path.dirname(folder))
     return Session(agent=NAME, native_id=native_id, source=source, started=started or mtime(source),
-                   cwd=work_dir_of(native_id, hash_folder, env),
+                   cwd=work_dir_of(source),
                    title=title or one_line(as_str(state.get("custom_title")) or ""),
                    extra={"format": fmt})
 
@@ -155,7 +188,7 @@ def _scan_code(source: str) -> Session:
                 title = one_line(text_of(message.get("content")))
         if title and model:
             break
-    native_id = os.path.basename(folder).removeprefix("session_")
+    native_id = native_id_of(source)
     return Session(agent=NAME, native_id=native_id, source=source,
                    started=started or epoch(state.get("createdAt")) or mtime(source),
                    cwd=as_str(state.get("workDir")) or None,

@@ -117,9 +117,9 @@ class DbStore:
     """Rows of the SQLite store as the same dicts the JSON store reads. What one document reads
     is bounded (`sqlite_ro.RowBudget`); what was left out is in `take_warnings()`."""
 
-    def __init__(self, path: str, env):
+    def __init__(self, path: str, env, db: sqlite3.Connection | None = None):
         self.path = path
-        self.db = open_database(path, env)
+        self.db = open_database(path, env) if db is None else db
         tables = ("session", "message", "part", "project")
         self.columns = {table: sqlite_ro.columns(self.db, table) for table in tables}
         if not self.columns["session"] or not self.columns["message"]:
@@ -371,7 +371,8 @@ def family_scan(source: str, env, family: Family) -> list[Session]:
 
 
 def scan_database(source: str, env, family: Family) -> list[Session]:
-    rows = [row for row in DbStore(source, env).listing() if isinstance(row["id"], str) and row["id"]]
+    listing = sqlite_ro.listed(source, env, lambda db: DbStore(source, env, db).listing())
+    rows = [row for row in listing if isinstance(row["id"], str) and row["id"]]
     parents = {row["id"]: row["parent_id"] for row in rows}
     return [listed(family, source, row, row["first_text"], model_name(model_fields(row["model"])), "sqlite")
             for row in rows if is_top_level(row["id"], parents)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, connected_leaf, epoch,
-                         head_records, home, iso, listdir, one_line)
+                         head_records, home, iso, listdir, one_line, outside_named_folder)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
@@ -49,6 +49,24 @@ def sources(env):
             found.extend(os.path.join(folder, name) for name in listdir(folder)
                          if name.endswith(".jsonl") and os.path.isfile(os.path.join(folder, name)))
     return found
+
+
+def outside(source: str, scope, memo: dict) -> bool:
+    """Whether the project folder holding a chat shows that none of its chats ran in the
+    project: Qwen Code names it as Claude Code does (`outside_named_folder`)."""
+    chats = os.path.dirname(source)
+    if os.path.basename(chats) == "archive":
+        chats = os.path.dirname(chats)
+    return outside_named_folder(os.path.dirname(chats), scope, memo, lambda: _first_cwd(source))
+
+
+def _first_cwd(source: str) -> str | None:
+    """The directory a chat's head names first, as `scan` reads it."""
+    try:
+        return next((as_str(r.get("cwd")) for r in head_records(source, 64 * 1024)
+                     if os.path.isabs(as_str(r.get("cwd")) or "")), None)
+    except Exception:  # unreadable: its folder's name decides
+        return None
 
 
 def scan(source: str, env) -> list[Session]:

@@ -38,6 +38,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import stat
 import struct
 import threading
 import time
@@ -662,28 +663,37 @@ class _Bounded(sqlite3.Connection):
 
 _watched: "weakref.WeakSet[_Bounded]" = weakref.WeakSet()
 _watcher_pid = None
+_watching = threading.Lock()  # held while the watcher looks, and by every fork: a child never
+os.register_at_fork(before=_watching.acquire, after_in_parent=_watching.release,  # has it half-way
+                    after_in_child=_watching.release)
 
 
 def _watch(connection: _Bounded) -> None:
     """Have the watcher look at `connection`, starting it in this process if need be."""
     global _watcher_pid
-    _watched.add(connection)
+    with _watching:  # not while the watcher goes through them
+        _watched.add(connection)
     if _watcher_pid != os.getpid():
         _watcher_pid = os.getpid()
-        threading.Thread(target=_interrupt_overdue, name="sqlite-deadline", daemon=True).start()
+        import parallel
+
+        watcher = threading.Thread(target=_interrupt_overdue, name="sqlite-deadline", daemon=True)
+        watcher.start()
+        parallel.fork_safe(watcher)  # discovery's scans may still fork (a first run's stores)
 
 
 def _interrupt_overdue() -> None:
     while True:
         time.sleep(WATCH_SECONDS)
-        now = time.monotonic()
-        for connection in list(_watched):
-            if connection.deadline < now:
-                connection.deadline = float("inf")
-                try:
-                    connection.interrupt()
-                except Exception:  # closed meanwhile
-                    pass
+        with _watching:
+            now = time.monotonic()
+            for connection in list(_watched):
+                if connection.deadline < now:
+                    connection.deadline = float("inf")
+                    try:
+                        connection.interrupt()
+                    except Exception:  # closed meanwhile
+                        pass
 
 
 def connect(path: str, env=None) -> sqlite3.Connection:
@@ -895,17 +905,63 @@ class RowBudget:
         return found
 
 
-@contextlib.contextmanager
-def listing(path: str, env=None):
-    """A snapshot of the store for discovery's one query, closed after it; SQLite's error on a
-    damaged database becomes a `StoreError` naming the file."""
+def listed(path: str, env, query):
+    """`query(connection)` for discovery, its rows read whole (it is run again when the reading
+    was not of one moment): on the store's own file when that alone is its committed state
+    (`_in_place`), else on a `connect` snapshot, closed after it. SQLite's error on a damaged
+    database becomes a `StoreError` naming the file."""
+    found = _in_place(path, query)
+    if found is not None:
+        return found[0]
     connection = connect(path, env)
     try:
-        yield connection
+        return query(connection)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot list the sessions: {exc}") from None
     finally:
         connection.close()
+
+
+def _in_place(path: str, query) -> tuple | None:
+    """(`query`'s result,) read by SQLite from the store's file itself, or None when it could
+    not be, or not of one moment: a first listing then copies no store (a 189 MB opencode
+    database costs 150 ms to copy and sync). Only when the file alone is the store's committed
+    state, by (b) of `snapshot`: no valid WAL header (no frame to apply), no journal in use,
+    still for `_quiet_for`, and the same file, size, mtime and ctime after the query. SQLite
+    opens it read-only and immutable (no lock, nothing looked for or made beside it), with a
+    bounded page cache and no mapping; the store's views cannot be read (`_not_through_views`:
+    an image drops them, this file is not ours to change), and every statement is bounded in
+    time (`_Bounded`). Any failure is left to the snapshot to meet again, and report."""
+    try:
+        st = os.stat(path)
+        if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC):
+            return None
+        if valid_wal_header(_wal_header(path)) or _journal_in_use(path) or \
+                time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _quiet_for(st):
+            return None
+        reading, found = _read(path, lambda _path, _spoiled: (b"", _query_file(path, query)))
+    except Exception:  # the snapshot's reading meets it again, and says what it is
+        return None
+    return (found,) if _is_one_moment(reading) else None
+
+
+def _query_file(path: str, query):
+    import urllib.parse  # here: a listing imports this module, seldom opens a copy
+
+    connection = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro&immutable=1", uri=True,
+                                 factory=_Bounded)
+    try:
+        connection.set_authorizer(_not_through_views)
+        for pragma in ("query_only=1", "trusted_schema=0", "mmap_size=0", f"cache_size=-{PAGE_CACHE_KIB}"):
+            connection.execute(f"PRAGMA {pragma}")
+        return query(connection)
+    finally:
+        connection.close()
+
+
+def _not_through_views(_action, _arg1, _arg2, _database, inner) -> int:
+    """SQLite's authorizer: nothing is read on behalf of a view (or trigger) of the store."""
+    return sqlite3.SQLITE_OK if inner is None else sqlite3.SQLITE_DENY
 
 
 def release_shared() -> None:

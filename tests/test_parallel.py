@@ -69,9 +69,7 @@ def square_when_all_started(item, folder, ways):
 
 
 def test_forked_gives_every_result_in_order_from_every_process(monkeypatch, tmp_path):
-    import threading
-
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in a command: other tests leave threads
+    monkeypatch.setattr(parallel, "_alone", lambda: True)  # as in a command: other tests leave threads
     results = parallel.forked(square_when_all_started, list(range(41)), (str(tmp_path), 3), ways=3)
     assert [value for value, _ in results] == [i * i * 2 for i in range(41)]
     assert len({pid for _, pid in results}) == 3 and os.getpid() in {pid for _, pid in results}
@@ -88,9 +86,7 @@ def slower_in_a_child(item, parent):
 def test_forked_gives_a_slower_process_fewer_items(monkeypatch):
     """The processes take runs of items from one queue: a child slowed down (another job on its
     core) leaves most of them to this one, instead of the half a fixed share would give it."""
-    import threading
-
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(parallel, "_alone", lambda: True)
     results = parallel.forked(slower_in_a_child, list(range(80)), (os.getpid(),), ways=2)
     assert [item for item, _ in results] == list(range(80))
     assert sum(pid == os.getpid() for _, pid in results) >= 60
@@ -110,9 +106,7 @@ def an_object(item):
 
 
 def test_forked_does_a_childs_items_itself_when_the_child_fails(monkeypatch):
-    import threading
-
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(parallel, "_alone", lambda: True)
     global PARENT
     PARENT = os.getpid()
     assert parallel.forked(fails_in_a_child, list(range(10)), ways=3) == list(range(1, 11))
@@ -133,9 +127,7 @@ def interrupted_here(item, parent):
 
 
 def test_forked_leaves_no_child_when_interrupted(monkeypatch):
-    import threading
-
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(parallel, "_alone", lambda: True)
     DONE_HERE.clear()
     with pytest.raises(KeyboardInterrupt):
         parallel.forked(interrupted_here, list(range(3000)), (os.getpid(),), ways=3)
@@ -148,18 +140,65 @@ def test_forked_gives_every_result_when_sigchld_is_ignored(tmp_path):
     its children: their complete results are still taken."""
     import signal
 
-    import threading
-
     folder = tmp_path
     before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(threading, "active_count", lambda: 1)
+            patch.setattr(parallel, "_alone", lambda: True)
             results = parallel.forked(square_when_all_started, list(range(30)), (str(folder), 3), ways=3)
     finally:
         signal.signal(signal.SIGCHLD, before)
     assert [value for value, _ in results] == [i * i * 2 for i in range(30)]
     assert len({pid for _, pid in results}) == 3
+
+
+def query_in_a_store(item, db):
+    """A statement on a store's snapshot (sqlite_ro starts its deadline watcher in this process)."""
+    from agents import sqlite_ro
+
+    connection = sqlite_ro.connect(db)
+    try:
+        return connection.execute("SELECT ? * n FROM t", (item,)).fetchone()[0], os.getpid()
+    finally:
+        connection.close()
+
+
+def test_forked_forks_beside_the_sqlite_deadline_watcher(monkeypatch, tmp_path):
+    """The only other thread is sqlite_ro's deadline watcher (a store's snapshot was read first,
+    as a first run's database stores are): the scans still fork, and every child reads stores
+    too (the watcher's lock, held across the fork, is free in each child). Before, any other
+    thread kept every scan after the first database store in one process."""
+    import sqlite3
+    import threading
+
+    db = str(tmp_path / "store.db")
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE t(n)")
+        connection.execute("INSERT INTO t VALUES (3)")
+    assert query_in_a_store(1, db)[0] == 3
+    [watcher] = [t for t in threading.enumerate() if t.name == "sqlite-deadline"]
+    assert watcher.ident in parallel._fork_safe
+    monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(), watcher])
+    results = parallel.forked(query_in_a_store, list(range(40)), (db,), ways=3)
+    assert [value for value, _ in results] == [3 * i for i in range(40)]
+    assert len({pid for _, pid in results}) > 1
+
+
+def test_only_threads_said_fork_safe_are_forked_beside(monkeypatch):
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(), thread])
+        assert not parallel._alone()
+        parallel.fork_safe(thread)
+        assert parallel._alone()
+    finally:
+        parallel._fork_safe.discard(thread.ident)
+        stop.set()
+        thread.join()
 
 
 def test_forked_works_alone_in_a_process_with_threads_or_without_fork(monkeypatch):

@@ -1,8 +1,8 @@
 """A project's first discovery (no snapshot yet) reads the project's own transcripts, not every
-transcript (catalog.discover with `within`): Claude Code project folders named after another
-directory, and Codex rollouts whose first line names another directory, are left out. What it
-lists is what a discovery of every store lists for the project, a folder reached through a
-symlink included."""
+transcript (catalog.discover with `within`): Claude Code and Qwen Code project folders named
+after another directory, Codex rollouts whose first line names another directory, and Kimi CLI
+sessions whose kimi.json work dir is another, are left out. What it lists is what a discovery
+of every store lists for the project, a folder reached through a symlink included."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ import shutil
 import pytest
 
 import catalog
-from agents import claude, codex
+from agents import claude, codex, kimi, qwen
+from hashes import md5
 from helpers import LIVE, base_env, live_claude_in, run_main
 
-PROJECTS = ("proj-claude", "proj-claude-other", "proj-codex", "proj-codex-other")
+PROJECTS = ("proj-claude", "proj-claude-other", "proj-codex", "proj-codex-other", "proj-kimi",
+            "proj-kimi-other", "proj-qwen", "proj-qwen-other")
+AGENTS = (claude, codex, kimi, qwen)
 
 
 @pytest.fixture
@@ -27,20 +30,26 @@ def store(tmp_path):
     for name in PROJECTS:
         (projects / name / ".git").mkdir(parents=True)
     live_claude_in(env, projects)
-    sessions = os.path.join(env["HOME"], ".codex", "sessions")
-    shutil.copytree(os.path.join(LIVE, "codex-0.171.0", ".codex", "sessions"), sessions)
-    for folder, _, files in os.walk(sessions):
-        for name in files:
-            path = os.path.join(folder, name)
-            text = open(path, encoding="utf-8").read().replace("/tmp/agents/", f"{projects}/")
-            open(path, "w", encoding="utf-8").write(text)
+    for sample, store in (("codex-0.171.0", ".codex/sessions"), ("kimi-cli-1.52.0", ".kimi"),
+                          ("qwen-0.24.4", ".qwen")):
+        target = os.path.join(env["HOME"], store)
+        shutil.copytree(os.path.join(LIVE, sample, store), target)
+        for folder, _, files in os.walk(target):
+            for name in files:
+                path = os.path.join(folder, name)
+                text = open(path, encoding="utf-8").read().replace("/tmp/agents/", f"{projects}/")
+                open(path, "w", encoding="utf-8").write(text)
+    kimi_sessions = os.path.join(env["HOME"], ".kimi", "sessions")
+    for name in ("proj-kimi", "proj-kimi-other"):  # its folders are named by the md5 of the work dir
+        os.rename(os.path.join(kimi_sessions, md5(f"/tmp/agents/{name}".encode()).hexdigest()),
+                  os.path.join(kimi_sessions, md5(str(projects / name).encode()).hexdigest()))
     return env, projects
 
 
 def scanned(monkeypatch) -> dict:
     """agent -> the sources its scan was asked for."""
-    asked: dict = {"claude": [], "codex": []}
-    for module in (claude, codex):
+    asked: dict = {module.NAME: [] for module in AGENTS}
+    for module in AGENTS:
         def recording(source, env, module=module, original=module.scan):
             asked[module.NAME].append(source)
             return original(source, env)
@@ -61,10 +70,10 @@ def test_a_projects_first_discovery_reads_its_own_transcripts_only(store, projec
     found = catalog.discover(catalog.looking_in(env, root), within=root)
     assert native_ids(catalog.Scope(root, env).filter(found.sessions)) == native_ids(expected)
     assert found.scoped
-    for agent in ("claude", "codex"):
-        mine = {s.source for s in expected if s.agent == agent}
-        assert set(asked[agent]) == mine, agent  # the others were never scanned
-    assert any(native_ids(expected))
+    for module in AGENTS:
+        mine = {s.source for s in expected if s.agent == module.NAME}
+        assert set(asked[module.NAME]) == mine, module.NAME  # the others were never scanned
+    assert {s.agent for s in expected} == {project.split("-")[1]}
 
 
 def test_a_folder_named_after_a_symlink_to_the_project_is_read(store, tmp_path):
@@ -113,8 +122,6 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_or_several_
         tmp_path, monkeypatch):
     """Scans of a first run are shared with forked children (parallel.forked) when the first
     POOL_PROBE say the rest would take long: what is listed does not depend on it."""
-    import threading
-
     import parallel
 
     env = base_env(tmp_path)
@@ -128,7 +135,7 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_or_several_
         with open(os.path.join(folder, f"{native}.jsonl"), "w", encoding="utf-8") as handle:
             handle.write(text.replace("348a3463-5332-480a-8329-09f4fe2cc499", native)
                          .replace("SCENARIO claude-2", f"SCENARIO claude-2 number {number}"))
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in a command: threads of other tests' servers
+    monkeypatch.setattr(parallel, "_alone", lambda: True)  # as in a command: threads of other tests' servers
     shared = []                                                 # would keep the scans here
     monkeypatch.setattr(parallel, "forked", lambda *a, original=parallel.forked, **k: shared.append(1) or original(*a, **k))
 
@@ -139,3 +146,56 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_or_several_
     alone = listed(float("inf"))
     assert len(alone) == catalog.POOL_SCANS + 40 and len(set(alone)) == len(alone) and not shared
     assert listed(0.0) == alone and shared == [1]
+
+
+# Codex: the directory of a rollout, from its first line ------------------------------------------
+def first_line_cwd(path: str) -> str | None:
+    """The rollout's directory as the whole first line gives it."""
+    with open(path, "rb") as handle:
+        line = handle.readline()
+    try:
+        record = json.loads(line) if line.endswith(b"\n") else None
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("type") != "session_meta" or not isinstance(record.get("payload"), dict):
+        return None
+    cwd = record["payload"].get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+META = '{"timestamp":"2026-11-29T20:42:19.430Z","ordinal":0,"type":"session_meta","payload":{"account_scoped":true,'
+
+
+@pytest.mark.parametrize("line, expected", [
+    (META + '"id":"01a2","cwd":"/w/p","base_instructions":"' + "x" * 30000 + '"}}\n', "/w/p"),
+    (META + '"cwd":"/w/a \\"q\\" \\u00e9\\\\b","cli_version":"0.171.0"}}\n', '/w/a "q" \u00e9\\b'),
+    (META + '"git":{"cwd":"/elsewhere"},"cwd":"/w/p"}}\n', "/w/p"),   # not plain: the whole line
+    (META + '"cwd":"/w/p' + "x" * 10000, None),                       # cut inside the directory
+    (META + '"cwd":"/w/pro', None),
+    ('{"timestamp":"t","type":"response_item","payload":{"cwd":"/w/p"}}\n', None),
+    ('{"type":"session_meta","payload":{"cwd":""}}\n', None),
+    ('{"type":"session_meta","payload":{"cwd":7}}\n', None),
+], ids=["codex", "escaped", "nested-first", "cut-long", "cut", "not-meta", "empty", "not-text"])
+def test_a_rollouts_directory_is_the_one_its_first_line_names(tmp_path, line, expected):
+    """Read from the line's beginning when it begins as Codex writes it, else from the whole
+    line: the same directory either way, and none from a line cut inside it."""
+    path = tmp_path / "rollout-2026-11-29T20-42-19-01a2.jsonl"
+    path.write_text(line + '{"timestamp":"t","type":"event_msg","payload":{"type":"task_started"}}\n')
+    if not line.endswith("\n"):
+        path.write_text(line)
+    assert codex.cwd_of(str(path)) == expected
+
+
+def test_every_sample_rollouts_directory_is_the_whole_first_lines():
+    """The beginning of the line gives what the whole line gives, for every rollout of the
+    samples (the live release's among them), and it is what a Codex line begins with."""
+    import glob
+
+    from helpers import ROOT
+
+    rollouts = sorted(set(glob.glob(os.path.join(LIVE, "codex-*", ".codex", "sessions", "**", "*.jsonl"), recursive=True)
+                          + glob.glob(os.path.join(ROOT, "tests", "fixtures", "**", "rollout-*.jsonl"), recursive=True)))
+    assert len(rollouts) >= 5
+    assert [codex.cwd_of(path) for path in rollouts] == [first_line_cwd(path) for path in rollouts]
+    live = [path for path in rollouts if path.startswith(LIVE)]
+    assert live and all(codex.META_CWD.match(open(path, "rb").read(codex.META_PEEK)) for path in live)

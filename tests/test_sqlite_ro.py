@@ -589,6 +589,104 @@ def test_a_statement_past_its_deadline_is_interrupted(tmp_path, monkeypatch, kin
         image.execute(ENDLESS.replace("FROM c)", "FROM c WHERE n < 3e8)") + " SELECT count(*) FROM c").fetchone()
 
 
+# the listing's one query, on the store's file itself ----------------------------------------------
+def listed(db: str, query, monkeypatch) -> tuple:
+    """`sqlite_ro.listed(db, None, query)`, and whether a snapshot was made for it."""
+    made = []
+    real = sqlite_ro.connect
+    monkeypatch.setattr(sqlite_ro, "connect", lambda *args: made.append(args) or real(*args))
+    return sqlite_ro.listed(db, None, query), bool(made)
+
+
+def counter(connection: sqlite3.Connection) -> int:
+    return ledger_state(connection)
+
+
+def checkpointed_store(tmp_path, transactions: int) -> tuple[str, sqlite3.Connection]:
+    """The ledger after `transactions`, every page in the database file (the WAL emptied by a
+    checkpoint), still; its writer open, as a running agent's."""
+    db, connection = ledger_store(tmp_path)
+    for n in range(1, transactions + 1):
+        transaction(connection, n)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    still(db)
+    return db, connection
+
+
+@pytest.mark.parametrize("writer_open", [True, False], ids=["writer-open", "writer-closed"])
+def test_a_still_store_whose_file_holds_everything_is_listed_from_it(tmp_path, monkeypatch, writer_open):
+    """The WAL emptied (or gone, its writer closed), the file still: the listing's query reads
+    the file itself, makes no snapshot (for opencode's 189 MB store in the bench: no copy
+    written and synced), gets what a snapshot gets, and nothing beside the store is created
+    or changed: no -shm, no WAL, no lock (before: every listing of it made a snapshot)."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    if not writer_open:
+        connection.close()
+        still(db)
+    before = tree_digest(str(tmp_path))
+    assert listed(db, counter, monkeypatch) == (3, False)
+    assert tree_digest(str(tmp_path)) == before
+    assert snapshot_state(db) == 3
+
+
+def test_a_store_with_commits_in_its_wal_is_listed_from_a_snapshot(tmp_path, monkeypatch):
+    """Transaction 4 only in the WAL: the file alone is not the store, so the snapshot (the WAL
+    applied) is read, and the listing has transaction 4 (read in place, it would say 3)."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    transaction(connection, 4)
+    still(db)
+    assert listed(db, counter, monkeypatch) == (4, True)
+
+
+def test_a_store_just_written_is_listed_from_a_snapshot(tmp_path, monkeypatch):
+    """A file written within the last tick of the clock (`_quiet_for`) may change again with
+    the same mtime: it is not read in place."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    transaction(connection, 4)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert listed(db, counter, monkeypatch) == (4, True)
+
+
+def test_a_store_written_while_it_is_listed_in_place_is_listed_again(tmp_path, monkeypatch):
+    """The agent commits and checkpoints transaction 4 while the query reads the file: the
+    file's stat shows it, the rows read in place are dropped, and the snapshot's are the
+    listing (in place alone, it would say 3: or a torn read of both)."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    writes = []
+
+    def query(store):
+        found = counter(store)
+        if not writes:
+            writes.append(transaction(connection, 4))
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return found
+
+    assert listed(db, query, monkeypatch) == (4, True)
+
+
+def test_a_view_of_the_store_is_never_read_in_place(tmp_path, monkeypatch):
+    """A view named like a table, that never ends: read in place, SQLite's authorizer refuses
+    it (the file cannot have its views dropped), and the snapshot, which has none, says there
+    is no such table (before this, any query naming it ran until its deadline)."""
+    db = str(tmp_path / "views.db")
+    connection = sqlite3.connect(db)
+    connection.executescript(f"CREATE TABLE session_real(n); CREATE VIEW session AS {ENDLESS} SELECT n FROM c;")
+    connection.close()
+    still(db)
+    failures = []
+
+    def query(store):
+        try:
+            return store.execute("SELECT n FROM session").fetchall()
+        except sqlite3.DatabaseError as exc:
+            failures.append(str(exc))
+            raise
+
+    with pytest.raises(sqlite_ro.StoreError, match="no such table: session"):
+        listed(db, query, monkeypatch)
+    assert failures == ["not authorized", "no such table: session"]
+
+
 def on_disk(tmp_path, monkeypatch) -> str:
     """Every store taken for a big one, copied under the test's cache, whose path it returns."""
     cache = str(tmp_path / "cache")
@@ -782,12 +880,13 @@ def test_a_snapshot_costs_twice_the_database_at_most(tmp_path):
     assert found["growth"] <= 2 * size + wal + (16 << 20), (found["growth"] >> 20, size >> 20, wal >> 20)
 
 
-def test_a_store_the_disk_has_no_room_to_copy_is_reported_and_never_read(tmp_path):
+def test_a_store_the_disk_has_no_room_to_copy_is_listed_in_place_and_never_copied(tmp_path):
     """An opencode.db just over MEMORY_BYTES (a sparse file) whose copy would leave less than
     KEEP_FREE_BYTES free (raised here to all but 32 MB of the free space, so that a regression
-    writes a small copy, not one that fills the disk): `trajectoriz agents` says so, with the
-    room a copy must leave, its process never grows by more than a few MB, and nothing is left
-    in the cache (before: a store was refused only over MAX_STORE_BYTES, 1 GiB, however much
+    writes a small copy, not one that fills the disk): `trajectoriz agents` lists its sessions
+    (the listing reads the file itself) and says each one's translation failed, with the room a
+    copy must leave; its process never grows by more than a few MB, and nothing is left in the
+    cache (before: a store was refused only over MAX_STORE_BYTES, 1 GiB, however much
     room there was, and read whole below it)."""
     env = base_env(tmp_path)
     db = copy_into(env["HOME"], LIVE_DB, ".local/share/opencode/opencode.db")
@@ -806,9 +905,12 @@ def test_a_store_the_disk_has_no_room_to_copy_is_reported_and_never_read(tmp_pat
             "result = [r for r in map(json.loads, out.read().decode().splitlines()) if r['agent'] == 'opencode']")
     found = peak_rss(body, env=env)
     [row] = found["result"]
-    assert "too big to read in memory" in row["store_problems"][0]
-    assert "and a copy of it in" in row["store_problems"][0]
-    assert " GB free there (" in row["store_problems"][0]
+    assert row["store_problems"] == []  # listed from the file itself (sqlite_ro.listed): no copy needed
+    assert row["sessions"] == row["sessions_failed"] == 2
+    [failure] = row["failures"]
+    assert "too big to read in memory" in failure["first"]
+    assert "and a copy of it in" in failure["first"]
+    assert " GB free there (" in failure["first"]
     assert found["growth"] < 64 << 20, found["growth"] >> 20
     assert copies(env["XDG_CACHE_HOME"]) == []
 
