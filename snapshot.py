@@ -103,8 +103,9 @@ def save(env, name: str, found, made: Made) -> None:
     if not cache.usable(cache.cache_dir(env)):
         return
     groups: dict = {}  # (working directory, agent) -> records: Session.to_cache(), rank, short id, native
+    native = made.native.get
     for rank, session in enumerate(found.sessions):
-        record = session.to_cache() + [rank, session.short_id, made.native.get(session.source)]
+        record = session.written(session.extra, rank, session.short_id, native(session.source))
         groups.setdefault((session.cwd, session.agent), []).append(record)
     blobs, table, offset = [], [], 0
     for (cwd, agent), records in groups.items():
