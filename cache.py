@@ -18,7 +18,6 @@ import marshal
 import os
 import stat
 import sys
-import threading
 
 from agents.base import home
 
@@ -173,7 +172,8 @@ class no_collection:
     in a cycle, that live as long as the command, which it would otherwise walk again and again
     (a warm listing of 40,000 sessions spent a third of its time there). They are still freed
     when no longer referenced. A process with other threads (the mount's server, which discovers
-    again every few seconds for as long as it runs) does not freeze: the cycles frozen with each
+    again every few seconds for as long as it runs; sqlite_ro's deadline watcher does not
+    count) does not freeze: the cycles frozen with each
     discovery would never be collected."""
 
     def __enter__(self):
@@ -181,7 +181,9 @@ class no_collection:
         gc.disable()
 
     def __exit__(self, *exc):
-        if threading.active_count() == 1:
+        import parallel  # (its `alone`: sqlite_ro's deadline watcher is no server)
+
+        if parallel.alone():
             gc.freeze()
         if self._was:
             gc.enable()

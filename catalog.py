@@ -351,13 +351,22 @@ def _maybe_inside(module, pairs: list, scope: "Scope") -> list:
     if outside is None:
         return pairs
     memo: dict = {}
-    left_out = [outside(pair[0], scope, memo) for pair in pairs]
+    left_out = [_left_out(outside, pair[0], scope, memo) for pair in pairs]
     named = _session_named(module)
     names = {named(pair[0]) for pair, out in zip(pairs, left_out) if not out}
     # a transcript of the same session as one of the project's is read anyway: one conversation
     # resumed in two projects keeps a short id of its own in each (mark_twins), as every store's
     # discovery gives
     return [pair for pair, out in zip(pairs, left_out) if not out or named(pair[0]) in names]
+
+
+def _left_out(outside, source: str, scope: "Scope", memo: dict) -> bool:
+    """`outside(source, scope, memo)`; False (the source is read, and its scan says what is
+    wrong) when the store's files make it fail: a hostile kimi.json must not stop a listing."""
+    try:
+        return outside(source, scope, memo)
+    except Exception:
+        return False
 
 
 def _session_named(module):

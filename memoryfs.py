@@ -85,7 +85,7 @@ README = "README.md"
 RESCAN_SECONDS = 2.0
 RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
 ARCHIVE_SECONDS = 0.25  # of archiving the project's sessions per rescan, at most
-CACHE_BYTES = 128 * 1024 * 1024  # rendered documents kept in memory: a project of 2,000 sessions whole (100 MB)
+CACHE_BYTES = 64 * 1024 * 1024
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 ATTR_SECONDS = 60.0  # how long the kernel may keep a settled session's attributes (libfuse 3)
 DIR_MODE = stat.S_IFDIR | 0o555
@@ -112,7 +112,10 @@ class Listing:
 
 
 class ByteCache:
-    """Recently rendered documents, bounded by their total size, each valid for one stamp."""
+    """Recently rendered documents, bounded by their total size, each valid for one stamp. A
+    walk over the directory does not push out what is kept (`put(..., evict=False)`): with
+    least-recently-used eviction, every document of a second `grep -r` over a project whose
+    documents outweigh the cache would miss; this way what the cache holds of it stays."""
 
     def __init__(self, limit: int = CACHE_BYTES):
         self.limit = limit
@@ -126,11 +129,11 @@ class ByteCache:
         self._items.move_to_end(key)
         return found[1]
 
-    def put(self, key: str, stamp: list, data: bytes) -> None:
+    def put(self, key: str, stamp: list, data: bytes, evict: bool = True) -> None:
         old = self._items.pop(key, None)
         if old is not None:
             self.total -= len(old[1])
-        if len(data) > self.limit:
+        if len(data) > self.limit or (not evict and self.total + len(data) > self.limit):
             return
         self._items[key] = (stamp, data)
         self.total += len(data)
@@ -409,7 +412,7 @@ class MemoryFS:
             if self._warmer is not None:
                 self._wait_for_workers(listing, session, walk)  # then in the document cache
             stamp, data = self._facts.rendered(session, taken)
-            self._cache.put(key, stamp, data)
+            self._cache.put(key, stamp, data, evict=not walk)
         return stamp, data
 
     def readdir(self, path, fh):

@@ -137,7 +137,7 @@ def forked(function, items: list, context: tuple = (), ways: int | None = None) 
     cannot write included), and all of them in a process with other threads (none survive a
     fork) but those `fork_safe`."""
     ways = max(1, min(ways or cores(), len(items)))
-    if not _alone():
+    if not alone():
         ways = 1
     runs = _runs(len(items), ways)
     queue = _queue(len(runs)) if ways > 1 else None
@@ -172,6 +172,8 @@ def forked(function, items: list, context: tuple = (), ways: int | None = None) 
 
 
 _fork_safe: set = set()  # idents of the threads a fork cannot copy in the middle of anything (`fork_safe`)
+os.register_at_fork(after_in_child=_fork_safe.clear)  # none of them runs in a child, whose new
+                                                      # threads may be given their idents
 
 
 def fork_safe(thread) -> None:
@@ -181,7 +183,7 @@ def fork_safe(thread) -> None:
     _fork_safe.add(thread.ident)
 
 
-def _alone() -> bool:
+def alone() -> bool:
     """Whether this process runs no thread but this one and those `fork_safe`: a fork copies
     none of the others, and whatever lock one held stays held in the child."""
     import threading

@@ -149,8 +149,8 @@ META_CWD = compiledre.compile(rb'\{(?:' + _SIMPLE + rb')*"type":"session_meta",(
 def cwd_of(source: str) -> str | None:
     """The working directory a rollout's first line (its session_meta) names, read alone: what
     a project's first discovery needs to leave out a rollout of another project (catalog.py).
-    None when the line names none, is not complete yet or cannot be read: the head is scanned.
-    A line that begins as Codex writes it (plain keys and values, then the payload's, then its
+    None when the line names none, cannot be read or (read whole) is not complete yet: the head
+    is scanned. A line that begins as Codex writes it (plain keys and values, then the payload's, then its
     `cwd`) is read no further than its directory (`META_CWD`): the line is 20 KB of
     instructions, whose parsing was most of the cost. A directory read so can only differ from
     the whole line's (a key given twice) in a line forged to, whose writer could name any

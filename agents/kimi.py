@@ -126,7 +126,7 @@ def _work_dirs(path: str) -> tuple[dict, dict]:
         for entry in as_list(meta.get("work_dirs")):
             work_dir = as_str(as_dict(entry).get("path"))
             if work_dir:
-                by_hash.setdefault(md5(work_dir.encode("utf-8")).hexdigest(), work_dir)
+                by_hash.setdefault(md5(work_dir.encode("utf-8", "surrogatepass")).hexdigest(), work_dir)
         kept = _kimi_json[path] = (version, by_session, by_hash)
     return kept[1], kept[2]
 
@@ -144,10 +144,10 @@ def outside(source: str, scope, memo: dict) -> bool:
 def scan(source: str, env) -> list[Session]:
     if is_code_layout(source):
         return [_scan_code(source)]
-    return [_scan_cli(source, env)]
+    return [_scan_cli(source)]
 
 
-def _scan_cli(source: str, env) -> Session:
+def _scan_cli(source: str) -> Session:
     folder = session_dir(source)
     native_id = native_id_of(source)
     records = head_records(source)  # read up to the first prompt only

@@ -926,23 +926,52 @@ def _in_place(path: str, query) -> tuple | None:
     """(`query`'s result,) read by SQLite from the store's file itself, or None when it could
     not be, or not of one moment: a first listing then copies no store (a 189 MB opencode
     database costs 150 ms to copy and sync). Only when the file alone is the store's committed
-    state, by (b) of `snapshot`: no valid WAL header (no frame to apply), no journal in use,
-    still for `_quiet_for`, and the same file, size, mtime and ctime after the query. SQLite
-    opens it read-only and immutable (no lock, nothing looked for or made beside it), with a
-    bounded page cache and no mapping; the store's views cannot be read (`_not_through_views`:
-    an image drops them, this file is not ours to change), and every statement is bounded in
-    time (`_Bounded`). Any failure is left to the snapshot to meet again, and report."""
+    state, by (b) of `snapshot`: no WAL or journal that cannot be read (`_readable_or_absent`:
+    a WAL unreadable here may hold commits the file lacks), no valid WAL header (no frame to
+    apply), no journal in use, still for `_quiet_for`, and the same file, size, mtime and ctime
+    after the query. Only in a folder no one but its owner (this user, or root) can change:
+    SQLite opens the file by its name, blocking, so a file swapped for a FIFO there after it
+    was looked at would hang it. SQLite opens it read-only and immutable (no lock, nothing
+    looked for or made beside it), with a bounded page cache and no mapping; a store with views
+    is left to the snapshot (an image drops them, this file is not ours to change: a query
+    naming one would run whatever it says), and every statement is bounded in time
+    (`_Bounded`). A failure is left to the snapshot to meet again, and report; a statement
+    past its deadline is not run again."""
     try:
         st = os.stat(path)
-        if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC):
+        if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC
+                and _kept_by_owner(os.path.dirname(path) or ".")):
+            return None
+        if not (_readable_or_absent(path + "-wal") and _readable_or_absent(path + "-journal")):
             return None
         if valid_wal_header(_wal_header(path)) or _journal_in_use(path) or \
                 time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _quiet_for(st):
             return None
         reading, found = _read(path, lambda _path, _spoiled: (b"", _query_file(path, query)))
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):  # past QUERY_SECONDS: the snapshot's would be too
+            raise StoreError(f"{path}: cannot list the sessions: {exc}") from None
+        return None
     except Exception:  # the snapshot's reading meets it again, and says what it is
         return None
     return (found,) if _is_one_moment(reading) else None
+
+
+def _kept_by_owner(folder: str) -> bool:
+    """Whether only this user (or root) can add, remove or rename files in `folder`."""
+    st = os.stat(folder)
+    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022
+
+
+def _readable_or_absent(path: str) -> bool:
+    """Whether a file beside the store is absent, or a regular file this process can read."""
+    try:
+        with open_binary(path):
+            return True
+    except FileNotFoundError:
+        return not os.path.lexists(path)  # a dangling link is there, and cannot be read
+    except OSError:
+        return False
 
 
 def _query_file(path: str, query):
@@ -951,17 +980,13 @@ def _query_file(path: str, query):
     connection = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro&immutable=1", uri=True,
                                  factory=_Bounded)
     try:
-        connection.set_authorizer(_not_through_views)
         for pragma in ("query_only=1", "trusted_schema=0", "mmap_size=0", f"cache_size=-{PAGE_CACHE_KIB}"):
             connection.execute(f"PRAGMA {pragma}")
+        if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'view' LIMIT 1").fetchone():
+            raise StoreError(f"{path} has views: read through a snapshot, which drops them")
         return query(connection)
     finally:
         connection.close()
-
-
-def _not_through_views(_action, _arg1, _arg2, _database, inner) -> int:
-    """SQLite's authorizer: nothing is read on behalf of a view (or trigger) of the store."""
-    return sqlite3.SQLITE_OK if inner is None else sqlite3.SQLITE_DENY
 
 
 def release_shared() -> None:

@@ -69,7 +69,7 @@ def square_when_all_started(item, folder, ways):
 
 
 def test_forked_gives_every_result_in_order_from_every_process(monkeypatch, tmp_path):
-    monkeypatch.setattr(parallel, "_alone", lambda: True)  # as in a command: other tests leave threads
+    monkeypatch.setattr(parallel, "alone", lambda: True)  # as in a command: other tests leave threads
     results = parallel.forked(square_when_all_started, list(range(41)), (str(tmp_path), 3), ways=3)
     assert [value for value, _ in results] == [i * i * 2 for i in range(41)]
     assert len({pid for _, pid in results}) == 3 and os.getpid() in {pid for _, pid in results}
@@ -86,7 +86,7 @@ def slower_in_a_child(item, parent):
 def test_forked_gives_a_slower_process_fewer_items(monkeypatch):
     """The processes take runs of items from one queue: a child slowed down (another job on its
     core) leaves most of them to this one, instead of the half a fixed share would give it."""
-    monkeypatch.setattr(parallel, "_alone", lambda: True)
+    monkeypatch.setattr(parallel, "alone", lambda: True)
     results = parallel.forked(slower_in_a_child, list(range(80)), (os.getpid(),), ways=2)
     assert [item for item, _ in results] == list(range(80))
     assert sum(pid == os.getpid() for _, pid in results) >= 60
@@ -106,7 +106,7 @@ def an_object(item):
 
 
 def test_forked_does_a_childs_items_itself_when_the_child_fails(monkeypatch):
-    monkeypatch.setattr(parallel, "_alone", lambda: True)
+    monkeypatch.setattr(parallel, "alone", lambda: True)
     global PARENT
     PARENT = os.getpid()
     assert parallel.forked(fails_in_a_child, list(range(10)), ways=3) == list(range(1, 11))
@@ -127,7 +127,7 @@ def interrupted_here(item, parent):
 
 
 def test_forked_leaves_no_child_when_interrupted(monkeypatch):
-    monkeypatch.setattr(parallel, "_alone", lambda: True)
+    monkeypatch.setattr(parallel, "alone", lambda: True)
     DONE_HERE.clear()
     with pytest.raises(KeyboardInterrupt):
         parallel.forked(interrupted_here, list(range(3000)), (os.getpid(),), ways=3)
@@ -144,7 +144,7 @@ def test_forked_gives_every_result_when_sigchld_is_ignored(tmp_path):
     before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(parallel, "_alone", lambda: True)
+            patch.setattr(parallel, "alone", lambda: True)
             results = parallel.forked(square_when_all_started, list(range(30)), (str(folder), 3), ways=3)
     finally:
         signal.signal(signal.SIGCHLD, before)
@@ -152,10 +152,13 @@ def test_forked_gives_every_result_when_sigchld_is_ignored(tmp_path):
     assert len({pid for _, pid in results}) == 3
 
 
-def query_in_a_store(item, db):
-    """A statement on a store's snapshot (sqlite_ro starts its deadline watcher in this process)."""
+def query_in_a_store(item, db, folder=None, ways=0):
+    """A statement on a store's snapshot (sqlite_ro starts its deadline watcher in this process),
+    once `ways` processes have taken an item (`square_when_all_started`), when given."""
     from agents import sqlite_ro
 
+    if folder is not None:
+        square_when_all_started(item, folder, ways)
     connection = sqlite_ro.connect(db)
     try:
         return connection.execute("SELECT ? * n FROM t", (item,)).fetchone()[0], os.getpid()
@@ -179,9 +182,11 @@ def test_forked_forks_beside_the_sqlite_deadline_watcher(monkeypatch, tmp_path):
     [watcher] = [t for t in threading.enumerate() if t.name == "sqlite-deadline"]
     assert watcher.ident in parallel._fork_safe
     monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(), watcher])
-    results = parallel.forked(query_in_a_store, list(range(40)), (db,), ways=3)
+    folder = tmp_path / "started"
+    folder.mkdir()
+    results = parallel.forked(query_in_a_store, list(range(40)), (db, str(folder), 3), ways=3)
     assert [value for value, _ in results] == [3 * i for i in range(40)]
-    assert len({pid for _, pid in results}) > 1
+    assert len({pid for _, pid in results}) == 3
 
 
 def test_only_threads_said_fork_safe_are_forked_beside(monkeypatch):
@@ -192,9 +197,9 @@ def test_only_threads_said_fork_safe_are_forked_beside(monkeypatch):
     thread.start()
     try:
         monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(), thread])
-        assert not parallel._alone()
+        assert not parallel.alone()
         parallel.fork_safe(thread)
-        assert parallel._alone()
+        assert parallel.alone()
     finally:
         parallel._fork_safe.discard(thread.ident)
         stop.set()
@@ -221,3 +226,29 @@ def test_forked_works_alone_in_a_process_with_threads_or_without_fork(monkeypatc
     monkeypatch.setattr(os, "fork", no_fork)
     assert [v for v, _ in parallel.forked(slow_square, list(range(9)), (2,), ways=3)] == [i * i * 2 for i in range(9)]
     assert len(os.listdir("/proc/self/fd")) == open_before  # the pipes made for the children closed
+
+
+def test_no_thread_is_fork_safe_in_a_child(monkeypatch):
+    """A child runs none of its parent's threads, and its new threads may be given their idents:
+    none is taken for fork-safe there."""
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        parallel.fork_safe(thread)
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(writer, b"empty" if not parallel._fork_safe else b"kept")
+            os._exit(0)
+        os.close(writer)
+        os.waitpid(pid, 0)
+        assert os.read(reader, 16) == b"empty"
+        os.close(reader)
+        assert thread.ident in parallel._fork_safe
+    finally:
+        parallel._fork_safe.discard(thread.ident)
+        stop.set()
+        thread.join()

@@ -135,7 +135,7 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_or_several_
         with open(os.path.join(folder, f"{native}.jsonl"), "w", encoding="utf-8") as handle:
             handle.write(text.replace("348a3463-5332-480a-8329-09f4fe2cc499", native)
                          .replace("SCENARIO claude-2", f"SCENARIO claude-2 number {number}"))
-    monkeypatch.setattr(parallel, "_alone", lambda: True)  # as in a command: threads of other tests' servers
+    monkeypatch.setattr(parallel, "alone", lambda: True)  # as in a command: threads of other tests' servers
     shared = []                                                 # would keep the scans here
     monkeypatch.setattr(parallel, "forked", lambda *a, original=parallel.forked, **k: shared.append(1) or original(*a, **k))
 
@@ -199,3 +199,22 @@ def test_every_sample_rollouts_directory_is_the_whole_first_lines():
     assert [codex.cwd_of(path) for path in rollouts] == [first_line_cwd(path) for path in rollouts]
     live = [path for path in rollouts if path.startswith(LIVE)]
     assert live and all(codex.META_CWD.match(open(path, "rb").read(codex.META_PEEK)) for path in live)
+
+
+def test_a_hostile_kimi_json_does_not_stop_a_projects_listing(store, monkeypatch):
+    """A work dir that is no valid text (a lone surrogate, which JSON allows) in kimi.json, and
+    a store module whose `outside` fails on its files: the project's first discovery still
+    lists every store's sessions of the project (before: one bad kimi.json raised out of the
+    discovery of every project)."""
+    env, projects = store
+    path = os.path.join(env["HOME"], ".kimi", "kimi.json")
+    meta = json.load(open(path, encoding="utf-8"))
+    meta["work_dirs"].insert(0, {"path": "/w/\ud800"})
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(meta))  # ASCII: the surrogate written as \ud800
+    for project in ("proj-kimi", "proj-qwen"):
+        root = str(projects / project)
+        if project == "proj-qwen":
+            monkeypatch.setattr(qwen, "outside", lambda *args: 1 / 0)
+        found = catalog.discover(catalog.looking_in(env, root), within=root, use_cache=False)
+        assert {s.agent for s in catalog.Scope(root, env).filter(found.sessions)} == {project.split("-")[1]}

@@ -665,9 +665,9 @@ def test_a_store_written_while_it_is_listed_in_place_is_listed_again(tmp_path, m
 
 
 def test_a_view_of_the_store_is_never_read_in_place(tmp_path, monkeypatch):
-    """A view named like a table, that never ends: read in place, SQLite's authorizer refuses
-    it (the file cannot have its views dropped), and the snapshot, which has none, says there
-    is no such table (before this, any query naming it ran until its deadline)."""
+    """A view named like a table, that never ends: a store with views is not read in place (the
+    file cannot have its views dropped), and the snapshot, which has none, says there is no
+    such table: the query never runs through the view."""
     db = str(tmp_path / "views.db")
     connection = sqlite3.connect(db)
     connection.executescript(f"CREATE TABLE session_real(n); CREATE VIEW session AS {ENDLESS} SELECT n FROM c;")
@@ -684,7 +684,49 @@ def test_a_view_of_the_store_is_never_read_in_place(tmp_path, monkeypatch):
 
     with pytest.raises(sqlite_ro.StoreError, match="no such table: session"):
         listed(db, query, monkeypatch)
-    assert failures == ["not authorized", "no such table: session"]
+    assert failures == ["no such table: session"]
+
+
+def test_a_store_whose_wal_cannot_be_read_is_not_listed_in_place(tmp_path, monkeypatch):
+    """A WAL there that this process cannot read (here a folder in its place; for another
+    user, a file it may not read) may hold commits the file lacks: the listing is the
+    snapshot's, which says it cannot read it (in place, it listed the file alone, silently
+    without them). A journal that cannot be read leaves the listing to the snapshot too."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    connection.close()
+    os.mkdir(db + "-wal")
+    still(db)
+    with pytest.raises(sqlite_ro.StoreError, match="-wal"):
+        listed(db, counter, monkeypatch)
+    os.rmdir(db + "-wal")
+    os.mkdir(db + "-journal")
+    assert listed(db, counter, monkeypatch) == (3, True)
+
+
+def test_a_store_in_a_folder_others_can_change_is_listed_from_a_snapshot(tmp_path, monkeypatch):
+    """SQLite opens the file by its name, blocking: in a folder others may write, it could be
+    a FIFO by then. Such a store is read through a snapshot (which opens it without blocking)."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    os.chmod(tmp_path, 0o777)
+    try:
+        assert listed(db, counter, monkeypatch) == (3, True)
+    finally:
+        os.chmod(tmp_path, 0o700)
+
+
+def test_a_listing_past_its_deadline_in_place_is_not_run_again(tmp_path, monkeypatch):
+    """A statement interrupted at QUERY_SECONDS (lowered to 0.2 s) in place would be as long on
+    the snapshot: the listing fails then, once (before: interrupted, then run again whole)."""
+    monkeypatch.setattr(sqlite_ro, "QUERY_SECONDS", 0.2)
+    db, connection = checkpointed_store(tmp_path, 3)
+    endless = "SELECT count(*) FROM ledger a, ledger b, ledger c, ledger d, ledger e, ledger f"  # 40 ** 6 rows
+    with pytest.raises(sqlite_ro.StoreError, match="interrupted"):
+        listed(db, lambda store: store.execute(endless).fetchone(), monkeypatch)
+    made = []
+    monkeypatch.setattr(sqlite_ro, "connect", lambda *args: made.append(args))
+    with pytest.raises(sqlite_ro.StoreError):
+        sqlite_ro.listed(db, None, lambda store: store.execute(endless).fetchone())
+    assert made == []
 
 
 def on_disk(tmp_path, monkeypatch) -> str:
