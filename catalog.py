@@ -25,6 +25,7 @@ import agents
 import cache
 import fswatch
 import mounts
+import parallel
 import safepath
 import snapshot
 from agents.base import TITLE_CHARACTERS, Session, reading
@@ -133,6 +134,7 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     an agent's module: a first `list` in a project reads that project's transcripts, not every
     one). Its snapshot serves that project only, and its `everything()` has the sessions of the
     sources it read."""
+    parallel.settle()  # what an earlier discovery of this process is writing, written
     scope = Scope(within, env) if within else None
     names_tried = ([snapshot.key(env, names, within)] if within else []) + [snapshot.key(env, names)]
     found = _warm(env, names_tried, scope, check_settled) if use_cache else None
@@ -145,8 +147,27 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     name = names_tried[0] if use_cache else None
     if name:
         made.texts = {cwd: listing_text(cwd) for cwd in {s.cwd for s in found.sessions} if cwd}
-        snapshot.save(env, name, found, made)
+    _keep(env, name, found, made)
     return found
+
+
+ASIDE_SOURCES = 4096  # sources noted, from which the index and snapshot are written beside the command
+
+
+def _keep(env, name: str | None, found: "Catalog", made: snapshot.Made) -> None:
+    """What the next discovery reads: the index, when it changed, and the snapshot `name`, when
+    given. Big ones (a first run over thousands of sessions: half a second for 40,000) are
+    written by a child while this process prints or searches (`parallel.aside`)."""
+    def write() -> None:
+        if made.index is not None:
+            cache.save(env, cache.INDEX_FILE, made.index)
+        if name:
+            snapshot.save(env, name, found, made)
+
+    if len(made.native) >= ASIDE_SOURCES:
+        parallel.aside(write)
+    else:
+        write()
 
 
 def _warm(env, names: list, scope: "Scope | None" = None, checked: bool = True) -> Catalog | None:
@@ -197,7 +218,7 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope
         store = _Store(module, index, env, found.sessions, avoided, found.problems, scope, pick, stat_memo)
         found.add(store.scanned(_scans(store.jobs(), env, scope), found.problems), env, scope, pick)
     if use_cache and _changed(index, found.fresh, names):
-        cache.save(env, cache.INDEX_FILE, {**index, **found.fresh})
+        made.index = {**index, **found.fresh}  # written by the caller (`_keep`)
     made.env["HOME"] = env.get("HOME")
     sessions = found.sessions
     assign_short_ids(sessions)
@@ -434,8 +455,6 @@ def _scans(jobs: list, env, scope: "Scope | None" = None) -> list:
     if (time.perf_counter() - started) / POOL_PROBE * len(rest) < FORK_PAYS:
         done.update((i, _scan_job(jobs[i], env, scope)) for i in rest)
     else:
-        import parallel
-
         done.update(zip(rest, parallel.forked(_scan_job, [jobs[i] for i in rest], (env, scope))))
     return [done[i] for i in range(len(jobs))]
 
@@ -749,7 +768,9 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
 
     made = snapshot.Made()
     with cache.no_collection():
-        return _from_stores(env, [agent], True, made, pick=named)
+        found = _from_stores(env, [agent], True, made, pick=named)
+    _keep(env, None, found, made)
+    return found
 
 
 def find(catalog: Catalog, ident: str) -> Session:

@@ -1,6 +1,7 @@
 """Work over many sessions on every core: `search --content`, `stats`, `list --steps`, `agents`
 and `export` translate sessions in a process pool and get their results back in the sessions'
-order (and discovery scans sources in forked processes, `forked`).
+order (and discovery scans sources in forked processes, `forked`, and writes what it keeps for
+the next command beside the rest of this one, `aside`).
 
 Workers return small results (hits, totals), never documents, so memory stays bounded however
 many sessions there are. The items themselves reach the workers once, when they start
@@ -190,6 +191,68 @@ def alone() -> bool:
 
     current = threading.current_thread()
     return all(t is current or t.ident in _fork_safe for t in threading.enumerate())
+
+
+_aside: list = []  # pids of the children `aside` started, not waited for yet
+os.register_at_fork(after_in_child=_aside.clear)  # a child's own children are none of these
+_settles_at_exit = False
+
+
+def aside(function, *args) -> None:
+    """`function(*args)` in a forked child, for work whose only result is what it writes for
+    later processes (discovery's index and snapshot: a first `list --all` of 40,000 sessions
+    spends half a second writing them), while this process goes on, on another core. Done here
+    instead in a process with other threads (`alone`), or when no child can be made. This
+    process waits for the child before it reads or removes anything it writes (`settle`, which
+    discovery and the removals call first) and before it ends (at exit): nothing it writes
+    outlives the command. The child shares this process's output streams but never writes to
+    them (it ends with os._exit: buffered output is not written twice)."""
+    if not alone():
+        function(*args)
+        return
+    settle()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = None
+    if pid == 0:
+        code = 1
+        try:
+            function(*args)
+            code = 0
+        finally:
+            os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    if pid is None:
+        function(*args)
+        return
+    global _settles_at_exit
+    if not _settles_at_exit:
+        import atexit
+
+        atexit.register(settle)
+        _settles_at_exit = True
+    _aside.append(pid)
+
+
+def settle() -> None:
+    """Wait for the children `aside` started (their writing done, or failed)."""
+    while _aside:
+        pid = _aside.pop()
+        while True:
+            try:
+                os.waitpid(pid, 0)
+            except InterruptedError:
+                continue
+            except ChildProcessError:  # reaped already (SIGCHLD ignored), or not ours
+                pass
+            break
 
 
 def _runs(count: int, ways: int) -> list:

@@ -81,6 +81,7 @@ class Made:
         self.agents: dict = {}     # agent -> its module's version (documents' stamps)
         self.texts: dict = {}      # working directory -> as listings print it
         self.scoped = False        # whether sources of other projects were left out
+        self.index: dict | None = None  # the index to write (catalog._keep), when it changed
 
 
 def archive_state(env) -> list | None:
@@ -129,7 +130,11 @@ def save(env, name: str, found, made: Made) -> None:
 
 
 def remove_all(env) -> None:
-    """Every snapshot (`forget`: none may keep a forgotten session's first message)."""
+    """Every snapshot (`forget`: none may keep a forgotten session's first message), once the
+    one this process may be writing is written (`parallel.aside`)."""
+    import parallel
+
+    parallel.settle()
     folder = os.path.dirname(_path(env, "-"))
     for name in _names(folder):
         try:

@@ -121,3 +121,78 @@ def test_a_search_of_listings_stats_no_settled_transcript(store, monkeypatch):
     assert not transcripts & set(asked) and all(found.known(s) is None for s in found.sessions)
     found = catalog.discover(env)
     assert transcripts <= set(asked) and all(found.known(s) is not None for s in found.sessions)
+
+
+# written beside the command ------------------------------------------------------------------------
+def kept_files(env) -> dict:
+    """The index and every snapshot of the cache: path -> bytes."""
+    import cache
+
+    folder = cache.cache_dir(env)
+    found = {}
+    for where, _, names in os.walk(folder):
+        for name in names:
+            if name.startswith("index-") or where.endswith(snapshot.FOLDER):
+                with open(os.path.join(where, name), "rb") as handle:
+                    found[os.path.relpath(os.path.join(where, name), folder)] = handle.read()
+    return found
+
+
+def test_a_big_discovery_is_kept_by_a_child_that_everything_after_it_waits_for(store, monkeypatch):
+    """From ASIDE_SOURCES sources (lowered to 1 here) the index and the snapshot are written by a
+    forked child while the command goes on (parallel.aside): the same bytes as written here; a
+    second discovery of the process waits for them and is served by the snapshot; removing
+    the snapshots (`forget`) waits too, so none is left behind."""
+    import catalog
+    import parallel
+
+    import shutil
+
+    env, projects = store
+    catalog.discover(env)
+    inline = kept_files(env)
+    shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz"))
+    monkeypatch.setattr(catalog, "ASIDE_SOURCES", 1)
+    monkeypatch.setattr(parallel, "alone", lambda: True)  # as in a command: other tests leave threads
+    found = catalog.discover(env)
+    assert parallel._aside  # a child is writing
+    monkeypatch.setattr(catalog, "_from_stores", lambda *a, **k: pytest.fail("read the stores again"))
+    assert [s.short_id for s in catalog.discover(env).sessions] == [s.short_id for s in found.sessions]
+    assert not parallel._aside
+    assert kept_files(env) == inline != {}
+    monkeypatch.undo()
+    monkeypatch.setattr(catalog, "ASIDE_SOURCES", 1)
+    monkeypatch.setattr(parallel, "alone", lambda: True)
+    shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz"))
+    catalog.discover(env)
+    snapshot.remove_all(env)
+    assert not [name for name in kept_files(env) if name.startswith(snapshot.FOLDER)]
+
+
+SLOW_KEEPER = """
+import sys, time
+sys.path.insert(0, {root!r})
+import catalog, snapshot, trajectoriz
+catalog.ASIDE_SOURCES = 1
+real = snapshot.save
+snapshot.save = lambda *args: (time.sleep(1), real(*args))
+sys.exit(trajectoriz.main(["list", "--all", "--json"]))
+"""
+
+
+def test_a_command_ends_only_once_what_it_keeps_is_written(store):
+    """The child that writes the snapshot takes a second more here: the command still ends with
+    it written (nothing it keeps is written after it ended: a `forget` then could not remove
+    it), and prints its listing once."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    env, projects = store
+    done = subprocess.run([sys.executable, "-c", SLOW_KEEPER.format(root=ROOT)], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=env["HOME"])
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert rows and len({row["id"] for row in rows}) == len(rows)
+    assert [name for name in kept_files(env) if name.startswith(snapshot.FOLDER)]
