@@ -151,7 +151,7 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     return found
 
 
-ASIDE_SOURCES = 4096  # sources noted, from which the index and snapshot are written beside the command
+ASIDE_SOURCES = 512  # sources noted, from which the index and snapshot are written beside the command
 
 
 def _keep(env, name: str | None, found: "Catalog", made: snapshot.Made) -> None:
