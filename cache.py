@@ -157,6 +157,10 @@ def write_private(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        import parallel  # (a child writing for a command that was killed: see parallel.aside)
+
+        if parallel.orphaned():
+            raise OSError(f"not kept: the command {path} was written for has ended")
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -141,6 +141,7 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     if found is not None:
         return found
     made = snapshot.Made()
+    made.archive = snapshot.archive_state(env)  # before the archive is read: a change meanwhile shows
     with cache.no_collection():
         found = _from_stores(env, names, use_cache, made, scope)
     found.scoped = made.scoped = scope is not None
@@ -164,6 +165,8 @@ def _keep(env, name: str | None, found: "Catalog", made: snapshot.Made) -> None:
         if name:
             snapshot.save(env, name, found, made)
 
+    if made.index is None and not name:
+        return
     if len(made.native) >= ASIDE_SOURCES:
         parallel.aside(write)
     else:

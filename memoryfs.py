@@ -78,6 +78,7 @@ import catalog
 import documents
 import guide
 import memoryindex
+import parallel
 import warmup
 from agents import sqlite_ro
 
@@ -199,6 +200,7 @@ class MemoryFS:
         self._watched: dict | None = None  # file name -> (session, what discovery checked of it)
         self._steady: set = set()  # file names the last two discoveries found unchanged
         self._listing = self._rescan(None)
+        parallel.settle()  # what that discovery keeps is written before any thread starts
 
     # the listing ------------------------------------------------------------------------------
     def _rescan(self, previous: Listing | None) -> Listing:

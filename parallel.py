@@ -196,6 +196,7 @@ def alone() -> bool:
 _aside: list = []  # pids of the children `aside` started, not waited for yet
 os.register_at_fork(after_in_child=_aside.clear)  # a child's own children are none of these
 _settles_at_exit = False
+_writing_for: int | None = None  # in a child of `aside`: its parent's pid
 
 
 def aside(function, *args) -> None:
@@ -204,55 +205,69 @@ def aside(function, *args) -> None:
     spends half a second writing them), while this process goes on, on another core. Done here
     instead in a process with other threads (`alone`), or when no child can be made. This
     process waits for the child before it reads or removes anything it writes (`settle`, which
-    discovery and the removals call first) and before it ends (at exit): nothing it writes
-    outlives the command. The child shares this process's output streams but never writes to
-    them (it ends with os._exit: buffered output is not written twice)."""
+    discovery and the removals call first) and before it ends (at exit); a child whose parent
+    is gone (killed) puts no file in place (`orphaned`, which cache.write_private asks): what
+    it writes never outlives the command. The child shares this process's output streams but
+    never writes to them (it ends with os._exit: buffered output is not written twice)."""
     if not alone():
         function(*args)
         return
     settle()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # (a command started with its stdout closed)
+                stream.flush()
         except (OSError, ValueError):
             pass
+    global _settles_at_exit, _writing_for
+    parent = os.getpid()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        pid = os.fork()
-    except OSError:
-        pid = None
-    if pid == 0:
-        code = 1
         try:
-            function(*args)
-            code = 0
-        finally:
-            os._exit(code)
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            pid = os.fork()
+        except OSError:
+            pid = None
+        if pid == 0:
+            code = 1
+            try:
+                _writing_for = parent
+                function(*args)
+                code = 0
+            finally:
+                os._exit(code)
+        if pid is not None:  # known before Ctrl-C can interrupt this process again
+            _aside.append(pid)
+            if not _settles_at_exit:
+                import atexit
+
+                atexit.register(_settle_at_exit)
+                _settles_at_exit = True
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     if pid is None:
         function(*args)
-        return
-    global _settles_at_exit
-    if not _settles_at_exit:
-        import atexit
 
-        atexit.register(settle)
-        _settles_at_exit = True
-    _aside.append(pid)
+
+def orphaned() -> bool:
+    """Whether this is a child of `aside` whose parent has ended (killed: a `forget` may have
+    run since, which what it is writing must not undo)."""
+    return _writing_for is not None and os.getppid() != _writing_for
 
 
 def settle() -> None:
-    """Wait for the children `aside` started (their writing done, or failed)."""
+    """Wait for the children `aside` started (their writing done, or failed). A child is
+    forgotten only once it is reaped: an interrupted wait is taken up again at exit."""
     while _aside:
-        pid = _aside.pop()
-        while True:
-            try:
-                os.waitpid(pid, 0)
-            except InterruptedError:
-                continue
-            except ChildProcessError:  # reaped already (SIGCHLD ignored), or not ours
-                pass
-            break
+        try:
+            os.waitpid(_aside[-1], 0)
+        except ChildProcessError:  # reaped already (SIGCHLD ignored), or not ours
+            pass
+        _aside.pop()
+
+
+def _settle_at_exit() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # the command ends: a second
+    settle()                                                   # Ctrl-C need not break the wait
 
 
 def _runs(count: int, ways: int) -> list:

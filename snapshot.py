@@ -82,6 +82,7 @@ class Made:
         self.texts: dict = {}      # working directory -> as listings print it
         self.scoped = False        # whether sources of other projects were left out
         self.index: dict | None = None  # the index to write (catalog._keep), when it changed
+        self.archive: list | None = None  # the archive's index as discovery began (`archive_state`)
 
 
 def archive_state(env) -> list | None:
@@ -117,7 +118,7 @@ def save(env, name: str, found, made: Made) -> None:
         offset += len(blob)
     extras = marshal.dumps([[(p.agent, p.source, p.reason) for p in found.problems], found.sources])
     header = {"code": code_stamp(), "env": made.env, "witness": made.witness, "avoided": made.avoided,
-              "volatile": sorted(made.volatile.items()), "archive": archive_state(env),
+              "volatile": sorted(made.volatile.items()), "archive": made.archive,
               "groups": table, "extras": [offset, len(extras)], "agents": made.agents,
               "texts": made.texts, "scoped": made.scoped}
     head = marshal.dumps(header)

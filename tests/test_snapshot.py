@@ -138,35 +138,91 @@ def kept_files(env) -> dict:
     return found
 
 
-def test_a_big_discovery_is_kept_by_a_child_that_everything_after_it_waits_for(store, monkeypatch):
-    """From ASIDE_SOURCES sources (lowered to 1 here) the index and the snapshot are written by a
-    forked child while the command goes on (parallel.aside): the same bytes as written here; a
-    second discovery of the process waits for them and is served by the snapshot; removing
-    the snapshots (`forget`) waits too, so none is left behind."""
-    import catalog
-    import parallel
+KEEPER = """
+import json, os, shutil, sys
+sys.path.insert(0, {root!r})
+import cache, catalog, parallel, snapshot
+env = dict(os.environ)
+folder = cache.cache_dir(env)
 
-    import shutil
+
+def kept():
+    found = {{}}
+    for where, _, names in os.walk(folder):
+        for name in names:
+            if name.startswith("index-") or where.endswith(snapshot.FOLDER):
+                found[os.path.join(where, name)] = open(os.path.join(where, name), "rb").read().hex()
+    return found
+
+
+catalog.discover(env)
+inline = kept()
+shutil.rmtree(folder)
+catalog.ASIDE_SOURCES = 1
+first = [s.short_id for s in catalog.discover(env).sessions]
+pending = list(parallel._aside)
+stores_read = []
+real = catalog._from_stores
+catalog._from_stores = lambda *a, **k: stores_read.append(1) or real(*a, **k)
+second = [s.short_id for s in catalog.discover(env).sessions]
+same = kept() == inline != {{}}
+catalog._from_stores = real
+shutil.rmtree(folder)
+catalog.discover(env)
+snapshot.remove_all(env)
+left = [name for name in kept() if snapshot.FOLDER in name]
+print(json.dumps({{"pending": pending, "same_ids": first == second, "stores_read": stores_read,
+                  "same_files": same, "left": left}}))
+"""
+
+
+def test_a_big_discovery_is_kept_by_a_child_that_everything_after_it_waits_for(store):
+    """From ASIDE_SOURCES sources (lowered to 1 here) the index and the snapshot are written by a
+    forked child while the command goes on (parallel.aside): the same bytes as written in the
+    process; a second discovery of the process waits for them and is served by the snapshot;
+    removing the snapshots (`forget`) waits too, so none is left behind. (In a process of its
+    own: this one has other tests' threads.)"""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
 
     env, projects = store
-    catalog.discover(env)
-    inline = kept_files(env)
-    shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz"))
-    monkeypatch.setattr(catalog, "ASIDE_SOURCES", 1)
-    monkeypatch.setattr(parallel, "alone", lambda: True)  # as in a command: other tests leave threads
-    found = catalog.discover(env)
-    assert parallel._aside  # a child is writing
-    monkeypatch.setattr(catalog, "_from_stores", lambda *a, **k: pytest.fail("read the stores again"))
-    assert [s.short_id for s in catalog.discover(env).sessions] == [s.short_id for s in found.sessions]
-    assert not parallel._aside
-    assert kept_files(env) == inline != {}
-    monkeypatch.undo()
-    monkeypatch.setattr(catalog, "ASIDE_SOURCES", 1)
-    monkeypatch.setattr(parallel, "alone", lambda: True)
-    shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz"))
-    catalog.discover(env)
-    snapshot.remove_all(env)
-    assert not [name for name in kept_files(env) if name.startswith(snapshot.FOLDER)]
+    done = subprocess.run([sys.executable, "-c", KEEPER.format(root=ROOT)], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=env["HOME"])
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"pending": found["pending"], "same_ids": True, "stores_read": [], "same_files": True,
+                     "left": []}
+    assert len(found["pending"]) == 1  # a child was writing
+
+
+ORPHAN = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+import cache, catalog
+catalog.ASIDE_SOURCES = 1
+real = cache.save
+cache.save = lambda *args: (time.sleep(1), real(*args))  # the index first, then the snapshot
+catalog.discover(dict(os.environ))
+os.kill(os.getpid(), 9)  # killed before its child has written: no exit handler runs
+"""
+
+
+def test_a_child_whose_command_was_killed_keeps_nothing(store):
+    """A command killed (SIGKILL, or SIGTERM: no exit handler runs) while its child writes the
+    snapshot: the child puts no file in place once its parent is gone, so a `forget` run since
+    is not undone (before, it wrote the index and the snapshot anyway)."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    env, projects = store
+    done = subprocess.run([sys.executable, "-c", ORPHAN.format(root=ROOT)], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=env["HOME"])  # returns once the child, holding
+    assert done.returncode == -9                                     # its output, has ended
+    assert kept_files(env) == {}  # neither the index nor the snapshot
 
 
 SLOW_KEEPER = """
