@@ -157,9 +157,8 @@ def write_private(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        import parallel  # (a child writing for a command that was killed: see parallel.aside)
-
-        if parallel.orphaned():
+        parallel = sys.modules.get("parallel")  # (a child writing for a command that was killed:
+        if parallel is not None and parallel.orphaned():  # see parallel.aside)
             raise OSError(f"not kept: the command {path} was written for has ended")
         os.replace(tmp, path)
     except BaseException:
@@ -185,12 +184,21 @@ class no_collection:
         gc.disable()
 
     def __exit__(self, *exc):
-        import parallel  # (its `alone`: sqlite_ro's deadline watcher is no server)
-
-        if parallel.alone():
+        if _alone():
             gc.freeze()
         if self._was:
             gc.enable()
+
+
+def _alone() -> bool:
+    """`parallel.alone` (sqlite_ro's deadline watcher is no server) when that module is loaded,
+    as it is wherever the watcher runs; else whether no other thread runs."""
+    parallel = sys.modules.get("parallel")
+    if parallel is not None:
+        return parallel.alone()
+    import threading
+
+    return threading.active_count() == 1
 
 
 def fingerprint(paths) -> list:

@@ -25,7 +25,6 @@ import agents
 import cache
 import fswatch
 import mounts
-import parallel
 import safepath
 import snapshot
 from agents.base import TITLE_CHARACTERS, Session, reading
@@ -134,7 +133,7 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     an agent's module: a first `list` in a project reads that project's transcripts, not every
     one). Its snapshot serves that project only, and its `everything()` has the sessions of the
     sources it read."""
-    parallel.settle()  # what an earlier discovery of this process is writing, written
+    _settle()  # what an earlier discovery of this process is writing, written
     scope = Scope(within, env) if within else None
     names_tried = ([snapshot.key(env, names, within)] if within else []) + [snapshot.key(env, names)]
     found = _warm(env, names_tried, scope, check_settled) if use_cache else None
@@ -150,6 +149,13 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
         made.texts = {cwd: listing_text(cwd) for cwd in {s.cwd for s in found.sessions} if cwd}
     _keep(env, name, found, made)
     return found
+
+
+def _settle() -> None:
+    """`parallel.settle`, when that module is loaded (a warm command never loads it)."""
+    parallel = sys.modules.get("parallel")
+    if parallel is not None:
+        parallel.settle()
 
 
 ASIDE_SOURCES = 512  # sources noted, from which the index and snapshot are written beside the command
@@ -168,6 +174,8 @@ def _keep(env, name: str | None, found: "Catalog", made: snapshot.Made) -> None:
     if made.index is None and not name:
         return
     if len(made.native) >= ASIDE_SOURCES:
+        import parallel
+
         parallel.aside(write)
     else:
         write()
@@ -458,6 +466,8 @@ def _scans(jobs: list, env, scope: "Scope | None" = None) -> list:
     if (time.perf_counter() - started) / POOL_PROBE * len(rest) < FORK_PAYS:
         done.update((i, _scan_job(jobs[i], env, scope)) for i in rest)
     else:
+        import parallel
+
         done.update(zip(rest, parallel.forked(_scan_job, [jobs[i] for i in rest], (env, scope))))
     return [done[i] for i in range(len(jobs))]
 

@@ -933,6 +933,7 @@ def test_a_store_the_disk_has_no_room_to_copy_is_listed_in_place_and_never_copie
     env = base_env(tmp_path)
     db = copy_into(env["HOME"], LIVE_DB, ".local/share/opencode/opencode.db")
     os.truncate(db, sqlite_ro.MEMORY_BYTES + 4096)
+    still(db)  # (a file written in the last tick of the clock is never read in place)
     body = ("import tempfile, trajectoriz\n"
             "from agents import sqlite_ro\n"
             f"found = os.statvfs({str(tmp_path)!r})\n"
