@@ -157,8 +157,8 @@ def write_private(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        parallel = sys.modules.get("parallel")  # (a child writing for a command that was killed:
-        if parallel is not None and parallel.orphaned():  # see parallel.aside)
+        parallel = _parallel()  # (a child writing for a command that was killed: parallel.aside)
+        if parallel is not None and parallel.orphaned():
             raise OSError(f"not kept: the command {path} was written for has ended")
         os.replace(tmp, path)
     except BaseException:
@@ -176,8 +176,7 @@ class no_collection:
     (a warm listing of 40,000 sessions spent a third of its time there). They are still freed
     when no longer referenced. A process with other threads (the mount's server, which discovers
     again every few seconds for as long as it runs; sqlite_ro's deadline watcher does not
-    count) does not freeze: the cycles frozen with each
-    discovery would never be collected."""
+    count) does not freeze: the cycles frozen with each discovery would never be collected."""
 
     def __enter__(self):
         self._was = gc.isenabled()
@@ -190,15 +189,30 @@ class no_collection:
             gc.enable()
 
 
+def _parallel():
+    """The parallel module when this process has loaded it (only then can it have a writer
+    beside it, `parallel.aside`, or threads declared fork-safe); None otherwise: a warm command
+    never loads it."""
+    return sys.modules.get("parallel")
+
+
 def _alone() -> bool:
     """`parallel.alone` (sqlite_ro's deadline watcher is no server) when that module is loaded,
     as it is wherever the watcher runs; else whether no other thread runs."""
-    parallel = sys.modules.get("parallel")
+    parallel = _parallel()
     if parallel is not None:
         return parallel.alone()
     import threading
 
     return threading.active_count() == 1
+
+
+def settle_writers() -> None:
+    """Wait for the writers `parallel.aside` started in this process, if any: before what they
+    write is read or removed."""
+    parallel = _parallel()
+    if parallel is not None:
+        parallel.settle()
 
 
 def fingerprint(paths) -> list:

@@ -133,7 +133,7 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
     an agent's module: a first `list` in a project reads that project's transcripts, not every
     one). Its snapshot serves that project only, and its `everything()` has the sessions of the
     sources it read."""
-    _settle()  # what an earlier discovery of this process is writing, written
+    cache.settle_writers()  # what an earlier discovery of this process is writing, written
     scope = Scope(within, env) if within else None
     names_tried = ([snapshot.key(env, names, within)] if within else []) + [snapshot.key(env, names)]
     found = _warm(env, names_tried, scope, check_settled) if use_cache else None
@@ -149,13 +149,6 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
         made.texts = {cwd: listing_text(cwd) for cwd in {s.cwd for s in found.sessions} if cwd}
     _keep(env, name, found, made)
     return found
-
-
-def _settle() -> None:
-    """`parallel.settle`, when that module is loaded (a warm command never loads it)."""
-    parallel = sys.modules.get("parallel")
-    if parallel is not None:
-        parallel.settle()
 
 
 ASIDE_SOURCES = 512  # sources noted, from which the index and snapshot are written beside the command
@@ -764,8 +757,9 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
     `native_id_of`) whose hash starts with the first SHORT_HEX of `digits`: every session that
     could share the id, so that each gets the id a discovery of the whole store gives it, the
     transcripts of one session in two folders among them (`mark_twins`). None for an agent
-    whose file names give no ids. No snapshot is kept of it, and no archived session joins it: it is no store's
-    whole listing (`discover_for` then asks the agent's whole store, archive included)."""
+    whose file names give no ids. No snapshot is kept of it, and no archived session joins it:
+    it is no store's whole listing (`discover_for` then asks the agent's whole store, archive
+    included)."""
     module = agents.load(agent)
     id_of = getattr(module, "native_id_of", None)
     if id_of is None:

@@ -75,7 +75,7 @@ def run_memory(args, env) -> int:
         return serve(fuse, project, point, env)
     commands.retention_note(catalog.discover(catalog.looking_in(env, project), within=project), env)  # the index, built
     # here: the server then finds it warm (see below), once it is written
-    parallel.settle()
+    cache.settle_writers()
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
           f"Unmount with: {unmount}")

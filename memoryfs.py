@@ -74,11 +74,11 @@ from collections import OrderedDict
 
 import archive
 import archiving
+import cache
 import catalog
 import documents
 import guide
 import memoryindex
-import parallel
 import warmup
 from agents import sqlite_ro
 
@@ -200,7 +200,7 @@ class MemoryFS:
         self._watched: dict | None = None  # file name -> (session, what discovery checked of it)
         self._steady: set = set()  # file names the last two discoveries found unchanged
         self._listing = self._rescan(None)
-        parallel.settle()  # what that discovery keeps is written before any thread starts
+        cache.settle_writers()  # what that discovery keeps is written before any thread starts
 
     # the listing ------------------------------------------------------------------------------
     def _rescan(self, previous: Listing | None) -> Listing:

@@ -133,9 +133,7 @@ def save(env, name: str, found, made: Made) -> None:
 def remove_all(env) -> None:
     """Every snapshot (`forget`: none may keep a forgotten session's first message), once the
     one this process may be writing is written (`parallel.aside`)."""
-    import parallel
-
-    parallel.settle()
+    cache.settle_writers()
     folder = os.path.dirname(_path(env, "-"))
     for name in _names(folder):
         try:

@@ -66,8 +66,8 @@ def sources(env) -> list[str]:
     flat layout, then the TypeScript CLI's JSON files. Listed with scandir, not glob: a heavy
     user has a folder per day, and discovery lists them on every run."""
     sessions = os.path.join(codex_home(env), "sessions")
-    days = [day for year in visible_paths(sessions, folders=True) for month in visible_paths(year, folders=True)
-            for day in visible_paths(month, folders=True)]
+    days = [day for year in visible_paths(sessions, folders=True)
+            for month in visible_paths(year, folders=True) for day in visible_paths(month, folders=True)]
     found = _rollout_files(days)
     found += _rollout_files([os.path.join(codex_home(env), "archived_sessions")])
     found += _rollout_files([sessions])
@@ -150,9 +150,9 @@ def cwd_of(source: str) -> str | None:
     """The working directory a rollout's first line (its session_meta) names, read alone: what
     a project's first discovery needs to leave out a rollout of another project (catalog.py).
     None when the line names none, cannot be read or (read whole) is not complete yet: the head
-    is scanned. A line that begins as Codex writes it (plain keys and values, then the payload's, then its
-    `cwd`) is read no further than its directory (`META_CWD`): the line is 20 KB of
-    instructions, whose parsing was most of the cost. A directory read so can only differ from
+    is scanned. A line that begins as Codex writes it (plain keys and values, then the
+    payload's, then its `cwd`) is read no further than its directory (`META_CWD`): the line is
+    20 KB of instructions, whose parsing was most of the cost. A directory read so can only differ from
     the whole line's (a key given twice) in a line forged to, whose writer could name any
     directory anyway, and only to leave a session out: one named inside is scanned."""
     if source.endswith(".json"):

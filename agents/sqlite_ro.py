@@ -747,13 +747,18 @@ def _drop_views(connection: sqlite3.Connection) -> None:
 
 
 def _on_disk(copy: str) -> sqlite3.Connection:
-    """SQLite on our own copy: read-only and immutable (no lock taken, no journal or WAL looked
-    for: nothing is written beside it), with a page cache of PAGE_CACHE_KIB and no memory
-    mapping (mapped pages would count in the process's memory)."""
-    import urllib.parse  # here: a listing imports this module, seldom opens a copy
+    """SQLite on our own copy (`_read_only`)."""
+    return _read_only(copy, OnDisk)
 
-    connection = sqlite3.connect(f"file:{urllib.parse.quote(copy)}?mode=ro&immutable=1", uri=True,
-                                 check_same_thread=False, factory=OnDisk)
+
+def _read_only(path: str, factory) -> sqlite3.Connection:
+    """SQLite on a database file, read-only and immutable (no lock taken, no journal or WAL
+    looked for: nothing is written beside it), with a page cache of PAGE_CACHE_KIB and no
+    memory mapping (mapped pages would count in the process's memory)."""
+    import urllib.parse  # here: a listing imports this module, seldom opens a file so
+
+    connection = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro&immutable=1", uri=True,
+                                 check_same_thread=False, factory=factory)
     connection.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
     connection.execute("PRAGMA mmap_size=0")
     return connection
@@ -975,13 +980,10 @@ def _readable_or_absent(path: str) -> bool:
 
 
 def _query_file(path: str, query):
-    import urllib.parse  # here: a listing imports this module, seldom opens a copy
-
-    connection = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro&immutable=1", uri=True,
-                                 factory=_Bounded)
+    connection = _read_only(path, _Bounded)
     try:
-        for pragma in ("query_only=1", "trusted_schema=0", "mmap_size=0", f"cache_size=-{PAGE_CACHE_KIB}"):
-            connection.execute(f"PRAGMA {pragma}")
+        connection.execute("PRAGMA query_only=1")
+        connection.execute("PRAGMA trusted_schema=0")
         if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'view' LIMIT 1").fetchone():
             raise StoreError(f"{path} has views: read through a snapshot, which drops them")
         return query(connection)
