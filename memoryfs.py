@@ -87,6 +87,7 @@ RESCAN_SECONDS = 2.0
 RESCAN_SHARE = 0.05   # of one core, at most, for rescanning a large store
 ARCHIVE_SECONDS = 0.25  # of archiving the project's sessions per rescan, at most
 CACHE_BYTES = 64 * 1024 * 1024
+FUSE_CAP_READDIRPLUS, FUSE_CAP_READDIRPLUS_AUTO = 1 << 13, 1 << 14  # libfuse 3's fuse_common.h
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 ATTR_SECONDS = 60.0  # how long the kernel may keep a settled session's attributes (libfuse 3)
 DIR_MODE = stat.S_IFDIR | 0o555
@@ -97,6 +98,10 @@ def _error(code: int) -> OSError:
     return OSError(code, os.strerror(code))
 
 
+DIRECTORY_ENTRIES = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), (README, FILE_MODE, 0), (memoryindex.INDEX, FILE_MODE, 0)]
+# (name, mode, 0): a mode alone gives the entry its d_type
+
+
 class Listing:
     """One discovery's view of the project: file name -> session, and the README that counts
     them. Never changed once built: the rescan thread replaces it whole."""
@@ -105,6 +110,7 @@ class Listing:
         self.files = {catalog.file_name(s): s for s in sessions}
         self.position = {name: i for i, name in enumerate(self.files)}
         self.readme = guide.readme(project, list(self.files), mounted=True)
+        self.entries = [*DIRECTORY_ENTRIES, *((name, FILE_MODE, 0) for name in self.files)]  # readdir's
         same = previous is not None and previous.files.keys() == self.files.keys()
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
@@ -182,6 +188,8 @@ class MemoryFS:
         self._handles: dict[int, Handle] = {}
         self._open: dict[str, list[Handle]] = {}  # file name -> its open handles, oldest first
         self._next_fh = 1
+        self._dirs: dict[int, Listing] = {}  # open directory handle -> the listing it lists
+        self._dir_kept: int | None = None  # changed_ns of the listing the kernel keeps the entries of
         self._in_page_cache: dict = {}  # file name -> version its pages may hold
         self._caller = caller or (lambda: None)
         self._uid, self._gid = os.getuid(), os.getgid()
@@ -261,8 +269,12 @@ class MemoryFS:
 
     def init_with_config(self, conn, config):
         """`config` is libfuse's own fuse_config (None with libfuse 2), read again as each reply
-        is made: attributes are then kept by the kernel as long as each answer says."""
+        is made: attributes are then kept by the kernel as long as each answer says. No
+        READDIRPLUS (libfuse 3 asks for it): a listing has no attributes to give (a size means
+        rendering), and with it every name takes 192 bytes of a reply instead of 64, three
+        replies for 500 names instead of one."""
         if config is not None:
+            conn.want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO)
             import mfusepy
 
             library = mfusepy._libfuse
@@ -417,11 +429,31 @@ class MemoryFS:
             self._cache.put(key, stamp, data, evict=not walk)
         return stamp, data
 
+    def opendir(self, path, fi):
+        """Each handle lists the listing of its open. The kernel keeps the entries it read
+        (cache_readdir, libfuse 3.5 and later) and, across opens, keeps them (keep_cache) while the
+        listing has the same names as the one it read them from: a warm `ls` asks nothing here.
+        The directory's mtime is the listing's `changed_ns`, which the kernel checks too."""
+        if path != "/":
+            raise _error(errno.ENOTDIR)
+        listing = self._listing
+        fi.fh = self._next_fh
+        self._next_fh += 1
+        self._dirs[fi.fh] = listing
+        if hasattr(fi, "cache_readdir"):
+            fi.cache_readdir = 1
+            fi.keep_cache = int(listing.changed_ns == self._dir_kept)
+            self._dir_kept = listing.changed_ns
+        return 0
+
     def readdir(self, path, fh):
         if path != "/":
             raise _error(errno.ENOTDIR)
-        entries = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), (README, FILE_MODE, 0), (memoryindex.INDEX, FILE_MODE, 0)]
-        return entries + [(name, FILE_MODE, 0) for name in self._listing.files]  # a mode alone: d_type
+        return self._dirs.get(fh, self._listing).entries  # the same list while the listing stands
+
+    def releasedir(self, path, fh):
+        self._dirs.pop(fh, None)
+        return 0
 
     def getxattr(self, path, name, position=0):
         """No extended attributes, ENOTSUP: `ls -l` then stops asking for ACLs on this mount.
