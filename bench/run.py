@@ -91,18 +91,26 @@ def run_once(argv: list[str], env: dict, cwd: str | None = None, stdout=subproce
 
 
 def measure(argv, env, runs: int, before=None, cwd=None) -> Timing:
-    seconds, rss, cpu = [], [], []
+    timing = Timing([], [])
+    for _ in range(runs):
+        if not add_run(timing, argv, env, before, cwd):
+            break
+    return timing
+
+
+def add_run(timing: Timing, argv, env, before=None, cwd=None) -> bool:
+    """One more run into `timing` (`before()` first); False, and the failure noted, if it failed."""
     try:
-        for _ in range(runs):
-            if before:
-                before()
-            elapsed, peak, _, used = run_once(argv, env, cwd)
-            seconds.append(elapsed)
-            rss.append(peak)
-            cpu.append(used)
+        if before:
+            before()
+        elapsed, peak, _, used = run_once(argv, env, cwd)
     except (RuntimeError, OSError) as exc:
-        return Timing(seconds, rss, str(exc), cpu)
-    return Timing(seconds, rss, cpu=cpu)
+        timing.failure = str(exc)
+        return False
+    timing.seconds.append(elapsed)
+    timing.rss_kb.append(peak)
+    timing.cpu.append(used)
+    return True
 
 
 def timed_shell(command: str, env: dict, runs: int, before=None, cwd=None) -> Timing:
@@ -260,19 +268,22 @@ def ratio(mine: Timing, theirs: Timing | None) -> str:
 # the benchmarks -----------------------------------------------------------------------------------------
 def both(rows, label, me, them, args_me, args_them, runs, cold, cwd=None) -> tuple[Timing, Timing | None]:
     """One row: the same operation for both programs, cold (caches emptied before each run) or
-    warm (primed by one unmeasured run)."""
-    results = []
-    for program, argv in ((me, args_me), (them, args_them)):
-        if program is None or argv is None:
-            results.append(None)
-            continue
-        if not cold:
+    warm (primed by one unmeasured run). Their runs alternate, so that the machine's speed,
+    which drifts by tens of percent over minutes on a shared host, weighs on both alike."""
+    sides = [(program, program.cmd(*argv)) for program, argv in ((me, args_me), (them, args_them))
+             if program is not None and argv is not None]
+    if not cold:
+        for program, argv in sides:
             try:
-                run_once(program.cmd(*argv), program.env, cwd)
+                run_once(argv, program.env, cwd)
             except (RuntimeError, OSError):
                 pass
-        results.append(measure(program.cmd(*argv), program.env, runs, program.clear if cold else None, cwd))
-    mine, theirs = results
+    timings = [Timing([], []) for _ in sides]
+    for _ in range(runs):
+        for (program, argv), timing in zip(sides, timings):
+            if not timing.failure:
+                add_run(timing, argv, program.env, program.clear if cold else None, cwd)
+    mine, theirs = timings[0], (timings[1] if len(timings) > 1 else None)
     rows.append([label, mine.text(), theirs.text() if theirs else "—", ratio(mine, theirs)])
     return mine, theirs
 
