@@ -27,8 +27,11 @@ Where the image lives depends on the store's size (database + WAL):
   does: a store that changed since its copy was made is copied again (a read and a write of
   its size, about a second per GB), so a store the agent is writing is copied by every
   command.
-Either image is of one moment (`snapshot`'s rules, the same for both). What a translator reads
-from it is bounded by `RowBudget`: no value over MAX_VALUE_BYTES reaches Python, and one
+Either image is of one moment (`snapshot`'s rules, the same for both). Neither is made when the
+database file alone is the store's committed state (no WAL frames, no journal in use, the file
+still): a listing's query (`listed`) and a translator's (`shared`, within `in_one_moment`) then
+read that file, read-only and immutable, and what they read is kept only if the file is
+unchanged once they are done. What a translator reads is bounded by `RowBudget`: no value over MAX_VALUE_BYTES reaches Python, and one
 document reads at most MAX_SESSION_ROWS rows and MAX_SESSION_BYTES bytes of values.
 """
 
@@ -768,34 +771,107 @@ class OnDisk(_Bounded):
     """A connection to a copy on disk (`_on_disk`), as `shared` tells them apart."""
 
 
+class InPlace(_Bounded):
+    """A connection to a store's own file (`_open_in_place`)."""
+
+
 SHARED_BYTES = 128 * 1024 * 1024  # with two reads of a store at MEMORY_BYTES, a process stays under 300 MB
 _shared_lock = threading.Lock()
-_shared: OrderedDict = OrderedDict()  # path -> (stamp, bytes, connection, pid), least recent first
+_shared: OrderedDict = OrderedDict()  # path -> (stamp, bytes, connection, pid, file's stat when read in place)
+_moment = threading.local()  # .readings: (path, stat) of what `shared` opened in place in this thread's `in_one_moment`
 
 
 def shared(path: str, env=None) -> sqlite3.Connection:
     """The `connect` snapshot of a store, kept while its files do not change, for translators
     that read its sessions one after another: a store of N sessions is copied once, not N
-    times. Recently used snapshots are kept up to SHARED_BYTES of memory in all (the last one
-    always; one on disk counts its page cache). A connection to a copy on disk is not used in a
-    process forked from the one that opened it (sqlite.org/howtocorrupt.html: no connection is
-    carried across a fork); one in memory is (its image is the child's own).
-    Never close what it returns; it is read from one thread at a time."""
+    times. Within `in_one_moment`, the store's own file instead, when that alone is its
+    committed state (`_file_alone`): nothing is copied (a 189 MB opencode database took 0.4 s,
+    and every process reading it after a change). Recently used connections are kept up to
+    SHARED_BYTES of memory in all (the last one always; one on a file counts its page cache).
+    A connection to a file is not used in a process forked from the one that opened it
+    (sqlite.org/howtocorrupt.html: no connection is carried across a fork); one in memory is
+    (its image is the child's own). Never close what it returns; it is read from one thread at
+    a time."""
     stamp = stamp_of(path)
+    readings = getattr(_moment, "readings", None)
     with _shared_lock:
         entry = _shared.get(path)
-        if entry is not None and entry[0] == stamp and entry[3] in (None, os.getpid()):
+        if entry is not None and entry[0] == stamp and entry[3] in (None, os.getpid()) \
+                and (entry[4] is None or readings is not None):
             _shared.move_to_end(path)
+            if entry[4] is not None:
+                readings.append((path, entry[4]))
             return entry[2]
         if entry is not None:
             del _shared[path]
-        connection = connect(path, env)
-        on_disk = isinstance(connection, OnDisk)
-        cost = PAGE_CACHE_KIB << 10 if on_disk else size_of(path)
-        _shared[path] = (stamp, cost, connection, os.getpid() if on_disk else None)
+        opened = _open_in_place(path) if readings is not None else None
+        if opened is not None:
+            connection, before = opened
+            readings.append((path, before))
+            _shared[path] = (stamp, PAGE_CACHE_KIB << 10, connection, os.getpid(), before)
+        else:
+            connection = connect(path, env)
+            on_disk = isinstance(connection, OnDisk)
+            cost = PAGE_CACHE_KIB << 10 if on_disk else size_of(path)
+            _shared[path] = (stamp, cost, connection, os.getpid() if on_disk else None, None)
         while len(_shared) > 1 and sum(e[1] for e in _shared.values()) > SHARED_BYTES:
             _shared.popitem(last=False)
         return connection
+
+
+def in_one_moment(read):
+    """`read()`, whose reads of the stores that `shared` opens in place are checked once it is
+    done: when one of those files changed meanwhile (a write in place, a checkpoint), what it
+    read may mix two states, so it is thrown away and `read()` runs again on snapshots
+    (`connect`). A file that was still for `_quiet_for` when opened gets a new mtime from any
+    later write. A WAL begun meanwhile leaves the file, and what was read, as committed before.
+    Nested calls are checked by the outermost."""
+    if getattr(_moment, "readings", None) is not None:
+        return read()
+    _moment.readings = []
+    try:
+        result, error = read(), None
+    except Exception as exc:  # a torn read can fail as well as mislead: judged below
+        result, error = None, exc
+    finally:
+        readings, _moment.readings = _moment.readings, None
+    changed = {path for path, before in readings if not _unchanged(path, before)}
+    if not changed:
+        if error is not None:
+            raise error
+        return result
+    with _shared_lock:
+        for path in changed:
+            _shared.pop(path, None)  # not closed: see release_shared
+    return read()
+
+
+def _open_in_place(path: str) -> tuple | None:
+    """(connection, the file's stat) on the store's own file (`_file_connection`) when the file
+    alone is its committed state, else None (the snapshot is then read, and meets any failure
+    again, and reports it)."""
+    try:
+        before = _file_alone(path)
+        if before is None:
+            return None
+        connection = _file_connection(path, InPlace)
+    except Exception:
+        return None
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError:
+        connection.close()
+        return None
+    return connection, before
+
+
+def _unchanged(path: str, before: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return ((now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns)
+            == (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns))
 
 
 def stamp_of(path: str) -> list:
@@ -943,14 +1019,7 @@ def _in_place(path: str, query) -> tuple | None:
     (`_Bounded`). A failure is left to the snapshot to meet again, and report; a statement
     past its deadline is not run again."""
     try:
-        st = os.stat(path)
-        if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC
-                and _kept_by_owner(os.path.dirname(path) or ".")):
-            return None
-        if not (_readable_or_absent(path + "-wal") and _readable_or_absent(path + "-journal")):
-            return None
-        if valid_wal_header(_wal_header(path)) or _journal_in_use(path) or \
-                time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _quiet_for(st):
+        if _file_alone(path) is None:
             return None
         reading, found = _read(path, lambda _path, _spoiled: (b"", _query_file(path, query)))
     except sqlite3.OperationalError as exc:
@@ -960,6 +1029,21 @@ def _in_place(path: str, query) -> tuple | None:
     except Exception:  # the snapshot's reading meets it again, and says what it is
         return None
     return (found,) if _is_one_moment(reading) else None
+
+
+def _file_alone(path: str) -> os.stat_result | None:
+    """The store file's stat when the file alone is the store's committed state and may be read
+    by SQLite in place (the conditions `_in_place` gives), else None."""
+    st = os.stat(path)
+    if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC
+            and _kept_by_owner(os.path.dirname(path) or ".")):
+        return None
+    if not (_readable_or_absent(path + "-wal") and _readable_or_absent(path + "-journal")):
+        return None
+    if valid_wal_header(_wal_header(path)) or _journal_in_use(path) or \
+            time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _quiet_for(st):
+        return None
+    return st
 
 
 def _kept_by_owner(folder: str) -> bool:
@@ -980,15 +1064,26 @@ def _readable_or_absent(path: str) -> bool:
 
 
 def _query_file(path: str, query):
-    connection = _read_only(path, _Bounded)
+    connection = _file_connection(path, _Bounded)
+    try:
+        return query(connection)
+    finally:
+        connection.close()
+
+
+def _file_connection(path: str, factory) -> sqlite3.Connection:
+    """SQLite on the store's own file (`_read_only`), which it may not change and whose views
+    are not run (a store with views raises StoreError: a snapshot drops them)."""
+    connection = _read_only(path, factory)
     try:
         connection.execute("PRAGMA query_only=1")
         connection.execute("PRAGMA trusted_schema=0")
         if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'view' LIMIT 1").fetchone():
             raise StoreError(f"{path} has views: read through a snapshot, which drops them")
-        return query(connection)
-    finally:
+    except BaseException:
         connection.close()
+        raise
+    return connection
 
 
 def release_shared() -> None:
