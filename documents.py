@@ -98,16 +98,17 @@ def translate(session: Session, env, redact: bool = True) -> dict:
 
 def _translated(session: Session, env) -> dict:
     """The ATIF document of a session, with trajectoriz's own fields in the root `extra`."""
-    from agents import sqlite_ro  # here: a warm listing reads no store
-
     module = agents.load(session.agent)
+    sqlite_ro = sys.modules.get("agents.sqlite_ro")  # loaded by the agents whose stores are SQLite
     try:
         if "scan_error" in session.extra:
             raise RuntimeError(session.extra["scan_error"])
         if archive.marked(session):
             doc = archive.translate(module, session, env)  # from its archived bytes
-        else:  # a store read in place must not change meanwhile (else read again from a snapshot)
+        elif sqlite_ro is not None:  # a store read in place must not change meanwhile
             doc = sqlite_ro.in_one_moment(lambda: module.translate(session, env))
+        else:
+            doc = module.translate(session, env)
     except Exception as exc:  # any defect in a store or a translator: report, don't crash
         doc = failure_document(session, module, f"{type(exc).__name__}: {exc}")
     toolkinds.annotate(doc, session.agent, session.cwd)

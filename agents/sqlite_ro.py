@@ -778,7 +778,8 @@ class InPlace(_Bounded):
 SHARED_BYTES = 128 * 1024 * 1024  # with two reads of a store at MEMORY_BYTES, a process stays under 300 MB
 _shared_lock = threading.Lock()
 _shared: OrderedDict = OrderedDict()  # path -> (stamp, bytes, connection, pid, file's stat when read in place)
-_moment = threading.local()  # .readings: (path, stat) of what `shared` opened in place in this thread's `in_one_moment`
+_moment = threading.local()  # this thread's `in_one_moment`: .readings, (path, stat) of each store
+# read in place; .held, path -> the connection `shared` gave for it
 
 
 def shared(path: str, env=None) -> sqlite3.Connection:
@@ -792,58 +793,74 @@ def shared(path: str, env=None) -> sqlite3.Connection:
     (sqlite.org/howtocorrupt.html: no connection is carried across a fork); one in memory is
     (its image is the child's own). Never close what it returns; it is read from one thread at
     a time."""
-    stamp = stamp_of(path)
     readings = getattr(_moment, "readings", None)
+    held = getattr(_moment, "held", {})
+    if readings is not None and path in held:  # one connection per store in one moment:
+        return held[path]                       # a second one could be of another state
+    stamp = stamp_of(path)
     with _shared_lock:
         entry = _shared.get(path)
         if entry is not None and entry[0] == stamp and entry[3] in (None, os.getpid()) \
                 and (entry[4] is None or readings is not None):
             _shared.move_to_end(path)
-            if entry[4] is not None:
-                readings.append((path, entry[4]))
-            return entry[2]
-        if entry is not None:
-            del _shared[path]
-        opened = _open_in_place(path) if readings is not None else None
-        if opened is not None:
-            connection, before = opened
-            readings.append((path, before))
-            _shared[path] = (stamp, PAGE_CACHE_KIB << 10, connection, os.getpid(), before)
+            connection, before = entry[2], entry[4]
         else:
-            connection = connect(path, env)
-            on_disk = isinstance(connection, OnDisk)
-            cost = PAGE_CACHE_KIB << 10 if on_disk else size_of(path)
-            _shared[path] = (stamp, cost, connection, os.getpid() if on_disk else None, None)
-        while len(_shared) > 1 and sum(e[1] for e in _shared.values()) > SHARED_BYTES:
-            _shared.popitem(last=False)
-        return connection
+            if entry is not None:
+                del _shared[path]
+            opened = _open_in_place(path) if readings is not None else None
+            if opened is not None:
+                connection, before = opened
+                _shared[path] = (stamp, PAGE_CACHE_KIB << 10, connection, os.getpid(), before)
+            else:
+                connection, before = connect(path, env), None
+                on_disk = isinstance(connection, OnDisk)
+                cost = PAGE_CACHE_KIB << 10 if on_disk else size_of(path)
+                _shared[path] = (stamp, cost, connection, os.getpid() if on_disk else None, None)
+            while len(_shared) > 1 and sum(e[1] for e in _shared.values()) > SHARED_BYTES:
+                _shared.popitem(last=False)
+    if readings is not None:
+        held[path] = connection
+        if before is not None:
+            readings.append((path, before))
+    return connection
 
 
 def in_one_moment(read):
     """`read()`, whose reads of the stores that `shared` opens in place are checked once it is
     done: when one of those files changed meanwhile (a write in place, a checkpoint), what it
-    read may mix two states, so it is thrown away and `read()` runs again on snapshots
-    (`connect`). A file that was still for `_quiet_for` when opened gets a new mtime from any
-    later write. A WAL begun meanwhile leaves the file, and what was read, as committed before.
-    Nested calls are checked by the outermost."""
+    read may mix two states, so it is thrown away and `read()` runs again, on snapshots only
+    (`connect`: outside a moment `shared` opens nothing in place). A file that was still for
+    `_quiet_for` when opened gets a new mtime from any later write; a WAL begun meanwhile
+    leaves the file, and what was read, as committed before. A failure after a reading in
+    place is also met again on snapshots (the file's own schema may refuse what an image
+    allows: `trusted_schema=0`), unless a statement ran out of time (it would again). Within
+    one moment a store is read through one connection. Nested calls are checked by the
+    outermost."""
     if getattr(_moment, "readings", None) is not None:
         return read()
-    _moment.readings = []
+    _moment.readings, _moment.held = [], {}
     try:
         result, error = read(), None
     except Exception as exc:  # a torn read can fail as well as mislead: judged below
         result, error = None, exc
     finally:
-        readings, _moment.readings = _moment.readings, None
+        readings, _moment.readings, _moment.held = _moment.readings, None, {}
     changed = {path for path, before in readings if not _unchanged(path, before)}
+    if error is not None and readings and "interrupted" not in str(error):
+        changed |= {path for path, _ in readings}
     if not changed:
         if error is not None:
             raise error
         return result
+    result = error = None  # (the first attempt's rows go before the second's come)
     with _shared_lock:
         for path in changed:
             _shared.pop(path, None)  # not closed: see release_shared
     return read()
+
+
+os.register_at_fork(after_in_child=lambda: setattr(_moment, "readings", None))  # a child's reads:
+# no moment of its parent's checks them
 
 
 def _open_in_place(path: str) -> tuple | None:
@@ -852,17 +869,9 @@ def _open_in_place(path: str) -> tuple | None:
     again, and reports it)."""
     try:
         before = _file_alone(path)
-        if before is None:
-            return None
-        connection = _file_connection(path, InPlace)
+        return None if before is None else (_file_connection(path, InPlace), before)
     except Exception:
         return None
-    try:
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError:
-        connection.close()
-        return None
-    return connection, before
 
 
 def _unchanged(path: str, before: os.stat_result) -> bool:
@@ -1033,15 +1042,20 @@ def _in_place(path: str, query) -> tuple | None:
 
 def _file_alone(path: str) -> os.stat_result | None:
     """The store file's stat when the file alone is the store's committed state and may be read
-    by SQLite in place (the conditions `_in_place` gives), else None."""
+    by SQLite in place (the conditions `_in_place` gives), else None; OSError when it cannot be
+    looked at. The clock is read before the stat: a write after the stat, in the same tick as
+    the one before it, cannot then pass for stillness. The folder checked is the one holding
+    the file and the one its name is in (a link to a store elsewhere)."""
+    clock = time.time_ns()
     st = os.stat(path)
+    folders = {os.path.dirname(path) or ".", os.path.dirname(os.path.realpath(path))}
     if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC
-            and _kept_by_owner(os.path.dirname(path) or ".")):
+            and all(_kept_by_owner(folder) for folder in folders)):
         return None
     if not (_readable_or_absent(path + "-wal") and _readable_or_absent(path + "-journal")):
         return None
     if valid_wal_header(_wal_header(path)) or _journal_in_use(path) or \
-            time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _quiet_for(st):
+            clock - max(st.st_mtime_ns, st.st_ctime_ns) < _quiet_for(st):
         return None
     return st
 

@@ -791,9 +791,10 @@ def test_a_store_written_while_translated_in_place_is_translated_again(tmp_path,
     assert [r[1] == "InPlace" for r in reads] == [True, False] and len(fresh_shared) == 1
 
 
-def test_a_read_that_fails_while_the_store_changes_is_made_again(tmp_path, fresh_shared, kind):
-    """A torn read may fail instead of mislead: when the file changed meanwhile the failure is
-    not the store's, and the reading is made again; when it did not, the failure stands."""
+def test_a_read_that_fails_after_reading_in_place_is_made_again_on_snapshots(tmp_path, fresh_shared, kind):
+    """A torn read may fail instead of mislead, and the file's own schema may refuse what an
+    image allows: a failure after reading in place is met again on snapshots. One that fails
+    there too stands; a statement out of time is not run again."""
     db, connection = checkpointed_store(tmp_path, 3)
     attempts = []
 
@@ -806,16 +807,74 @@ def test_a_read_that_fails_while_the_store_changes_is_made_again(tmp_path, fresh
             raise sqlite3.DatabaseError("database disk image is malformed")
         return found
 
-    assert sqlite_ro.in_one_moment(read)[0] == 4 and len(attempts) == 2
+    assert sqlite_ro.in_one_moment(read) == (4, type(sqlite_ro.connect(db)).__name__)
+    assert [kind for _, kind in attempts][0] == "InPlace" and len(attempts) == 2
     still(db)
     sqlite_ro.release_shared()
 
-    def failing():
-        shared_counter(db)
-        raise sqlite3.DatabaseError("a real defect")
+    def only_in_place(kinds):
+        def read():
+            found = shared_counter(db)
+            kinds.append(found[1])
+            if found[1] == "InPlace":
+                raise sqlite3.OperationalError("unsafe use of a function in a generated column")
+            return found
+        return read
 
-    with pytest.raises(sqlite3.DatabaseError, match="a real defect"):
-        sqlite_ro.in_one_moment(failing)
+    kinds = []
+    assert sqlite_ro.in_one_moment(only_in_place(kinds))[0] == 4 and kinds[0] == "InPlace" and len(kinds) == 2
+    sqlite_ro.release_shared()
+
+    def failing(kinds, message):
+        def read():
+            kinds.append(shared_counter(db)[1])
+            raise sqlite3.DatabaseError(message)
+        return read
+
+    for message, tries in (("a real defect", 2), ("interrupted", 1)):
+        kinds = []
+        with pytest.raises(sqlite3.DatabaseError, match=message):
+            sqlite_ro.in_one_moment(failing(kinds, message))
+        assert kinds[0] == "InPlace" and len(kinds) == tries
+        sqlite_ro.release_shared()
+
+
+def test_a_file_replaced_between_two_moments_is_not_read_through_its_old_connection(tmp_path, fresh_shared, kind):
+    """The agent replaces its database whole (a new file renamed over it) with one of the same
+    size and mtime: the connection kept from the first moment reads the old file, and the
+    second moment sees that the file it read is gone and reads again (before the check of a
+    kept connection, it would say 3)."""
+    db, connection = checkpointed_store(tmp_path, 3)
+    connection.close()
+    still(db)
+    assert sqlite_ro.in_one_moment(lambda: shared_counter(db)) == (3, "InPlace")
+    replacement = str(tmp_path / "replacement.db")
+    shutil.copyfile(db, replacement)
+    other = sqlite3.connect(replacement, isolation_level=None)
+    other.execute("PRAGMA journal_mode=DELETE")
+    transaction(other, 4, grow=False)  # existing pages only: the same size
+    other.close()
+    st = os.stat(db)
+    assert os.path.getsize(replacement) == st.st_size
+    os.utime(replacement, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(replacement, db)
+    assert sqlite_ro.stamp_of(db) == [(st.st_size, st.st_mtime_ns), None]  # the kept connection's stamp
+    still(db)
+    assert sqlite_ro.in_one_moment(lambda: ledger_state(sqlite_ro.shared(db), grow=False)) == 4
+
+
+def test_one_moment_reads_a_store_through_one_connection(tmp_path, fresh_shared, kind):
+    """A translator asking twice for the same store within one moment gets the same connection,
+    even when the agent committed in between (a snapshot then would hold the commit, the file
+    read before it not)."""
+    db, connection = checkpointed_store(tmp_path, 3)
+
+    def read():
+        first = sqlite_ro.shared(db)
+        transaction(connection, 4)
+        return first is sqlite_ro.shared(db), counter(first)
+
+    assert sqlite_ro.in_one_moment(read) == (True, 3)
 
 
 def test_stores_not_alone_in_their_file_are_translated_from_a_snapshot(tmp_path, fresh_shared, kind):
@@ -829,10 +888,12 @@ def test_stores_not_alone_in_their_file_are_translated_from_a_snapshot(tmp_path,
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert sqlite_ro.in_one_moment(lambda: shared_counter(db))[1] != "InPlace"  # just written
     still(db)
+    sqlite_ro.release_shared()
     os.chmod(tmp_path, 0o777)
     try:
+        made = len(fresh_shared)
         found = sqlite_ro.in_one_moment(lambda: shared_counter(db))
-        assert found[0] == 4 and found[1] != "InPlace"
+        assert found[0] == 4 and found[1] != "InPlace" and len(fresh_shared) == made + 1
     finally:
         os.chmod(tmp_path, 0o755)
 
