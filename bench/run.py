@@ -511,27 +511,60 @@ def cycle(mount: Mount, command: str, runs: int) -> Timing:
     return Timing(seconds, [])
 
 
-def mount_figures(program: Program, project: str, runs: int, scratch: str) -> dict:
-    point = os.path.join(scratch, program.name, "memory")
-    mount = Mount(program, point, project)
-    found = {}
-    quoted = f"'{point}'"
+MOUNT_STEPS = (  # (key, cold: each run on a fresh mount with empty caches, command on the mount point)
+    ("ls-cold", True, "ls -l {point} > /dev/null"),
+    ("ls-warm", False, "ls -l {point} > /dev/null"),
+    ("grep-cold", True, f"grep -rc '{CONTENT_QUERY}' {{point}} > /dev/null"),
+    ("grep-warm", False, f"grep -rc '{CONTENT_QUERY}' {{point}} > /dev/null"),
+)
+
+
+def mount_figures(programs: dict, project: str, runs: int, scratch: str) -> dict:
+    """Each program's mount figures (side -> Program in, side -> figures out). Both mounts are
+    up at once and the programs' runs of each step alternate, as `both`'s do; a side that
+    fails leaves the steps after with its error."""
+    mounts = {side: Mount(program, os.path.join(scratch, program.name, "memory"), project)
+              for side, program in programs.items()}
+    found: dict = {side: {} for side in programs}
     try:
-        found["ls-cold"] = cycle(mount, f"ls -l {quoted} > /dev/null", runs)
-        found["ls-warm"] = timed_shell(f"ls -l {quoted} > /dev/null", program.env, runs)
-        found["ls-floor"] = ls_floor(os.listdir(point), program.env, runs, scratch)
-        found["grep-cold"] = cycle(mount, f"grep -rc '{CONTENT_QUERY}' {quoted} > /dev/null", runs)
-        found["grep-warm"] = timed_shell(f"grep -rc '{CONTENT_QUERY}' {quoted} > /dev/null", program.env, runs)
-        files = [os.path.join(point, n) for n in os.listdir(point) if n.endswith(".json")]
+        for key, cold, command in MOUNT_STEPS:
+            for _ in range(runs):
+                for side, mount in mounts.items():
+                    if "error" not in found[side]:
+                        mount_run(found[side], key, mount, cold, command.format(point=f"'{mount.point}'"))
+            if key == "ls-warm":
+                for side, mount in mounts.items():
+                    if "error" not in found[side]:
+                        found[side]["ls-floor"] = ls_floor(os.listdir(mount.point), mount.program.env, runs, scratch)
+        for side, mount in mounts.items():
+            if "error" not in found[side]:
+                mount_facts(found[side], mount, runs)
+    finally:
+        for mount in mounts.values():
+            mount.stop()
+    return found
+
+
+def mount_run(found: dict, key: str, mount: Mount, cold: bool, command: str) -> None:
+    """One run of a step into found[key] (a fresh mount with empty caches first when `cold`)."""
+    timing = found.setdefault(key, Timing([], []))
+    one = cycle(mount, command, 1) if cold else timed_shell(command, mount.program.env, 1)
+    timing.seconds += one.seconds
+    if one.failure:
+        timing.failure = found["error"] = one.failure
+
+
+def mount_facts(found: dict, mount: Mount, runs: int) -> None:
+    """`cat` of the largest file, the files and their bytes, the server's memory."""
+    try:
+        files = [os.path.join(mount.point, n) for n in os.listdir(mount.point) if n.endswith(".json")]
         biggest = max(files, key=os.path.getsize) if files else None
-        found["cat"] = timed_shell(f"cat '{biggest}' > /dev/null", program.env, runs) if biggest else Timing([], [], "no file")
+        found["cat"] = (timed_shell(f"cat '{biggest}' > /dev/null", mount.program.env, runs) if biggest
+                        else Timing([], [], "no file"))
         found["files"] = (len(files), sum(os.path.getsize(f) for f in files))
         found["rss"] = mount.server_rss()
-    except (RuntimeError, OSError) as exc:
+    except OSError as exc:
         found["error"] = str(exc)
-    finally:
-        mount.stop()
-    return found
 
 
 def ls_floor(names: list, env: dict, runs: int, scratch: str) -> Timing:
@@ -554,13 +587,9 @@ def bench_mount(report, me, them, project, tree, runs, scratch) -> dict:
         f"command. `grep -rc {CONTENT_QUERY}` reads every file whole. The export row is "
         "`grep -r` over the same files exported to disk (`trajectoriz export`)."])
     problems = {"ours": mount_problem(me, tree), "theirs": mount_problem(them, None)}
-    figures = {}
-    for side, program in (("ours", me), ("theirs", them)):
-        if problems[side]:
-            figures[side] = {}
-            continue
-        print(f"  mount: {program.name}", file=sys.stderr)
-        figures[side] = mount_figures(program, project, runs, scratch)
+    programs = {side: program for side, program in (("ours", me), ("theirs", them)) if not problems[side]}
+    print(f"  mount: {', '.join(p.name for p in programs.values())}", file=sys.stderr)
+    figures = {"ours": {}, "theirs": {}, **mount_figures(programs, project, runs, scratch)}
     labels = (("ls-cold", "`ls -l`, cold"), ("ls-warm", "`ls -l`, warm"),
               ("ls-floor", "`ls -l` of as many empty files in memory (tmpfs): its floor"),
               ("cat", "`cat` of the largest file"),
