@@ -111,7 +111,7 @@ class Listing:
         self.position = {name: i for i, name in enumerate(self.files)}
         self.readme = guide.readme(project, list(self.files), mounted=True)
         self.entries = [*DIRECTORY_ENTRIES, *((name, FILE_MODE, 0) for name in self.files)]  # readdir's
-        same = previous is not None and previous.files.keys() == self.files.keys()
+        same = previous is not None and list(previous.files) == list(self.files)  # an offset is a position
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
     def same_as(self, other: "Listing") -> bool:
@@ -188,7 +188,6 @@ class MemoryFS:
         self._handles: dict[int, Handle] = {}
         self._open: dict[str, list[Handle]] = {}  # file name -> its open handles, oldest first
         self._next_fh = 1
-        self._dirs: dict[int, Listing] = {}  # open directory handle -> the listing it lists
         self._dir_kept: int | None = None  # changed_ns of the listing the kernel keeps the entries of
         self._in_page_cache: dict = {}  # file name -> version its pages may hold
         self._caller = caller or (lambda: None)
@@ -430,30 +429,24 @@ class MemoryFS:
         return stamp, data
 
     def opendir(self, path, fi):
-        """Each handle lists the listing of its open. The kernel keeps the entries it read
-        (cache_readdir, libfuse 3.5 and later) and, across opens, keeps them (keep_cache) while the
-        listing has the same names as the one it read them from: a warm `ls` asks nothing here.
-        The directory's mtime is the listing's `changed_ns`, which the kernel checks too."""
+        """The kernel keeps the entries it read (cache_readdir, passed on by libfuse 3.16 and
+        later) and, at the next open, keeps them (keep_cache) while the listing is the one they
+        were read from (its `changed_ns`, which is also the directory's mtime: the kernel drops
+        them itself when that changes). A readdir lists the listing of its moment, never an
+        older one, so what the kernel keeps is never older than the mtime it kept it under."""
         if path != "/":
             raise _error(errno.ENOTDIR)
-        listing = self._listing
-        fi.fh = self._next_fh
-        self._next_fh += 1
-        self._dirs[fi.fh] = listing
         if hasattr(fi, "cache_readdir"):
+            changed = self._listing.changed_ns
             fi.cache_readdir = 1
-            fi.keep_cache = int(listing.changed_ns == self._dir_kept)
-            self._dir_kept = listing.changed_ns
+            fi.keep_cache = int(changed == self._dir_kept)
+            self._dir_kept = changed
         return 0
 
     def readdir(self, path, fh):
         if path != "/":
             raise _error(errno.ENOTDIR)
-        return self._dirs.get(fh, self._listing).entries  # the same list while the listing stands
-
-    def releasedir(self, path, fh):
-        self._dirs.pop(fh, None)
-        return 0
+        return self._listing.entries  # the same list while the listing stands
 
     def getxattr(self, path, name, position=0):
         """No extended attributes, ENOTSUP: `ls -l` then stops asking for ACLs on this mount.

@@ -535,7 +535,7 @@ def mount_figures(programs: dict, project: str, runs: int, scratch: str) -> dict
             if key == "ls-warm":
                 for side, mount in mounts.items():
                     if "error" not in found[side]:
-                        found[side]["ls-floor"] = ls_floor(os.listdir(mount.point), mount.program.env, runs, scratch)
+                        found[side]["ls-floor"] = ls_floor(mount.point, mount.program.env, runs, scratch)
         for side, mount in mounts.items():
             if "error" not in found[side]:
                 mount_facts(found[side], mount, runs)
@@ -567,17 +567,23 @@ def mount_facts(found: dict, mount: Mount, runs: int) -> None:
         found["error"] = str(exc)
 
 
-def ls_floor(names: list, env: dict, runs: int, scratch: str) -> Timing:
-    """`ls -l` of a folder in memory (tmpfs) holding empty files of the same names: what `ls`
-    and the kernel cost for that many files, which no mount can go below."""
+def ls_floor(point: str, env: dict, runs: int, scratch: str) -> Timing:
+    """`ls -l` of a folder in memory (tmpfs) holding empty files of the names the mount at
+    `point` lists: what `ls` and the kernel cost for that many files, which no mount can go
+    below."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else scratch
-    folder = tempfile.mkdtemp(prefix="ls-floor-", dir=base)
+    folder = None
     try:
+        names = os.listdir(point)
+        folder = tempfile.mkdtemp(prefix="ls-floor-", dir=base)
         for name in names:
             open(os.path.join(folder, name), "wb").close()
         return timed_shell(f"ls -l '{folder}' > /dev/null", env, runs)
+    except OSError as exc:
+        return Timing([], [], str(exc))
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def bench_mount(report, me, them, project, tree, runs, scratch) -> dict:

@@ -226,7 +226,7 @@ def test_only_operations_are_public():
     """mfusepy registers any attribute named like a FUSE operation as one (`lock`, `flush`...)."""
     public = {n for n in dir(memoryfs.MemoryFS) if not n.startswith("_")}
     assert public == {"use_ns", "init_with_config", "destroy", "getattr", "getxattr", "opendir", "readdir",
-                      "releasedir", "statfs",
+                      "statfs",
                       "open", "read", "release", "chmod", "chown", "create", "fallocate", "link", "mkdir",
                       "mknod", "removexattr", "rename", "rmdir", "setxattr", "symlink", "truncate", "unlink",
                       "utimens", "write"}
@@ -253,38 +253,45 @@ def test_deleted_and_new_sessions(store):
     assert caught.value.errno == errno.ENOENT
 
 
-def test_a_directory_handle_lists_the_listing_of_its_open(store):
-    """Each handle lists what the directory held when it was opened, whatever a rescan swaps in
-    meanwhile; the kernel is told to keep the entries it read (cache_readdir) and, at the next
-    open, to keep them (keep_cache) only while the names are the same."""
+def test_the_kernel_keeps_the_directory_s_entries_while_the_names_stay_the_same(store):
+    """The kernel is told to keep the entries it read (cache_readdir) and, at the next open, to
+    keep them (keep_cache) only while the listing has the same names in the same order; a
+    readdir lists the listing of its moment, whatever handle asks (an older one cached under
+    the new listing's mtime would stay)."""
     env, proj, _ = store
     fs = new_fs(env, proj)
     first, second = claude_sessions(env)
-    names = {s.source: n for n, s in expected_sessions(env, proj).items()}
-    early = SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0)
-    assert fs.opendir("/", early) == 0 and early.cache_readdir == 1 and early.keep_cache == 0
-    again = SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0)
-    fs.opendir("/", again)
-    assert again.keep_cache == 1 and again.fh != early.fh
-    fs._refresh()  # the same names: a rescan swaps nothing in
-    same = SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0)
-    fs.opendir("/", same)
-    assert same.keep_cache == 1
+
+    def opened():
+        fi = SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0)
+        assert fs.opendir("/", fi) == 0 and fi.cache_readdir == 1
+        return fi
+
+    early = opened()
+    assert early.keep_cache == 0 and opened().keep_cache == 1
+    fs._refresh()  # the same names: nothing swapped in
+    assert opened().keep_cache == 1
+    changed = fs.getattr("/")["st_mtime"]
     copy = copy_session(second, "33333333-4444-4555-8666-777777777777")
     fs._refresh()
     added = next(n for n, s in expected_sessions(env, proj).items() if s.source == copy)
-    late = SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0)
-    fs.opendir("/", late)
-    assert late.keep_cache == 0 and late.cache_readdir == 1  # the kernel drops what it kept
-    assert added not in {e[0] for e in fs.readdir("/", early.fh)}
-    assert {added, names[first], names[second]} <= {e[0] for e in fs.readdir("/", late.fh)}
-    for handle in (early, again, same, late):
-        fs.releasedir("/", handle.fh)
-    assert fs._dirs == {}
-    assert fs.readdir("/", late.fh) == fs.readdir("/", 0)  # an unknown handle: the listing now
+    assert opened().keep_cache == 0 and fs.getattr("/")["st_mtime"] != changed
+    assert added in {e[0] for e in fs.readdir("/", early.fh)}  # opened before: today's listing
     with pytest.raises(OSError) as caught:
-        fs.opendir("/" + names[second], SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0))
+        fs.opendir("/" + added, SimpleNamespace(fh=0, keep_cache=0, cache_readdir=0))
     assert caught.value.errno == errno.ENOTDIR
+
+
+def test_a_listing_in_another_order_is_another_listing(store):
+    """libfuse's directory offsets are positions: the same names in another order (a session's
+    start time moved) change the listing's stamp, so the kernel keeps no entries read in the
+    old order."""
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    listing = fs._listing
+    sessions = list(listing.files.values())
+    assert memoryfs.Listing(proj, sessions, listing).changed_ns == listing.changed_ns
+    assert memoryfs.Listing(proj, sessions[::-1], listing).changed_ns != listing.changed_ns
 
 
 def opened(fs, name) -> SimpleNamespace:
