@@ -210,9 +210,7 @@ def _fuse_for_memoryfs(fuse):
             entries = self.operations.readdir(None if path is None else path.decode(self.encoding, self.errors),
                                               fip.contents.fh)
             if entries is not self._encoded[0]:
-                stats: dict = {}
-                for mode in {mode for _, mode, _ in entries}:
-                    stats[mode] = fuse.c_stat(st_mode=mode)
+                stats = {mode: fuse.c_stat(st_mode=mode) for mode in {mode for _, mode, _ in entries}}
                 self._encoded = (entries, [(name.encode(self.encoding, self.errors), stats[mode])
                                            for name, mode, _ in entries])
             return self._encoded[1]

@@ -31,8 +31,9 @@ Either image is of one moment (`snapshot`'s rules, the same for both). Neither i
 database file alone is the store's committed state (no WAL frames, no journal in use, the file
 still): a listing's query (`listed`) and a translator's (`shared`, within `in_one_moment`) then
 read that file, read-only and immutable, and what they read is kept only if the file is
-unchanged once they are done. What a translator reads is bounded by `RowBudget`: no value over MAX_VALUE_BYTES reaches Python, and one
-document reads at most MAX_SESSION_ROWS rows and MAX_SESSION_BYTES bytes of values.
+unchanged once they are done. What a translator reads is bounded by `RowBudget`: no value over
+MAX_VALUE_BYTES reaches Python, and one document reads at most MAX_SESSION_ROWS rows and
+MAX_SESSION_BYTES bytes of values.
 """
 
 from __future__ import annotations
@@ -266,9 +267,7 @@ def _is_one_moment(reading: _Reading) -> bool:
         return False
     if valid_wal_header(reading.wal_before):
         return reading.wal_before == reading.wal_read == reading.wal_after
-    unchanged = ((before.st_size, before.st_mtime_ns, before.st_ctime_ns)
-                 == (after.st_size, after.st_mtime_ns, after.st_ctime_ns))
-    return (unchanged and not reading.journal_before and not reading.journal_after
+    return (_same_state(before, after) and not reading.journal_before and not reading.journal_after
             and _still_for(reading) >= _quiet_for(before))
 
 
@@ -279,9 +278,14 @@ def _spoiled(path: str, before: os.stat_result, wal_before: bytes) -> bool:
     a ctime only grows), so the reading could only be thrown away at its end."""
     if valid_wal_header(wal_before):
         return _wal_header(path) != wal_before
-    now = _stat_database(path)
-    return ((now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns)
-            != (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns))
+    return not _same_state(_stat_database(path), before)
+
+
+def _same_state(one: os.stat_result, other: os.stat_result) -> bool:
+    """Whether two stats are of the same file with the same content: device, inode, size,
+    mtime, ctime (a write changes the last two, a file renamed over it the inode)."""
+    return ((one.st_dev, one.st_ino, one.st_size, one.st_mtime_ns, one.st_ctime_ns)
+            == (other.st_dev, other.st_ino, other.st_size, other.st_mtime_ns, other.st_ctime_ns))
 
 
 def _still_for(reading: _Reading) -> int:
@@ -876,11 +880,9 @@ def _open_in_place(path: str) -> tuple | None:
 
 def _unchanged(path: str, before: os.stat_result) -> bool:
     try:
-        now = os.stat(path)
+        return _same_state(os.stat(path), before)
     except OSError:
         return False
-    return ((now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns)
-            == (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns))
 
 
 def stamp_of(path: str) -> list:

@@ -526,19 +526,20 @@ def mount_figures(programs: dict, project: str, runs: int, scratch: str) -> dict
     mounts = {side: Mount(program, os.path.join(scratch, program.name, "memory"), project)
               for side, program in programs.items()}
     found: dict = {side: {} for side in programs}
+
+    def working() -> list:
+        return [(found[side], mount) for side, mount in mounts.items() if "error" not in found[side]]
+
     try:
         for key, cold, command in MOUNT_STEPS:
             for _ in range(runs):
-                for side, mount in mounts.items():
-                    if "error" not in found[side]:
-                        mount_run(found[side], key, mount, cold, command.format(point=f"'{mount.point}'"))
+                for figures, mount in working():
+                    mount_run(figures, key, mount, cold, command.format(point=f"'{mount.point}'"))
             if key == "ls-warm":
-                for side, mount in mounts.items():
-                    if "error" not in found[side]:
-                        found[side]["ls-floor"] = ls_floor(mount.point, mount.program.env, runs, scratch)
-        for side, mount in mounts.items():
-            if "error" not in found[side]:
-                mount_facts(found[side], mount, runs)
+                for figures, mount in working():
+                    figures["ls-floor"] = ls_floor(mount.point, mount.program.env, runs, scratch)
+        for figures, mount in working():
+            mount_facts(figures, mount, runs)
     finally:
         for mount in mounts.values():
             mount.stop()

@@ -772,21 +772,30 @@ def test_outside_a_moment_a_store_is_read_from_a_snapshot(tmp_path, fresh_shared
     assert type(sqlite_ro.shared(db)).__name__ != "InPlace"
 
 
+def committing_during_the_first_read(db: str, connection: sqlite3.Connection, failure=None):
+    """A read of the ledger (`shared_counter`) during whose first attempt the agent commits and
+    checkpoints transaction 4 (the attempt then raising `failure`, when given), and the list
+    of what each attempt read."""
+    attempts = []
+
+    def read():
+        found = shared_counter(db)
+        attempts.append(found)
+        if len(attempts) == 1:
+            transaction(connection, 4)
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if failure is not None:
+                raise failure
+        return found
+    return read, attempts
+
+
 def test_a_store_written_while_translated_in_place_is_translated_again(tmp_path, fresh_shared, kind):
     """The agent commits and checkpoints transaction 4 while a document is read from the file:
     the file's stat shows it after, the document is thrown away and read again from a snapshot
     (in place alone it would say 3, or mix both)."""
     db, connection = checkpointed_store(tmp_path, 3)
-    reads = []
-
-    def read():
-        found = shared_counter(db)
-        reads.append(found)
-        if len(reads) == 1:
-            transaction(connection, 4)
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return found
-
+    read, reads = committing_during_the_first_read(db, connection)
     assert sqlite_ro.in_one_moment(read)[0] == 4
     assert [r[1] == "InPlace" for r in reads] == [True, False] and len(fresh_shared) == 1
 
@@ -796,17 +805,8 @@ def test_a_read_that_fails_after_reading_in_place_is_made_again_on_snapshots(tmp
     image allows: a failure after reading in place is met again on snapshots. One that fails
     there too stands; a statement out of time is not run again."""
     db, connection = checkpointed_store(tmp_path, 3)
-    attempts = []
-
-    def read():
-        found = shared_counter(db)
-        attempts.append(found)
-        if len(attempts) == 1:
-            transaction(connection, 4)
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            raise sqlite3.DatabaseError("database disk image is malformed")
-        return found
-
+    read, attempts = committing_during_the_first_read(
+        db, connection, sqlite3.DatabaseError("database disk image is malformed"))
     assert sqlite_ro.in_one_moment(read) == (4, type(sqlite_ro.connect(db)).__name__)
     assert [kind for _, kind in attempts][0] == "InPlace" and len(attempts) == 2
     still(db)
