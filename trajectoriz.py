@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from version import VERSION
+from core.version import VERSION
 
 EXIT_ERROR = 2
 
@@ -425,11 +425,12 @@ COMMANDS = {"list": _list_parser, "show": _show_parser, "search": _search_parser
 
 # command -> (module, function): each command's module is imported only when it runs
 HANDLERS = {
-    "list": ("commands", "run_list"), "show": ("commands", "run_show"),
-    "export": ("commands", "run_export"), "validate": ("commands", "run_validate"),
-    "search": ("search", "run_search"), "blame": ("blame", "run_blame"), "stats": ("stats", "run_stats"),
-    "agents": ("health", "run"), "memory": ("memory", "run_memory"),
-    "archive": ("archiving", "run_archive"), "forget": ("forget", "run_forget"),
+    "list": ("commands.basics", "run_list"), "show": ("commands.basics", "run_show"),
+    "export": ("commands.basics", "run_export"), "validate": ("commands.basics", "run_validate"),
+    "search": ("commands.search", "run_search"), "blame": ("commands.blame", "run_blame"),
+    "stats": ("commands.stats", "run_stats"), "agents": ("commands.health", "run"),
+    "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
+    "forget": ("archiving.forget", "run_forget"),
 }
 
 
@@ -442,8 +443,8 @@ def dispatch(args, env) -> int:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["memory-worker"]:  # a mount's renderer (warmup.py): no parser, no help
-        import warmup
+    if argv[:1] == ["memory-worker"]:  # a mount's renderer (mount/warmup.py): no parser, no help
+        from mount import warmup
 
         return warmup.run_worker(os.environ)
     parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
@@ -452,13 +453,13 @@ def main(argv=None) -> int:
         after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
         (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.man:
-        import manual
+        from commands import manual
 
         return manual.run()
     if not args.command:
         parser.print_help()
         return EXIT_ERROR
-    from errors import UserError
+    from core.errors import UserError
 
     try:
         return dispatch(args, os.environ)

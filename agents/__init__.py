@@ -1,6 +1,8 @@
 """The agent stores trajectoriz reads: one module per store, each with the interface described
 in `agents/base.py`. Any module in this package that defines `translate` is an agent, so adding
 an agent is adding its file; helper modules (`base`, `sqlite_ro`) define no `translate`.
+
+May import `redaction`, `atif` and `core`; nothing that discovers, renders or serves sessions.
 """
 
 from __future__ import annotations

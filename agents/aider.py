@@ -21,11 +21,11 @@ import os
 import re
 from collections import namedtuple
 
-import compiledre
 from agents import projects
-from agents.base import FILE_LIMIT, Session, epoch, iso, one_line, open_binary, size_text, unique_files
-from atif.build import TrajectoryBuilder, metrics
-from hashes import sha256
+from agents.base import epoch, FILE_LIMIT, iso, one_line, open_binary, Session, size_text, unique_files
+from atif.build import metrics, TrajectoryBuilder
+from core import compiledre
+from core.hashes import sha256
 
 NAME = "aider"
 PREFIX = "ai"

@@ -20,8 +20,9 @@ import os
 
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, one_line, read_json_document, text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+from atif.build import image_part, metrics, plain_or_parts, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text
+from core import storefs
 
 NAME = "amp"
 PREFIX = "am"
@@ -34,7 +35,7 @@ def threads_dir(env) -> str:
 
 
 def sources(env):
-    return sorted(glob.glob(os.path.join(glob.escape(threads_dir(env)), "*.json")))
+    return sorted(storefs.glob(os.path.join(glob.escape(threads_dir(env)), "*.json")))
 
 
 # discovery ---------------------------------------------------------------------------------------
@@ -46,7 +47,7 @@ def scan(source: str, env) -> list[Session]:
     first_user = next((m for m in messages if m.get("role") == "user" and prompt_text(m)), {})
     model = next((as_str(as_dict(m.get("usage")).get("model")) for m in messages
                   if as_dict(m.get("usage")).get("model")), None)
-    started = epoch(thread.get("created")) or _first_time(messages) or os.stat(source).st_mtime
+    started = epoch(thread.get("created")) or _first_time(messages) or storefs.stat(source).st_mtime
     title = prompt_text(first_user) or as_str(thread.get("title")) or ""
     return [Session(agent=NAME, native_id=thread_id(source, thread), source=source, started=started,
                     cwd=work_dir(thread), title=one_line(title), model=model,

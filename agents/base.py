@@ -79,9 +79,10 @@ import stat
 import threading
 from datetime import datetime, timezone
 
-import compiledre
 from atif.build import image_part, plain_or_parts, text_part
 from atif.serialize import limit_depth, loads
+from core import compiledre, storefs
+from core.cache import home
 
 # Bounds on what is read of a store (see the module doc).
 HEAD_BYTES = 256 * 1024      # the head of a JSONL session that discovery reads (head_records)
@@ -143,10 +144,6 @@ class Session:
         return cls(*values)
 
 
-def home(env) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
-
-
 def env_dir(env, variable: str, *default: str) -> str:
     """`$variable` if set, else `$HOME/<default...>`."""
     value = env.get(variable)
@@ -156,7 +153,7 @@ def env_dir(env, variable: str, *default: str) -> str:
 def listdir(path: str) -> list[str]:
     """The sorted names in a directory; none when it is missing or unreadable."""
     try:
-        return sorted(os.listdir(path))
+        return sorted(storefs.listdir(path))
     except OSError:
         return []
 
@@ -177,7 +174,7 @@ def mtime(path: str) -> float | None:
     """When a file was last written; None when it cannot be read."""
     reading.open_ended = True
     try:
-        return os.stat(path).st_mtime
+        return storefs.stat(path).st_mtime
     except OSError:
         return None
 
@@ -189,7 +186,7 @@ def listdir_cached(path: str) -> list[str]:
     """`listdir`, asked of the file system once per change of the folder (its mtime): for a
     folder that many sources look into during one discovery (Gemini's chats/)."""
     try:
-        mtime = os.stat(path).st_mtime_ns
+        mtime = storefs.stat(path).st_mtime_ns
     except OSError:
         return []
     found = _listings.get(path)
@@ -203,7 +200,7 @@ def visible_paths(folder: str, folders: bool = False) -> list[str]:
     """The paths of a folder's entries whose names do not start with a dot (of its folders, or
     links to folders, alone), as a glob's `*` gives them; none when it cannot be listed."""
     try:
-        with os.scandir(folder) as entries:
+        with storefs.scandir(folder) as entries:
             return [entry.path for entry in entries
                     if not entry.name.startswith(".") and (not folders or _is_dir(entry))]
     except OSError:
@@ -242,8 +239,8 @@ def unique_files(paths):
     """The paths that are existing files, each real file once (in the order given)."""
     seen = set()
     for path in paths:
-        if os.path.isfile(path):
-            real = os.path.realpath(path)
+        if storefs.isfile(path):
+            real = storefs.realpath(path)
             if real not in seen:
                 seen.add(real)
                 yield path
@@ -314,9 +311,9 @@ def open_binary(path: str):
     """A binary file object; `.zst` files are decompressed as they are read (within SESSION_LIMIT).
     Only regular files are opened: a FIFO or a device named like a session would block or never
     end."""
-    if not stat.S_ISREG(os.stat(path).st_mode):  # before the open: opening a device is already an act
+    if not stat.S_ISREG(storefs.stat(path).st_mode):  # before the open: opening a device is already an act
         raise OSError(errno.EINVAL, "not a regular file", path)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = storefs.open_read(path, getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for one meanwhile
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", path)

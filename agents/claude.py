@@ -17,11 +17,11 @@ import glob
 import os
 import re
 
-import compiledre
+from core import compiledre, storefs
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
                          head_records, home, iso, listdir_cached, one_line, outside_named_folder,
                          read_json_object, read_whole, reading, text_of, visible_paths)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from atif.build import image_part, metrics, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text
 
 NAME = "claude"
@@ -50,8 +50,8 @@ def roots(env) -> list[str]:
     found, seen = [], set()
     for base in bases:
         path = os.path.join(os.path.expanduser(base), "projects")
-        real = os.path.realpath(path)
-        if real not in seen and os.path.isdir(path):
+        real = storefs.realpath(path)
+        if real not in seen and storefs.isdir(path):
             seen.add(real)
             found.append(path)
     return found
@@ -92,7 +92,7 @@ def parent_of_sidechain_file(source: str) -> str | None:
         return None
     head = next(head_records(source, 64 * 1024), {})
     parent = os.path.join(os.path.dirname(source), f"{head.get('sessionId')}.jsonl")
-    return parent if isinstance(head.get("sessionId"), str) and os.path.exists(parent) else None
+    return parent if isinstance(head.get("sessionId"), str) and storefs.exists(parent) else None
 
 
 def native_id_of(source: str) -> str:
@@ -138,7 +138,7 @@ def scan(source: str, env) -> list[Session]:
             break
     if session.started is None:
         reading.open_ended = True  # the time of the last write: an append changes it
-        session.started = os.stat(source).st_mtime
+        session.started = storefs.stat(source).st_mtime
     session.title = session.title or one_line(queued)
     return [session]
 
@@ -162,9 +162,9 @@ def starting_model(record: dict) -> str | None:
 def dependencies(source: str, env) -> list[str]:
     """The transcript plus its sub-agent transcripts: a sub-agent that grows changes the document."""
     subagents = os.path.join(source[: -len(".jsonl")], "subagents")
-    if not os.path.isdir(subagents):  # the common case, without a glob: discovery runs this per session
+    if not storefs.isdir(subagents):  # the common case, without a glob: discovery runs this per session
         return [source]
-    return [source, *sorted(glob.glob(os.path.join(glob.escape(subagents), "**", "*.jsonl"), recursive=True))]
+    return [source, *sorted(storefs.glob(os.path.join(glob.escape(subagents), "**", "*.jsonl"), recursive=True))]
 
 
 def dependencies_of(sources: list, env) -> list[list[str]]:
@@ -185,7 +185,7 @@ def dependencies_of(sources: list, env) -> list[list[str]]:
 def _subfolders(folder: str) -> set | None:
     """The names of the folders in `folder`; None when it cannot be listed."""
     try:
-        with os.scandir(folder) as entries:
+        with storefs.scandir(folder) as entries:
             return {entry.name for entry in entries if entry.is_dir()}
     except OSError:
         return None
@@ -736,7 +736,7 @@ def first_prompt(records: list[dict]) -> str | None:
     return None
 
 
-# the archive's interface (archive.py) ---------------------------------------------------------------
+# the archive's interface (discovery/archive.py) ---------------------------------------------------------------
 def archive_dependencies(session: Session, env) -> list[str]:
     """What translation reads besides `dependencies` (which discovery stats for every session,
     so it stays at the transcripts): the spilled tool outputs in `<session>/tool-results/`, the
@@ -745,4 +745,4 @@ def archive_dependencies(session: Session, env) -> list[str]:
     subagents = dependencies(session.source, env)[1:]
     siblings = [path for _, path, _ in subagent_files(session) if path not in subagents]
     metas = [path[: -len(".jsonl")] + ".meta.json" for path in subagents]
-    return sorted(glob.glob(spilled)) + [m for m in metas if os.path.isfile(m)] + siblings
+    return sorted(storefs.glob(spilled)) + [m for m in metas if storefs.isfile(m)] + siblings

@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 
 from agents import cline_tasks
-from agents.base import Session, as_dict, as_int, as_str, epoch, home, iso, one_line
-from atif.build import TrajectoryBuilder, metrics
+from agents.base import as_dict, as_int, as_str, epoch, home, iso, one_line, Session
+from atif.build import metrics, TrajectoryBuilder
+from core import storefs
 
 NAME = "cline"
 PREFIX = "cn"
@@ -52,24 +53,24 @@ def sources(env):
         yield from cline_tasks.task_dirs(storage)
     root = cli_sessions_dir(env)
     try:
-        names = sorted(os.listdir(root))
+        names = sorted(storefs.listdir(root))
     except OSError:
         return
     for name in names:
         manifest = os.path.join(root, name, f"{name}.json")
-        if os.path.isfile(manifest):
+        if storefs.isfile(manifest):
             yield manifest
 
 
 def is_manifest(source: str) -> bool:
-    return source.endswith(".json") and os.path.isfile(source)
+    return source.endswith(".json") and storefs.isfile(source)
 
 
 def messages_path(manifest_path: str, manifest: dict) -> str:
     """The messages file next to the manifest (the recorded absolute path may be another
     machine's), else the one the manifest names."""
     beside = manifest_path[: -len(".json")] + ".messages.json"
-    if os.path.exists(beside):
+    if storefs.exists(beside):
         return beside
     return as_str(manifest.get("messages_path")) or beside
 

@@ -37,12 +37,12 @@ from __future__ import annotations
 import os
 import re
 
-import compiledre
 from agents import session_totals
+from core import compiledre, storefs
 from agents.base import (HEAD_BYTES, HEAD_MAX, Session, TooLarge, as_dict, as_int, as_list, as_str,
                          between, complete_items, epoch, home, iso, loads_native, one_line, open_binary,
                          read_whole)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+from atif.build import image_part, metrics, plain_or_parts, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text, loads
 
 API_HISTORY = "api_conversation_history.json"
@@ -69,11 +69,11 @@ def task_dirs(storage: str) -> list[str]:
     """The task directories of one storage directory."""
     tasks = os.path.join(storage, "tasks")
     try:
-        names = sorted(os.listdir(tasks))
+        names = sorted(storefs.listdir(tasks))
     except OSError:
         return []
     return [os.path.join(tasks, n) for n in names
-            if any(os.path.isfile(os.path.join(tasks, n, f)) for f in (API_HISTORY, UI_MESSAGES))]
+            if any(storefs.isfile(os.path.join(tasks, n, f)) for f in (API_HISTORY, UI_MESSAGES))]
 
 
 def task_dependencies(task_dir: str) -> list[str]:
@@ -110,7 +110,7 @@ def history_index(storage: str) -> dict:
     """Cline's `state/taskHistory.json` by task id, read once per change of the file."""
     path = os.path.join(storage, "state", "taskHistory.json")
     try:
-        st = os.stat(path)
+        st = storefs.stat(path)
     except OSError:
         return {}
     key = (path, st.st_size, st.st_mtime_ns)
@@ -200,7 +200,7 @@ def scan_task(agent: str, task_dir: str, format_name: str) -> Session:
     item = task_item(task_dir)
     started = epoch(item.get("ts")) or (epoch(int(task_id)) if task_id.isdigit() else None)
     if started is None:
-        started = min((os.stat(p).st_mtime for p in task_dependencies(task_dir) if os.path.exists(p)),
+        started = min((storefs.stat(p).st_mtime for p in task_dependencies(task_dir) if storefs.exists(p)),
                       default=None)
     extra = {"format": format_name}
     if as_str(item.get("parentTaskId")):
@@ -640,7 +640,7 @@ def read_array(path: str) -> tuple[list | None, str | None]:
 def child_task_ids(item: dict, task_dir: str) -> list[str]:
     tasks = os.path.dirname(task_dir)
     return [str(c) for c in as_list(item.get("childIds"))
-            if os.path.isdir(os.path.join(tasks, str(c)))]
+            if storefs.isdir(os.path.join(tasks, str(c)))]
 
 
 def translate_task(agent_name: str, task_dir: str, depth: int = 0) -> dict:

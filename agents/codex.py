@@ -39,13 +39,13 @@ import os
 import re
 from collections import Counter, namedtuple
 
-import compiledre
-from jsonlib import orjson
+from core import compiledre, storefs
+from core.jsonlib import orjson
 
 from agents.base import (HEAD_BYTES, JsonlReader, Session, as_dict, as_int, as_list, as_str,
                          env_dir, epoch, head_records, iso, loads_native, one_line, open_binary,
                          read_whole, reading, visible_paths)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+from atif.build import image_part, metrics, plain_or_parts, text_part, TrajectoryBuilder
 
 NAME = "codex"
 PREFIX = "cx"
@@ -78,7 +78,7 @@ def sources(env) -> list[str]:
 
 def _names(directory: str) -> list[str]:
     try:
-        return os.listdir(directory)
+        return storefs.listdir(directory)
     except OSError:
         return []
 
@@ -101,9 +101,9 @@ def _rollout_files(directories: list[str]) -> list[str]:
 def _rollouts(directory: str, name: str = "rollout-*") -> list[str]:
     """`<name>.jsonl` and `<name>.jsonl.zst` files in `directory` (glob patterns); a plain file
     hides its compressed sibling."""
-    plain = glob.glob(os.path.join(directory, name + ".jsonl"))
+    plain = storefs.glob(os.path.join(directory, name + ".jsonl"))
     known = set(plain)
-    packed = [p for p in glob.glob(os.path.join(directory, name + ".jsonl.zst")) if p[:-4] not in known]
+    packed = [p for p in storefs.glob(os.path.join(directory, name + ".jsonl.zst")) if p[:-4] not in known]
     return sorted(plain + packed)
 
 
@@ -148,7 +148,7 @@ META_CWD = compiledre.compile(rb'\{(?:' + _SIMPLE + rb')*"type":"session_meta",(
 
 def cwd_of(source: str) -> str | None:
     """The working directory a rollout's first line (its session_meta) names, read alone: what
-    a project's first discovery needs to leave out a rollout of another project (catalog.py).
+    a project's first discovery needs to leave out a rollout of another project (discovery/catalog.py).
     None when the line names none, cannot be read or (read whole) is not complete yet: the head
     is scanned. A line that begins as Codex writes it (plain keys and values, then the
     payload's, then its `cwd`) is read no further than its directory (`META_CWD`): the line is
@@ -355,7 +355,7 @@ _parent_turns_cache: dict = {}
 def parent_turns(path: str) -> set[str]:
     """Every turn id a rollout holds (memoised per file version: many sub-agents share a parent)."""
     try:
-        st = os.stat(path)
+        st = storefs.stat(path)
     except OSError:
         return set()
     key = (path, st.st_size, st.st_mtime_ns)
@@ -772,7 +772,7 @@ def translate(session: Session, env) -> dict:
 
 def _file_size(path: str) -> int:
     try:
-        return os.path.getsize(path) * (8 if path.endswith(".zst") else 1)
+        return storefs.getsize(path) * (8 if path.endswith(".zst") else 1)
     except OSError:
         return 0
 
@@ -1138,7 +1138,7 @@ class Translator:
                       "context_compacted": compacted}
 
 
-# the archive's interface (archive.py) ---------------------------------------------------------------
+# the archive's interface (discovery/archive.py) ---------------------------------------------------------------
 def archive_dependencies(session: Session, env) -> list[str]:
     """The parent's rollout of a fork or a sub-agent: its turns tell the history the child
     copied from it from the child's own (`ForkGate`), so an archived child keeps it beside it."""

@@ -31,7 +31,8 @@ import os
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, join_result,
                          json_arguments, loads_native, mtime, one_line, read_json_document, read_whole,
                          text_of, url_image)
-from atif.build import TrajectoryBuilder, metrics, plain_or_parts, text_part
+from atif.build import metrics, plain_or_parts, text_part, TrajectoryBuilder
+from core import storefs
 
 NAME = "continue"
 PREFIX = "co"
@@ -47,7 +48,7 @@ def sessions_dir(env) -> str:
 
 
 def sources(env):
-    found = glob.glob(os.path.join(glob.escape(sessions_dir(env)), "*.json"))
+    found = storefs.glob(os.path.join(glob.escape(sessions_dir(env)), "*.json"))
     return sorted(path for path in found if os.path.basename(path) != INDEX)
 
 
@@ -74,7 +75,7 @@ def session_id(source: str, session: dict) -> str:
 def listed(path: str) -> dict:
     """sessions.json by session id, read once per change of the file."""
     try:
-        stat = os.stat(path)
+        stat = storefs.stat(path)
     except OSError:
         return {}
     key = (stat.st_mtime_ns, stat.st_size)

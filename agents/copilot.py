@@ -26,8 +26,9 @@ import os
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, iso, loads_native, one_line, open_binary, read_whole, text_of)
-from atif.build import TrajectoryBuilder, metrics
+from atif.build import metrics, TrajectoryBuilder
 from atif.serialize import loads
+from core import storefs
 
 NAME = "copilot"
 PREFIX = "cp"
@@ -54,7 +55,7 @@ def sources(env):
 
 def _entries(directory: str) -> list:
     try:
-        with os.scandir(directory) as found:
+        with storefs.scandir(directory) as found:
             return sorted((e for e in found if not e.name.startswith(".")), key=lambda e: e.name)
     except OSError:
         return []
@@ -67,7 +68,7 @@ def _event_logs(state: str):
     directories = set()
     for entry in entries:
         log = os.path.join(entry.path, EVENTS)
-        if entry.is_dir() and os.path.isfile(log):
+        if entry.is_dir() and storefs.isfile(log):
             directories.add(entry.name)
             yield log
     for entry in entries:

@@ -34,13 +34,12 @@ from __future__ import annotations
 import os
 import sqlite3
 
-import mounts
-import safepath
+from core import mounts, safepath, storefs
 
 from agents import projects, session_totals, sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_list, as_str, env_dir, epoch, iso, one_line,
                          open_binary, unique_files)
-from atif.build import TrajectoryBuilder, image_part, text_part, unreadable_database
+from atif.build import image_part, text_part, TrajectoryBuilder, unreadable_database
 from atif.serialize import loads
 
 NAME = "crush"
@@ -95,7 +94,7 @@ def project_dir(db_path: str, env) -> str | None:
     if os.path.basename(data_dir) == DATA_DIR:
         return os.path.dirname(data_dir)
     for path, registered in registered_projects(env):
-        if os.path.realpath(registered) == os.path.realpath(data_dir):
+        if storefs.realpath(registered) == storefs.realpath(data_dir):
             return path
     return None
 
@@ -387,7 +386,7 @@ def shell_text(data: dict) -> str:
     return f"$ {data.get('command', '')}\n{data.get('output', '')}\n(exit code {data.get('exit_code')})"
 
 
-# the archive's interface (archive.py): one session's rows as a database of their own -------------
+# the archive's interface (discovery/archive.py): one session's rows as a database of their own -------------
 def extract(session: Session, env) -> bytes:
     """The store's schema with only this session's rows (`session_rows`): not the other
     sessions', nor the file history Crush keeps (`files`, which translation does not read)."""

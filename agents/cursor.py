@@ -30,13 +30,13 @@ import os
 import re
 from collections import namedtuple
 
-import compiledre
 from agents import sqlite_ro
+from core import compiledre, storefs
 from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch,
                          home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
-from atif.build import TrajectoryBuilder, image_part, text_part
+from atif.build import image_part, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text, loads
-from hashes import md5
+from core.hashes import md5
 
 NAME = "cursor"
 PREFIX = "cu"
@@ -63,7 +63,7 @@ def sources(env):
     found = []
     for project in listdir(os.path.join(base, "projects")):
         found.extend(_transcripts(os.path.join(base, "projects", project, "agent-transcripts")))
-    found.extend(sorted(glob.glob(os.path.join(glob.escape(base), "chats", "*", "*", "store.db"))))
+    found.extend(sorted(storefs.glob(os.path.join(glob.escape(base), "chats", "*", "*", "store.db"))))
     return found
 
 
@@ -72,10 +72,10 @@ def _transcripts(folder: str) -> list[str]:
     chosen: dict[str, str] = {}
     for name in listdir(folder):
         path = os.path.join(folder, name)
-        candidates = [path] if os.path.isfile(path) else [os.path.join(path, name + s) for s in TRANSCRIPT_SUFFIXES]
+        candidates = [path] if storefs.isfile(path) else [os.path.join(path, name + s) for s in TRANSCRIPT_SUFFIXES]
         for candidate in candidates:
             stem, suffix = os.path.splitext(os.path.basename(candidate))
-            if suffix in TRANSCRIPT_SUFFIXES and os.path.isfile(candidate):
+            if suffix in TRANSCRIPT_SUFFIXES and storefs.isfile(candidate):
                 if stem not in chosen or suffix == ".jsonl":
                     chosen[stem] = candidate
     return [chosen[stem] for stem in sorted(chosen)]
@@ -104,7 +104,7 @@ def _chat_meta_paths(transcript: str) -> list[str]:
     projects = os.path.dirname(_transcript_project(transcript))
     stem = os.path.splitext(os.path.basename(transcript))[0]
     chats = os.path.join(os.path.dirname(projects), "chats")
-    return sorted(glob.glob(os.path.join(glob.escape(chats), "*", glob.escape(stem), "meta.json")))
+    return sorted(storefs.glob(os.path.join(glob.escape(chats), "*", glob.escape(stem), "meta.json")))
 
 
 def _transcript_project(transcript: str) -> str:

@@ -27,6 +27,7 @@ from agents.base import (JsonlReader, Session, as_dict, as_int, as_str, epoch,
                          head_records, home, iso, join_result, one_line, read_json_object, text_of)
 from atif.build import TrajectoryBuilder
 from atif.serialize import dumps_text
+from core import storefs
 
 NAME = "droid"
 PREFIX = "fd"
@@ -42,7 +43,7 @@ def sessions_dir(env) -> str:
 
 def sources(env):
     root = glob.escape(sessions_dir(env))
-    found = glob.glob(os.path.join(root, "*", "*.jsonl")) + glob.glob(os.path.join(root, "*.jsonl"))
+    found = storefs.glob(os.path.join(root, "*", "*.jsonl")) + storefs.glob(os.path.join(root, "*.jsonl"))
     return sorted(found)
 
 
@@ -80,7 +81,7 @@ def scan(source: str, env) -> list[Session]:
     first_time = next((epoch(r.get("timestamp")) for r in records if r.get("timestamp")), None)
     title = first_prompt(records, kind) or as_str(start.get("sessionTitle")) or ""
     return [Session(agent=NAME, native_id=native_id, source=source,
-                    started=first_time or os.stat(source).st_mtime, cwd=as_str(start.get("cwd")) or None,
+                    started=first_time or storefs.stat(source).st_mtime, cwd=as_str(start.get("cwd")) or None,
                     title=one_line(title),
                     model=as_str(settings.get("model")) or as_str(start.get("model")),
                     extra={"format": f"{kind}-v{schema}" if schema is not None else kind})]

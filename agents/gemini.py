@@ -34,14 +34,14 @@ from __future__ import annotations
 import os
 import re
 
-import compiledre
+from core import compiledre, storefs
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, complete_items, epoch,
                          head_records, home, iso, listdir, listdir_cached, loads_native, one_line,
                          open_binary, read_whole)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
-from hashes import sha256
+from core.hashes import sha256
 
 NAME = "gemini"
 PREFIX = "gm"
@@ -71,12 +71,12 @@ def sources(env):
         chats = os.path.join(tmp, project, "chats")
         for name in listdir(chats):
             path = os.path.join(chats, name)
-            if name.endswith(".jsonl") and os.path.isfile(path):
+            if name.endswith(".jsonl") and storefs.isfile(path):
                 jsonl.append(path)
-            elif name.endswith(".json") and os.path.isfile(path):
+            elif name.endswith(".json") and storefs.isfile(path):
                 legacy.append(path)
         log = os.path.join(tmp, project, PROMPT_LOG)
-        if os.path.isfile(log):
+        if storefs.isfile(log):
             logs.append(log)
     return jsonl + legacy + logs
 
@@ -100,12 +100,12 @@ def _subagent_dirs(source: str, session_id: str | None = None) -> list[str]:
     chats = os.path.dirname(source)
     if session_id:
         path = os.path.join(chats, session_id)
-        return [path] if os.path.isdir(path) else []
+        return [path] if storefs.isdir(path) else []
     match = _SHORT_ID.search(os.path.splitext(os.path.basename(source))[0])
     if not match:
         return []
     return [os.path.join(chats, name) for name in listdir_cached(chats)
-            if name.startswith(match.group(1)) and os.path.isdir(os.path.join(chats, name))]
+            if name.startswith(match.group(1)) and storefs.isdir(os.path.join(chats, name))]
 
 
 def _subagent_files(directory: str) -> list[str]:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 import sqlite3
 
-import compiledre
 from agents import session_totals, sqlite_extract, sqlite_ro
+from core import compiledre, storefs
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, env_dir, epoch,
                          head_records, home, iso, one_line)
 from atif.build import (TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part,
@@ -54,11 +54,11 @@ def session_dirs(env) -> list[str]:
 def sources(env):
     dirs = session_dirs(env)
     database = os.path.join(dirs[0], DB_NAME)
-    if os.path.isfile(database):
+    if storefs.isfile(database):
         yield database
     for directory in dirs:
         try:
-            names = sorted(os.listdir(directory))
+            names = sorted(storefs.listdir(directory))
         except OSError:
             continue
         for name in names:
@@ -475,7 +475,7 @@ def usage_metrics(usage: dict) -> dict | None:
                    extra)
 
 
-# the archive's interface (archive.py): one session's rows as a database of their own -------------
+# the archive's interface (discovery/archive.py): one session's rows as a database of their own -------------
 def extract(session: Session, env) -> bytes:
     """The store's schema with only this session's rows (`session_rows`)."""
     return sqlite_extract.image(session.source, session_rows, session.locator or session.native_id)

@@ -27,10 +27,10 @@ import json
 import os
 import re
 
-import compiledre
+from core import compiledre, storefs
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_str, env_dir, epoch, head_records, iso,
                          join_result, mtime, one_line, read_whole, text_of)
-from atif.build import TrajectoryBuilder, metrics
+from atif.build import metrics, TrajectoryBuilder
 
 NAME = "gptme"
 PREFIX = "gp"
@@ -54,7 +54,7 @@ def logs_dir(env) -> str:
 
 
 def sources(env):
-    return sorted(glob.glob(os.path.join(glob.escape(logs_dir(env)), "*", CONVERSATION)))
+    return sorted(storefs.glob(os.path.join(glob.escape(logs_dir(env)), "*", CONVERSATION)))
 
 
 def dependencies(source: str, env) -> list[str]:

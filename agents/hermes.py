@@ -31,6 +31,7 @@ from agents.base import (Session, as_dict, as_int, as_list, as_str, chat_content
                          iso, join_result, json_arguments, one_line)
 from atif.build import TrajectoryBuilder
 from atif.serialize import loads
+from core import storefs
 
 NAME = "hermes"
 PREFIX = "hm"
@@ -48,8 +49,8 @@ def hermes_home(env) -> str:
 def sources(env):
     root = hermes_home(env)
     found = [os.path.join(root, "state.db")]
-    found += sorted(glob.glob(os.path.join(glob.escape(root), "profiles", "*", "state.db")))
-    return [path for path in found if os.path.isfile(path)]
+    found += sorted(storefs.glob(os.path.join(glob.escape(root), "profiles", "*", "state.db")))
+    return [path for path in found if storefs.isfile(path)]
 
 
 def dependencies(source: str, env) -> list[str]:
@@ -293,7 +294,7 @@ def tool_result_extra(content) -> dict | None:
     return extra or None
 
 
-# the archive's interface (archive.py): one session's rows as a database of their own -------------
+# the archive's interface (discovery/archive.py): one session's rows as a database of their own -------------
 def extract(session: Session, env) -> bytes:
     """The store's schema with only this session's rows (`session_rows`): not the other
     sessions', nor their search index, delegations or gateway routes."""

@@ -32,7 +32,7 @@ def translate(session: Session, env) -> dict:
 
 
 def extract(session: Session, env) -> bytes:
-    """Its session's rows as opencode's (archive.py): the schemas are one family's."""
+    """Its session's rows as opencode's (discovery/archive.py): the schemas are one family's."""
     return opencode.extract(session, env)
 
 

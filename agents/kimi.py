@@ -31,12 +31,12 @@ import itertools
 import os
 import re
 
-import compiledre
+from core import compiledre, storefs
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, chat_content,
                          env_dir, epoch, head_records, iso, join_result, json_arguments, mtime,
                          one_line, read_json_object, text_of)
-from atif.build import TrajectoryBuilder, metrics
-from hashes import md5
+from atif.build import metrics, TrajectoryBuilder
+from core.hashes import md5
 
 NAME = "kimi"
 PREFIX = "km"
@@ -60,14 +60,14 @@ def sources(env):
     file), and Kimi Code's `agents/main/wire.jsonl`."""
     root = os.path.join(glob.escape(share_dir(env)), "sessions")
     found = []
-    for folder in sorted(glob.glob(os.path.join(root, "*", "*", ""))):
+    for folder in sorted(storefs.glob(os.path.join(root, "*", "*", ""))):
         for name in ("wire.jsonl", "context.jsonl"):
-            if os.path.isfile(os.path.join(folder, name)):
+            if storefs.isfile(os.path.join(folder, name)):
                 found.append(os.path.join(folder, name))
                 break
-    found += sorted(glob.glob(os.path.join(root, "*", "*.jsonl")))
+    found += sorted(storefs.glob(os.path.join(root, "*", "*.jsonl")))
     code = os.path.join(glob.escape(code_home(env)), "sessions")
-    found += sorted(glob.glob(os.path.join(code, "*", "session_*", "agents", "main", "wire.jsonl")))
+    found += sorted(storefs.glob(os.path.join(code, "*", "session_*", "agents", "main", "wire.jsonl")))
     return found
 
 
@@ -87,7 +87,7 @@ def dependencies(source: str, env) -> list[str]:
     folder = session_dir(source)
     if is_code_layout(source):
         agents_dir = os.path.join(glob.escape(folder), "agents", "*", "wire.jsonl")
-        return [os.path.join(folder, "state.json"), *sorted(glob.glob(agents_dir))]
+        return [os.path.join(folder, "state.json"), *sorted(storefs.glob(agents_dir))]
     found = [os.path.join(folder, name) for name in ("wire.jsonl", "context.jsonl", "state.json")]
     return [source, *found, os.path.join(share_dir(env), "kimi.json")]
 
@@ -113,7 +113,7 @@ def _work_dirs(path: str) -> tuple[dict, dict]:
     """kimi.json's two mappings, read once per version of the file (every session of the store
     is looked up in them)."""
     try:
-        st = os.stat(path)
+        st = storefs.stat(path)
         version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     except OSError:
         version = None
@@ -224,7 +224,7 @@ def _fallback_to_context(builder: TrajectoryBuilder, session: Session) -> None:
     """A wire log without turns (interrupted before the first event was recorded): the context
     file still holds the conversation."""
     context = os.path.join(session_dir(session.source), "context.jsonl")
-    if os.path.isfile(context):
+    if storefs.isfile(context):
         builder.warn("wire.jsonl holds no turns; the conversation was read from context.jsonl")
         reader = JsonlReader(context)
         _CliContext(builder).run(reader)
@@ -553,7 +553,7 @@ class _CodeWire:
             return None
         agent_id = match.group(1)
         path = os.path.join(self.agents_dir, agent_id, "wire.jsonl")
-        if not os.path.isfile(path) or os.sep in agent_id:
+        if not storefs.isfile(path) or os.sep in agent_id:
             return None
         self.embedded.add(agent_id)
         sub = TrajectoryBuilder(ATIF_NAME, session_id=agent_id, model_name=self.builder.model_name)

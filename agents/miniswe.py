@@ -28,12 +28,12 @@ import glob
 import os
 import re
 
-import compiledre
+from core import compiledre, storefs
 from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, json_arguments, one_line, read_json_document, text_of)
-from atif.build import TrajectoryBuilder, metrics
-from hashes import sha256
-from redact import kinds_only
+from atif.build import metrics, TrajectoryBuilder
+from core.hashes import sha256
+from redaction.redact import kinds_only
 
 NAME = "mswea"
 PREFIX = "ms"
@@ -55,8 +55,8 @@ def config_dir(env) -> str:
 def sources(env):
     """Saved runs first: when `last_mini_run` is a copy of one, the named file is listed."""
     root = glob.escape(config_dir(env))
-    saved = sorted(glob.glob(os.path.join(root, "trajectories", "**", "*.traj.json"), recursive=True))
-    return saved + sorted(glob.glob(os.path.join(root, "*.traj.json")))
+    saved = sorted(storefs.glob(os.path.join(root, "trajectories", "**", "*.traj.json"), recursive=True))
+    return saved + sorted(storefs.glob(os.path.join(root, "*.traj.json")))
 
 
 # discovery ---------------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ def scan(source: str, env) -> list[Session]:
     if not task and not response:
         key += f"\x00{source}"  # nothing identifies the run: one session per file
     return [Session(agent=NAME, native_id="run-" + sha256(key.encode()).hexdigest()[:16],
-                    source=source, started=start_time(messages) or os.stat(source).st_mtime,
+                    source=source, started=start_time(messages) or storefs.stat(source).st_mtime,
                     cwd=work_dir(info), title=one_line(task), model=model_name(info, messages),
                     extra={"format": as_str(data.get("trajectory_format")) or "unknown"})]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from agents import pi
-from agents.base import Session, env_dir
+from agents.base import env_dir, Session
 
 NAME = "omp"
 PREFIX = "om"

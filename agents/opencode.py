@@ -37,8 +37,9 @@ from collections import namedtuple
 from agents import sqlite_extract, sqlite_ro
 from agents.base import (Session, as_dict, as_int, as_list, as_str, epoch, home, iso, one_line,
                          open_binary, text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, text_part
+from atif.build import image_part, metrics, text_part, TrajectoryBuilder
 from atif.serialize import loads
+from core import storefs
 
 NAME = "opencode"
 PREFIX = "oc"
@@ -74,12 +75,12 @@ def databases(env, family: Family) -> list[str]:
         found.append(override if os.path.isabs(override) else os.path.join(directory, override))
     pattern = re.compile(rf"{re.escape(family.app)}(-[\w.-]+)?\.db")
     try:
-        names = sorted(os.listdir(directory))
+        names = sorted(storefs.listdir(directory))
     except OSError:
         names = []
     found += [os.path.join(directory, n) for n in names if pattern.fullmatch(n)]
     unique = list(dict.fromkeys(found))
-    return [p for p in unique if os.path.isfile(p)]
+    return [p for p in unique if storefs.isfile(p)]
 
 
 def family_sources(env, family: Family):
@@ -87,7 +88,7 @@ def family_sources(env, family: Family):
     (the catalog keeps the first source of an id)."""
     yield from databases(env, family)
     storage = os.path.join(data_dir(env, family), "storage")
-    yield from sorted(glob.glob(os.path.join(glob.escape(storage), "session", "*", "*.json")))
+    yield from sorted(storefs.glob(os.path.join(glob.escape(storage), "session", "*", "*.json")))
 
 
 def is_database(source: str) -> bool:
@@ -281,7 +282,7 @@ def read_json(path: str) -> dict | None:
 
 
 def json_files(directory: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(glob.escape(directory), "*.json")))
+    return sorted(storefs.glob(os.path.join(glob.escape(directory), "*.json")))
 
 
 class JsonStore:
@@ -396,7 +397,7 @@ def scan_json(source: str, family: Family) -> list[Session]:
     if row is None:
         raise ValueError("not an opencode session file")
     parent = row["parent_id"]
-    if parent and parent != row["id"] and os.path.exists(os.path.join(os.path.dirname(source), f"{parent}.json")):
+    if parent and parent != row["id"] and storefs.exists(os.path.join(os.path.dirname(source), f"{parent}.json")):
         return []
     first_text, model = None, None
     for message in store.messages(row["id"]):
@@ -739,7 +740,7 @@ def translate(session: Session, env) -> dict:
     return family_translate(session, env, OPENCODE)
 
 
-# the archive's interface (archive.py): one session's rows as a database of their own -------------
+# the archive's interface (discovery/archive.py): one session's rows as a database of their own -------------
 def extract(session: Session, env) -> bytes:
     """The store's schema with only this session's rows (`session_rows`). Nothing else of the
     store (accounts, credentials, other sessions) goes in."""

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import os
 
-import compiledre
+from core import compiledre, storefs
 from agents.base import (FILE_LIMIT, RECORD_LIMIT, SESSION_LIMIT, Session, TooLarge, as_dict, as_int,
                          as_list, as_str, env_dir, epoch, iso, join_result, json_arguments, listdir,
                          mtime, one_line, parse_native, read_json_document, read_whole, size_text,
                          text_of, url_image)
-from atif.build import TrajectoryBuilder, metrics, plain_or_parts, text_part
+from atif.build import metrics, plain_or_parts, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text
 
 NAME = "openhands"
@@ -63,7 +63,7 @@ def sources(env):
     root = conversations_dir(env)
     for name in listdir(root):
         folder = os.path.join(root, name)
-        if os.path.isfile(os.path.join(folder, "base_state.json")) or event_files(folder):
+        if storefs.isfile(os.path.join(folder, "base_state.json")) or event_files(folder):
             yield folder
 
 
@@ -100,7 +100,7 @@ def scan(source: str, env) -> list[Session]:
 
 def read_state(folder: str) -> tuple[dict, list[str]]:
     path = os.path.join(folder, "base_state.json")
-    if not os.path.exists(path):
+    if not storefs.exists(path):
         return {}, ["base_state.json is missing"]
     state, problems = read_json_document(path)
     return state, [f"base_state.json: {p}" for p in problems]
@@ -166,7 +166,7 @@ def read_events(folder: str, builder: TrajectoryBuilder):
     budget = SESSION_LIMIT
     for path in event_files(folder):
         try:
-            size = os.stat(path).st_size
+            size = storefs.stat(path).st_size
         except OSError:
             continue
         if size > budget:

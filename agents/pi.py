@@ -27,7 +27,8 @@ import os
 
 from agents.base import (JsonlReader, Session, as_dict, as_int, as_list, as_str, connected_leaf,
                          epoch, head_records, home, iso, join_result, mtime, one_line, text_of)
-from atif.build import TrajectoryBuilder, image_part, metrics, plain_or_parts, text_part
+from atif.build import image_part, metrics, plain_or_parts, text_part, TrajectoryBuilder
+from core import storefs
 
 NAME = "pi"
 PREFIX = "pi"
@@ -52,8 +53,8 @@ def sources(env):
 
 
 def session_files(root: str) -> list[str]:
-    found = glob.glob(os.path.join(glob.escape(root), "*", "*.jsonl"))
-    found += glob.glob(os.path.join(glob.escape(root), "*.jsonl"))  # --session-dir: flat
+    found = storefs.glob(os.path.join(glob.escape(root), "*", "*.jsonl"))
+    found += storefs.glob(os.path.join(glob.escape(root), "*.jsonl"))  # --session-dir: flat
     return sorted(found)
 
 

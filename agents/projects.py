@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import os
 
-import cache
-import mounts
-import safepath
 from agents.base import Session
+from core import cache, mounts, safepath
 
 
 def current_directory(env, avoided=()) -> str | None:

@@ -24,6 +24,7 @@ from agents.genai import (function_calls, function_responses, message_content, p
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
 from atif.serialize import dumps_text
+from core import storefs
 
 NAME = "qwen"
 PREFIX = "qw"
@@ -47,7 +48,7 @@ def sources(env):
         chats = os.path.join(projects, project, "chats")
         for folder in (chats, os.path.join(chats, "archive")):
             found.extend(os.path.join(folder, name) for name in listdir(folder)
-                         if name.endswith(".jsonl") and os.path.isfile(os.path.join(folder, name)))
+                         if name.endswith(".jsonl") and storefs.isfile(os.path.join(folder, name)))
     return found
 
 

@@ -11,6 +11,7 @@ import os
 
 from agents import cline_tasks
 from agents.base import Session
+from core import storefs
 
 NAME = "roo"
 PREFIX = "ro"
@@ -37,7 +38,7 @@ def dependencies(source: str, env) -> list[str]:
 def scan(source: str, env) -> list[Session]:
     session = cline_tasks.scan_task(NAME, source, "vscode-task")
     parent = session.extra.get("parent_task")
-    if parent and os.path.isdir(os.path.join(os.path.dirname(source), parent)):
+    if parent and storefs.isdir(os.path.join(os.path.dirname(source), parent)):
         return []  # embedded in the parent's document
     return [session]
 

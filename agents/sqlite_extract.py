@@ -1,5 +1,5 @@
 """One session's rows of a database store as a database of their own: what the archive keeps of
-a session of a store that holds many (archive.py: `extract`, `extract_signature`).
+a session of a store that holds many (discovery/archive.py: `extract`, `extract_signature`).
 
 A module names a session's rows table by table, with `rows(connection)`: (table, condition)
 pairs, each condition an SQL expression over the store in which every `?` stands for the
@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict
 
 from agents import sqlite_ro
-from agents.sqlite_ro import StoreError, byte_length, capped, quoted
+from agents.sqlite_ro import byte_length, capped, quoted, StoreError
 
 # The longest value an extract copies, or its schema (a CHECK, a generated column) computes:
 # a value a translation leaves out (over MAX_VALUE_BYTES) is kept whole, so that the archived

@@ -49,9 +49,9 @@ import time
 import weakref
 from collections import OrderedDict, namedtuple
 
-import cache
 from agents.base import open_binary
-from hashes import sha256
+from core import cache, storefs
+from core.hashes import sha256
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 WAL_MAGIC = (0x377F0682, 0x377F0683)
@@ -310,14 +310,14 @@ def _pause(attempt: int) -> float:
 # reading the files -----------------------------------------------------------------------------
 def _stat_database(path: str) -> os.stat_result:
     try:
-        return os.stat(path)
+        return storefs.stat(path)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _size(path: str) -> int:
     try:
-        return os.stat(path).st_size
+        return storefs.stat(path).st_size
     except OSError:
         return 0
 
@@ -356,7 +356,7 @@ def _read_file(path: str, limit: int) -> bytearray:
 def _read_wal(path: str, limit: int) -> bytearray:
     """The WAL's bytes, empty when there is none. One that exists but cannot be read is an
     error: without it the database file alone may be a mix of two moments."""
-    if not os.path.lexists(path + "-wal"):
+    if not storefs.lexists(path + "-wal"):
         return bytearray()
     return _read_file(path + "-wal", limit)
 
@@ -419,7 +419,7 @@ def _connect_copy(path: str, env) -> sqlite3.Connection:
     while copying, and the copies no process used for UNUSED_AFTER; a process that still reads
     a removed copy keeps reading it (its blocks are freed once it closes it)."""
     folder = _copies_folder(path, env)
-    key = sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:20]
+    key = sha256(os.fsencode(storefs.realpath(path))).hexdigest()[:20]
     with _locked(folder):
         copy = os.path.join(folder, f"{key}-{_version(path)[0]}.db")
         if not _reuse(copy):
@@ -496,7 +496,7 @@ def _version(path: str) -> tuple[str, int]:
 
 def _stat(path: str) -> os.stat_result | None:
     try:
-        return os.stat(path)
+        return storefs.stat(path)
     except OSError:
         return None
 
@@ -505,7 +505,7 @@ def _reuse(copy: str) -> bool:
     """Whether the copy exists; if so, it is marked used (its mtime, if older than
     REFRESH_AFTER: not every read writes the inode)."""
     try:
-        if time.time() - os.stat(copy).st_mtime > REFRESH_AFTER:
+        if time.time() - storefs.stat(copy).st_mtime > REFRESH_AFTER:
             os.utime(copy)
     except OSError:
         return False
@@ -515,7 +515,7 @@ def _reuse(copy: str) -> bool:
 def _remove_old(folder: str, key: str) -> None:
     """Under the lock: the store's other copies, every temporary file (no copy is being made:
     each is a killed process's), and copies unused for UNUSED_AFTER."""
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+    with contextlib.suppress(OSError), storefs.scandir(folder) as entries:
         for entry in list(entries):
             name = entry.name
             with contextlib.suppress(OSError):
@@ -572,7 +572,7 @@ def _read_into_files(path: str, out, wal, spoiled) -> tuple[bytes, None]:
     """`read_files` for a copy: the database file into `out`, then the WAL (none: nothing)
     into `wal`, each as it is, over what an earlier attempt left there."""
     _copy_file(path, out, spoiled)
-    if os.path.lexists(path + "-wal"):
+    if storefs.lexists(path + "-wal"):
         _copy_file(path + "-wal", wal, spoiled)
     else:
         wal.seek(0)
@@ -682,7 +682,7 @@ def _watch(connection: _Bounded) -> None:
         _watched.add(connection)
     if _watcher_pid != os.getpid():
         _watcher_pid = os.getpid()
-        import parallel
+        from core import parallel
 
         watcher = threading.Thread(target=_interrupt_overdue, name="sqlite-deadline", daemon=True)
         watcher.start()
@@ -880,7 +880,7 @@ def _open_in_place(path: str) -> tuple | None:
 
 def _unchanged(path: str, before: os.stat_result) -> bool:
     try:
-        return _same_state(os.stat(path), before)
+        return _same_state(storefs.stat(path), before)
     except OSError:
         return False
 
@@ -893,7 +893,7 @@ def stamp_of(path: str) -> list:
 
 def _stamp(path: str) -> tuple | None:
     try:
-        st = os.stat(path)
+        st = storefs.stat(path)
     except OSError:
         return None
     return st.st_size, st.st_mtime_ns
@@ -913,7 +913,7 @@ def columns(connection: sqlite3.Connection, table: str) -> set[str]:
 
 
 def size_of(path: str) -> int:
-    return sum(os.path.getsize(p) for p in fingerprint_paths(path) if os.path.exists(p))
+    return sum(storefs.getsize(p) for p in fingerprint_paths(path) if storefs.exists(p))
 
 
 def select_list(fields, present: set[str], alias: str = "s") -> str:
@@ -1049,8 +1049,8 @@ def _file_alone(path: str) -> os.stat_result | None:
     the one before it, cannot then pass for stillness. The folder checked is the one holding
     the file and the one its name is in (a link to a store elsewhere)."""
     clock = time.time_ns()
-    st = os.stat(path)
-    folders = {os.path.dirname(path) or ".", os.path.dirname(os.path.realpath(path))}
+    st = storefs.stat(path)
+    folders = {os.path.dirname(path) or ".", os.path.dirname(storefs.realpath(path))}
     if not (stat.S_ISREG(st.st_mode) and st.st_size >= 100 and _head(path, 16) == SQLITE_MAGIC
             and all(_kept_by_owner(folder) for folder in folders)):
         return None
@@ -1064,7 +1064,7 @@ def _file_alone(path: str) -> os.stat_result | None:
 
 def _kept_by_owner(folder: str) -> bool:
     """Whether only this user (or root) can add, remove or rename files in `folder`."""
-    st = os.stat(folder)
+    st = storefs.stat(folder)
     return st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022
 
 
@@ -1074,7 +1074,7 @@ def _readable_or_absent(path: str) -> bool:
         with open_binary(path):
             return True
     except FileNotFoundError:
-        return not os.path.lexists(path)  # a dangling link is there, and cannot be read
+        return not storefs.lexists(path)  # a dangling link is there, and cannot be read
     except OSError:
         return False
 

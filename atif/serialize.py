@@ -14,7 +14,7 @@ MAX_DEPTH = 128
 def dumps(doc: dict) -> bytes:
     """Serialize a document. Native values nested deeper than MAX_DEPTH levels (orjson stops at
     255, Python's recursion earlier) are replaced by a note saying so."""
-    from jsonlib import orjson
+    from core.jsonlib import orjson
 
     try:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
@@ -50,7 +50,7 @@ def limit_depth(value, depth: int):
 def loads(data: bytes | str):
     """Parse JSON; orjson first, the standard library for what orjson rejects (lone surrogates).
     Every failure is a ValueError, nesting too deep to parse included."""
-    from jsonlib import orjson
+    from core.jsonlib import orjson
 
     try:
         return orjson.loads(data)

@@ -338,7 +338,9 @@ def content_throughput(found: dict, native_bytes: int) -> str:
 THROUGHPUT = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-import agents, catalog, documents
+import agents
+from discovery import catalog
+from rendering import documents
 env = dict(os.environ)
 redact = sys.argv[2] == "redact"
 sessions = catalog.discover(env).sessions
@@ -485,8 +487,8 @@ class Mount:
 def mount_problem(program: Program, tree: str | None) -> str | None:
     if program is None:
         return "not measured (the predecessor is not installed, or not run on this corpus)"
-    if tree is not None and not os.path.exists(os.path.join(tree, "memory.py")):
-        return "not available: this tree has no memory.py (the mount is not merged yet)"
+    if tree is not None and not any(os.path.exists(os.path.join(tree, *place)) for place in (("mount/memory.py",), ("mount", "mount/memory.py"))):
+        return "not available: this tree has no mount/memory.py (the mount is not merged yet)"
     if tree is None:
         probe = subprocess.run([os.path.join(PREDECESSOR_VENV, "bin", "python"), "-c", "import fuse"],
                                capture_output=True, text=True)

@@ -42,8 +42,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "examples")]
 
 import demo  # noqa: E402  (stages the example store)
+from core.version import VERSION  # noqa: E402
 from trajectoriz import build_parser  # noqa: E402
-from version import VERSION  # noqa: E402
 
 SPEC = os.path.join(ROOT, "build", "trajectoriz.spec")
 WORK = os.path.join(ROOT, "pyi-work", "bench")

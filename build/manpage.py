@@ -13,8 +13,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from core.version import VERSION  # noqa: E402
 from trajectoriz import build_parser  # noqa: E402
-from version import VERSION  # noqa: E402
 
 INCLUDE = os.path.join(ROOT, "build", "trajectoriz.1.include")
 

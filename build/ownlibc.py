@@ -16,7 +16,7 @@ is). Afterwards the bundle holds:
   and every process of the program (a re-executed mount server, render workers) runs on it.
   The launcher also makes `trajectoriz-host-libc` from it, with the standard interpreter and the
   RPATH cut before `:$ORIGIN/_internal/libc`: the same program on the host's C library, which
-  the mount switches to where the host's glibc is new enough (invocation.py: the host's libfuse
+  the mount switches to where the host's glibc is new enough (core/invocation.py: the host's libfuse
   may ask for a newer glibc than ours);
 - no RUNPATH in any ELF: PyInstaller copies them as built, and the build host's
   (/root/.pyenv/.../lib) would make the loader look there, and find libm in the host's folders

@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "build"))
 import glibc_floor  # noqa: E402
 import ownlibc  # noqa: E402
-from version import VERSION  # noqa: E402
+from core.version import VERSION  # noqa: E402
 
 DIST = os.path.join(ROOT, "dist")
 BUNDLE = os.path.join(DIST, "trajectoriz-app")

@@ -9,7 +9,7 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-# Redaction keys its markers with a key it keeps in the data folder (markerkey.py): code that
+# Redaction keys its markers with a key it keeps in the data folder (redaction/markerkey.py): code that
 # runs in this process with its own environment must not make one in the real home of whoever
 # runs the tests. (Commands get the environment each test gives them.)
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="trajectoriz-tests-data-")

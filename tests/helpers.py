@@ -306,7 +306,7 @@ def totals(doc: dict) -> tuple:
 
 def scoped_ids(env, project: str, agent: str) -> set:
     """Native ids of the agent's sessions that belong to `project`, as `list --dir` sees them."""
-    import catalog
+    from discovery import catalog
 
     found = catalog.discover(env, names=[agent], use_cache=False)
     return {s.native_id for s in catalog.Scope(project).filter(found.sessions)}
@@ -371,7 +371,7 @@ def assert_holds_runs(doc: dict, session, runs: list[Run]) -> None:
 def assert_scoped_as_the_scenario(agent: str, env, live_home: str) -> None:
     """In each of the two projects of `live_home`'s SCENARIO.md, `list --dir` finds exactly the
     store files of the runs made there (`env`'s $HOME is a copy of `live_home`)."""
-    import catalog
+    from discovery import catalog
 
     found = catalog.discover(env, [agent], use_cache=False).sessions
     runs = scenario_runs(live_home)

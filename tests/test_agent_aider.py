@@ -13,10 +13,10 @@ import shutil
 import orjson
 import pytest
 
-import cache
-import catalog
 from agents import aider
 from atif.serialize import loads
+from core import cache
+from discovery import catalog
 from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, tree_digest
 
 LIVE_AIDER = os.path.join(LIVE, "aider-0.86.2", "projects")

@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
-import catalog
-import documents
 from agents import claude
 from agents.base import one_line
+from discovery import catalog
+from rendering import documents
 from helpers import LIVE, SAMPLES, assert_golden, assert_valid, base_env, run_main, write_jsonl
 
 CLAUDE_SAMPLES = sorted(

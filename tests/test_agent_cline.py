@@ -16,9 +16,9 @@ import shutil
 
 import pytest
 
-import catalog
 from agents import cline, cline_tasks
 from atif.serialize import loads
+from discovery import catalog
 from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, copy_into, scan_all,
                      tree_digest)
 

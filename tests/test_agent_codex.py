@@ -16,9 +16,9 @@ import shutil
 import pytest
 import zstandard
 
-import catalog
 from agents import codex
 from agents.base import epoch
+from discovery import catalog
 from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, read_jsonl,
                      translate_file, tree_digest)
 

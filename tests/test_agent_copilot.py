@@ -18,9 +18,9 @@ import shutil
 
 import pytest
 
-import catalog
-import documents
 from agents import copilot
+from discovery import catalog
+from rendering import documents
 from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, copy_into,
                      read_jsonl, tree_digest, write_jsonl)
 

@@ -17,8 +17,8 @@ import sqlite3
 
 import pytest
 
-import catalog
 from agents import crush, sqlite_ro
+from discovery import catalog
 from helpers import (assert_damaged_database_is_reported, assert_golden, assert_valid, base_env,
                      copy_database, doc_counts, tree_digest)
 

@@ -14,8 +14,8 @@ import sqlite3
 
 import pytest
 
-import catalog
 from agents import cursor, sqlite_ro
+from discovery import catalog
 from helpers import (SAMPLES, assert_golden, base_env, doc_counts, read_jsonl, scan_all,
                      translate_all, translate_file, tree_digest, truncate_copy)
 

@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-import catalog
 from agents import gemini
+from discovery import catalog
 from helpers import (LIVE, SAMPLES, assert_golden, assert_holds_runs,
                      assert_scoped_as_the_scenario, assert_valid, base_env, doc_counts, live_copy,
                      read_jsonl, scenario_sessions, totals, translate_all, translate_file,

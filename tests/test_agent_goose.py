@@ -17,9 +17,9 @@ import sqlite3
 
 import pytest
 
-import catalog
 from agents import goose, sqlite_ro
 from atif.serialize import loads
+from discovery import catalog
 from helpers import (SAMPLES, assert_damaged_database_is_reported, assert_golden, assert_valid,
                      base_env, copy_database, doc_counts, read_jsonl, tree_digest)
 

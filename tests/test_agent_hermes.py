@@ -10,9 +10,9 @@ import os
 import shutil
 import sqlite3
 
-import catalog
-import documents
 from agents import hermes, sqlite_ro
+from discovery import catalog
+from rendering import documents
 from helpers import (LIVE, assert_golden, assert_valid, base_env, cli, doc_counts, scoped_ids,
                     totals, translate_all, tree_digest)
 

@@ -8,8 +8,8 @@ Regenerate the golden file with `UPDATE_GOLDEN=1 pytest tests/test_agent_kilo.py
 import json
 import os
 
-import catalog
 from agents import kilo
+from discovery import catalog
 from helpers import LIVE, assert_golden, assert_valid, base_env, cli, copy_into, tree_digest
 from test_agent_opencode import check_store, translate
 

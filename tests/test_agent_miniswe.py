@@ -144,7 +144,7 @@ def test_a_run_id_is_no_digest_of_a_secret_in_its_task(tmp_path):
     the task with each secret replaced by its kind: the same for every user and run."""
     import hashlib
 
-    import redact
+    from redaction import redact
 
     task = "deploy with DB_PASSWORD=Summer2024!Acme"
     run = json.loads(json.dumps(FORMAT_1))

@@ -17,9 +17,9 @@ import sqlite3
 
 import pytest
 
-import catalog
-import documents
 from agents import opencode, sqlite_ro
+from discovery import catalog
+from rendering import documents
 from helpers import (LIVE, SAMPLES, assert_golden, assert_valid, base_env, cli, copy_into,
                      tree_digest)
 

@@ -24,12 +24,11 @@ import orjson
 import pytest
 
 import agents
-import archive
-import archiving
-import cache
-import catalog
-import memoryfs
 from agents import sqlite_extract, sqlite_ro
+from archiving import archiver
+from core import cache
+from discovery import archive, catalog
+from mount import memoryfs
 from helpers import assert_clear, cli, run_main
 from homes import agent_homes, by_agent
 from test_memory import LONG_AGO_NS, append_user_message, client, mount, needs_fuse, settle, take_down
@@ -615,7 +614,7 @@ def test_a_session_gone_before_it_is_extracted_keeps_its_copy_with_a_warning(tmp
     kept = archive.read_index(env)["sessions"][archive.key_of(first)]
     rewrite("hermes", second)
     delete_rows(first.source, first.native_id)  # by the agent, while the run is under way
-    with archiving.Writer(env) as writer:
+    with archiver.Writer(env) as writer:
         writer.update(sessions)
         assert (writer.summary.failed, writer.summary.updated) == (1, 1)
         assert "no longer in the store" in writer.summary.problems[0]
@@ -764,7 +763,7 @@ def test_a_session_deleted_after_discovery_listed_it_is_not_archived_empty(tmp_p
     sessions = catalog.discover(env).sessions
     for session in sessions[:2]:
         os.unlink(session.source)  # the agent deletes them while the run is under way
-    with archiving.Writer(env) as writer:
+    with archiver.Writer(env) as writer:
         writer.update(sessions)
         assert writer.summary.failed == 2
     index = archive.read_index(env)

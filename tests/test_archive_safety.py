@@ -22,11 +22,10 @@ import orjson
 import pytest
 
 import agents
-import archive
-import archiving
-import catalog
-import documents
+from archiving import archiver
 from atif.serialize import dumps
+from discovery import archive, catalog
+from rendering import documents
 from helpers import LIVE, ROOT, assert_clear, base_env, run_main
 from test_archive import delete_natively, ok
 from test_memory import append_user_message, copy_session
@@ -135,7 +134,7 @@ def test_a_run_killed_at_any_write_leaves_a_readable_archive_and_the_next_run_co
     killed = 0
     for after in range(1, 500):
         restore(env, saved)
-        status = forked_archive({**env, archiving.CRASH_VARIABLE: str(after)})
+        status = forked_archive({**env, archiver.CRASH_VARIABLE: str(after)})
         if os.WIFEXITED(status):
             assert os.WEXITSTATUS(status) == 0
             break

@@ -304,7 +304,7 @@ def test_a_cache_folder_inside_another_users_folder_is_never_used(tmp_path):
     what is in it, and swapped our folder for a symlink to a folder of ours once the check was
     made (a mount serves for days on one check): the cache, then written there, went where the
     other user chose (and the documents read back were theirs)."""
-    import cache
+    from core import cache
 
     shared = tmp_path / "cache"
     shared.mkdir()
@@ -498,7 +498,7 @@ def test_a_native_id_holding_a_secret_is_no_oracle(tmp_path):
 def test_a_git_file_naming_another_folder_makes_memory_write_nothing_there(tmp_path):
     """`.git` may be a file saying `gitdir: <anywhere>`: memory added its mountpoint to
     `<anywhere>/info/exclude`, creating it — inside an agent's store, say."""
-    import memory
+    from mount import memory
 
     elsewhere = tmp_path / "store"
     elsewhere.mkdir()

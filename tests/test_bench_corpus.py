@@ -10,8 +10,8 @@ import statistics
 import subprocess
 import sys
 
-import catalog
-import documents
+from discovery import catalog
+from rendering import documents
 from helpers import LIVE, ROOT, assert_valid, tree_digest
 
 MAKE_CORPUS = os.path.join(ROOT, "bench", "make_corpus.py")

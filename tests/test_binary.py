@@ -110,8 +110,8 @@ def test_output_matches_the_source_tree(binary, store, args):
 
 def test_the_example_store_takes_every_pool(binary, store):
     """The comparisons above go through the process pools only with enough sessions and cores."""
-    import health
-    import parallel
+    from commands import health
+    from core import parallel
 
     env, project = store
     sessions = run(binary, "list", "--all", "--json", env=env, cwd=project).stdout.splitlines()
@@ -130,7 +130,7 @@ def test_show_matches_the_source_tree(binary, store):
 
 
 def test_export_and_validate(binary, store, tmp_path):
-    import invocation
+    from core import invocation
 
     env, project = store
     out_frozen, out_source = tmp_path / "frozen", tmp_path / "source"
@@ -140,7 +140,7 @@ def test_export_and_validate(binary, store, tmp_path):
     assert names == sorted(os.listdir(out_source)) and "README.md" in names
     for name in names:
         frozen, source = (out_frozen / name).read_bytes(), (out_source / name).read_bytes()
-        if name == "README.md":  # each names the command that runs it again (invocation.py)
+        if name == "README.md":  # each names the command that runs it again (core/invocation.py)
             [app_id] = app_dirs(env["XDG_CACHE_HOME"])
             program = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", app_id, "trajectoriz")
             source = source.replace(invocation.shown_command().encode(), program.encode())
@@ -455,9 +455,9 @@ def test_background_mount_outlives_the_launcher_and_uses_the_hosts_libfuse(binar
 
 
 def test_the_mounts_renderer_runs_from_the_binary(binary, store):
-    """The mount's warm-up starts `trajectoriz memory-worker` (warmup.py) from the binary: it
+    """The mount's warm-up starts `trajectoriz memory-worker` (mount/warmup.py) from the binary: it
     answers a session with the totals of exactly the document `show` prints."""
-    import catalog
+    from discovery import catalog
 
     env, project = store
     session = catalog.discover(env).sessions[0]
@@ -648,17 +648,17 @@ def test_the_install_section_works_as_shown(binary, tmp_path):
 
 
 def test_the_bundle_carries_the_redaction_rules_compiled(binary, store):
-    """The patterns are compiled at build time (compiledre.py): the unpacked bundle holds every
+    """The patterns are compiled at build time (core/compiledre.py): the unpacked bundle holds every
     rule's code, which it reads as the source tree reads its own."""
     import glob
     import re
 
-    import compiledre
-    import redact
+    from core import compiledre
+    from redaction import redact
 
     env, project = store
     assert run(binary, "list", env=env, cwd=project).returncode == 0
-    kept = glob.glob(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", "*", "_internal", "__pycache__",
+    kept = glob.glob(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", "*", "_internal", "core", "__pycache__",
                                   os.path.basename(compiledre._path())))
     assert len(kept) == 1
     found = compiledre._load(kept[0])

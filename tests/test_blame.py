@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-import documents
+from rendering import documents
 from helpers import base_env, run_main
 
 SECRET = "ghp_Xy7Qm2Tw9Rp4Lz8Vc3Nb6Kd1Hs5Jf0Ga2UeR"

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import pytest
 
-import catalog
-import documents
 from agents import base, cline_tasks
+from discovery import catalog
+from rendering import documents
 from helpers import ROOT, SAMPLES, base_env, run_main
 from homes import by_agent, live_store
 from test_scoping import rewrite_store

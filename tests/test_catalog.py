@@ -3,9 +3,9 @@ collide; `find` resolves every form of id a user may paste."""
 
 import pytest
 
-import catalog
 from agents.base import Session
-from errors import UserError
+from core.errors import UserError
+from discovery import catalog
 
 
 def sessions_with_digests(monkeypatch, digests: dict) -> list[Session]:

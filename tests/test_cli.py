@@ -110,7 +110,7 @@ def test_a_second_projects_export_keeps_the_firsts(store, tmp_path):
 def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, monkeypatch):
     """Each worker renders and writes its sessions' files and hands back their facts: the
     files, the README and the facts `list` then shows are those of a serial export."""
-    import parallel
+    from core import parallel
 
     env, _ = store
     done = {}
@@ -128,7 +128,7 @@ def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, mo
 def test_a_listing_translates_nothing(store, monkeypatch):
     """The Steps column comes from documents rendered before, never from rendering: before,
     `list` translated every session of the listing to count its steps."""
-    import documents
+    from rendering import documents
 
     env, _ = store
     cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "documents-v3")
@@ -184,7 +184,7 @@ def test_empty_home_lists_nothing(tmp_path):
 def test_the_readme_beside_the_files_fits_the_directory(store, tmp_path):
     """Before: its searches lacked --local, it assumed trajectoriz on PATH, listed agents that had
     no session there, and an export of every project said "this project" in its body."""
-    import invocation
+    from core import invocation
 
     env, projects = store
     project = str(projects / "proj-claude")

@@ -28,8 +28,8 @@ import time
 
 import pytest
 
-import mounts
 from atif.validate import validate
+from core import mounts
 from helpers import cli, needs
 from test_memory import (FUSE_PROBLEM, LONG_AGO_NS, append_user_message, claude_sessions, client,
                          copy_session, expected_sessions, listed, make_store, mount, servers_of, settle,

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from atif.build import TrajectoryBuilder, metrics
+from atif.build import metrics, TrajectoryBuilder
 from conformance import check, sabotage
 from conformance.server import Message, Request, Script, prompt_text
 from helpers import LIVE, ROOT, base_env, scenario_runs

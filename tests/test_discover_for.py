@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
-import catalog
+from discovery import catalog
 from helpers import LIVE, base_env, cli
 
 

@@ -1,4 +1,4 @@
-"""The document cache (doccache.py): a redacted rendering is served again from disk while the
+"""The document cache (rendering/doccache.py): a redacted rendering is served again from disk while the
 session's native files do not change, a changed session is translated again, unredacted
 renderings are never stored, and the folder stays within its bound."""
 
@@ -10,9 +10,8 @@ import shutil
 import pytest
 
 import agents
-import catalog
-import doccache
-import documents
+from discovery import catalog
+from rendering import doccache, documents
 from helpers import LIVE, base_env
 
 CLAUDE_HOME = os.path.join(LIVE, "claude-2.1.332")

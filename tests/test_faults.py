@@ -16,9 +16,9 @@ import tempfile
 
 import pytest
 
-import catalog
-import documents
 from atif.validate import validate
+from discovery import catalog
+from rendering import documents
 from helpers import ROOT, assert_clear, base_env, cli, run_main, tree_digest, write_jsonl
 from homes import agent_homes, by_agent
 

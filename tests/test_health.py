@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 import agents
-import health
-import parallel
+from commands import health
+from core import parallel
 from helpers import LIVE, SAMPLES, assert_valid, base_env, cli
 
 LIVE_SUBDIRS = {"pi-0.73.1": ".pi", "kimi-cli-1.52.0": ".kimi", "hermes-agent-0.19.0": ".hermes",
@@ -136,7 +136,7 @@ def test_problem_kinds(reason, kind):
 
 
 def test_each_agent_says_how_long_it_keeps_sessions(tmp_path):
-    """The retention column, as each agent's own settings set it (retention.py reads them)."""
+    """The retention column, as each agent's own settings set it (archiving/retention.py reads them)."""
     env = base_env(tmp_path)
     shutil.copytree(os.path.join(LIVE, "claude-2.1.332"), env["HOME"], dirs_exist_ok=True)
 

@@ -1,4 +1,5 @@
-"""The layout DEVELOPERS.md agreed on: no import cycles among trajectoriz's modules.
+"""The layout README's Layout section draws: packages in layers, each importing only its own
+modules and the packages below it, so no import cycle can form between packages or modules.
 
 Imports inside functions count (a late import only hides a cycle), and the `agents` package
 counts as importing every module in it, since it loads them all by name. A module's own
@@ -71,7 +72,7 @@ def import_graph(root: str) -> dict[str, set[str]]:
 
 def test_the_graph_sees_the_modules_and_their_imports():
     graph = import_graph(ROOT)
-    assert {"trajectoriz", "catalog", "agents", "agents.claude", "atif.validate"} <= graph.keys()
+    assert {"trajectoriz", "discovery.catalog", "agents", "agents.claude", "atif.validate"} <= graph.keys()
     assert "agents.base" in graph["agents.claude"]
     assert "agents.claude" in graph["agents"]
 
@@ -86,3 +87,39 @@ def test_a_late_import_that_closes_a_loop_is_a_cycle(tmp_path):
 
 def test_no_import_cycles():
     assert cycles(import_graph(ROOT)) == []
+
+
+# Lowest first: a package may import the packages before it in this list, and its own modules.
+LAYERS = ["core", "atif", "redaction", "agents", "discovery", "rendering", "archiving", "mount", "commands",
+          "trajectoriz"]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs where a package reaches into one above it (or one not layered)."""
+    def layer(module: str) -> int:
+        top = module.split(".")[0]
+        return LAYERS.index(top) if top in LAYERS else len(LAYERS)
+    return sorted((name, target) for name, targets in graph.items() for target in targets
+                  if target.split(".")[0] != name.split(".")[0] and layer(target) >= layer(name))
+
+
+def test_packages_import_only_downwards():
+    assert upward_imports(import_graph(ROOT)) == []
+
+
+def test_an_upward_import_is_found(tmp_path):
+    for package, source in (("core", "def f():\n    from discovery import catalog\n"), ("discovery", "")):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / ("helper.py" if package == "core" else "discovery/catalog.py")).write_text(source)
+    assert upward_imports(import_graph(str(tmp_path))) == [("core.helper", "discovery"), ("core.helper", "discovery.catalog")]
+
+
+def test_every_module_lives_in_a_documented_package():
+    """The root holds the entry point alone; each package says what it holds and may import."""
+    assert sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "*.py"))) == ["trajectoriz.py"]
+    packages = {name.split(".")[0] for name in module_files(ROOT)} - {"trajectoriz"}
+    assert packages == set(LAYERS) - {"trajectoriz"}
+    for package in packages:
+        doc = ast.get_docstring(ast.parse(open(os.path.join(ROOT, package, "__init__.py")).read()))
+        assert doc and "import" in doc.lower(), package

@@ -89,7 +89,7 @@ def kept_by_every_command(tmp_path) -> tuple[list[str], list[str]]:
     """The names in the cache folder and in the archive after every command that writes there
     has run on the example store, with the names the mount (its state and log) and the
     single-file executable (app/) would add."""
-    import memory
+    from mount import memory
 
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import demo
@@ -119,7 +119,7 @@ def test_files_names_every_file_and_folder_trajectoriz_keeps(tmp_path):
 
 
 def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
-    import doccache
+    from rendering import doccache
 
     section = " ".join(files_section().split())
     assert "small" not in section.lower()

@@ -27,14 +27,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import archive
-import cache
-import catalog
-import documents
-import memory
-import memoryfs
-import memoryindex
-import mounts
+from core import cache, mounts
+from discovery import archive, catalog
+from mount import memory, memoryfs, memoryindex
+from rendering import documents
 from helpers import LIVE, ROOT, base_env, cli, needs
 
 GIT = shutil.which("git")

@@ -24,7 +24,7 @@ from test_memory import (CLIENT_SECONDS, FUSE_PROBLEM, LONG_AGO_NS, append_user_
 SERVER = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
-import memory, memoryfs
+from mount import memory, memoryfs
 
 memoryfs.RESCAN_SECONDS = 0.5
 point, project, log = sys.argv[2:5]

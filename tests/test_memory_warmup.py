@@ -1,4 +1,4 @@
-"""The mount's warm-up (warmup.py): a walk over the directory (`ls -l`, `grep -r`, `cat *`) is
+"""The mount's warm-up (mount/warmup.py): a walk over the directory (`ls -l`, `grep -r`, `cat *`) is
 rendered ahead of time by worker processes; a listing alone, or a file here and there, is not.
 
 Without a mount: the file system object is driven directly, with real worker processes (copies
@@ -13,9 +13,8 @@ import time
 
 import pytest
 
-import documents
-import memoryfs
-import warmup
+from mount import memoryfs, warmup
+from rendering import documents
 from helpers import ROOT, cli
 from test_memory import (append_user_message, claude_sessions, expected_sessions, listed, make_store, mount,
                          needs_fuse, read_all, sizes_seen_by_ls, take_down)

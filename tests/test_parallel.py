@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-import parallel
+from core import parallel
 
 
 def slow_square(item, scale):

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import catalog
 from atif.serialize import dumps
+from discovery import catalog
 from helpers import assert_valid, cli, run_main
 from homes import agent_homes, by_agent
-import redact as redact_module
-from redact import clean_tree, marker, redact_text
+from redaction import redact as redact_module
+from redaction.redact import clean_tree, marker, redact_text
 
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "-_"
@@ -302,7 +302,7 @@ def test_ordinary_text_comes_back_as_the_very_same_string(text):
 def test_ordinary_text_and_real_sessions_come_back_as_the_very_same_objects(tmp_path):
     """The ordinary text above in a tree (keys too), and the documents of real sessions of every
     agent (tests/fixtures/samples/live), in which nothing is a secret."""
-    import documents
+    from rendering import documents
     from helpers import LIVE, base_env
 
     tree = {"steps": [{"message": text, "extra": {text[:20]: [text, 1, 2.5, None, True]}} for text in BENIGN]}
@@ -492,8 +492,8 @@ def test_random_ordinary_text_is_never_changed(words, glue):
 def test_discovery_redacts_first_messages_and_models():
     """Titles are redacted once, at discovery: the index cache, listings, search output and
     title matching only ever see the redacted text."""
-    import catalog
     from agents.base import Session
+    from discovery import catalog
 
     secret = dict(TOKENS)["npm"]
     found = catalog.untrusted(Session("claude", "x", "/s", title=f"publish with\t{secret}", model=f"m {secret}"))
@@ -668,7 +668,7 @@ def test_a_first_message_cut_for_a_listing_shows_no_part_of_a_secret(before):
     """The listing's cut came before redaction: `ghp_N1fHW93R…` (too short to be recognized)
     was printed for a token that straddled it."""
     from agents.base import one_line
-    from catalog import listing_title
+    from discovery.catalog import listing_title
 
     secret = dict(TOKENS)["github"]
     line = listing_title(one_line("x" * before + " " + secret + " and more words after it" * 80))

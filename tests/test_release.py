@@ -29,7 +29,7 @@ from helpers import ROOT, cli
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "build"))
 import demo  # noqa: E402
-import invocation  # noqa: E402
+from core import invocation  # noqa: E402
 import pack  # noqa: E402
 import rootfs  # noqa: E402
 
@@ -97,7 +97,7 @@ def test_commands_print_what_the_source_tree_prints(release, root, store, tmp_pa
     [app_id] = os.listdir(app)
     for entry in os.listdir(out):
         frozen, source = (out / entry).read_bytes(), (reference / entry).read_bytes()
-        if entry == "README.md":  # each names the command that runs it again (invocation.py)
+        if entry == "README.md":  # each names the command that runs it again (core/invocation.py)
             source = source.replace(invocation.shown_command().encode(),
                                     os.path.join(app, app_id, "trajectoriz").encode())
         assert frozen == source, (name, entry)

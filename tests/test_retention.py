@@ -1,4 +1,4 @@
-"""retention.py: each agent's deletion policy, read from its own settings files, and the count of
+"""archiving/retention.py: each agent's deletion policy, read from its own settings files, and the count of
 sessions not archived that their agent will delete within a week.
 
 Every settings file is written here, in a fake $HOME (Gemini's system files through its own
@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-import catalog
-import retention
 from agents.base import Session
+from archiving import retention
+from discovery import catalog
 from helpers import base_env, write_jsonl
 
 DAY = retention.DAY
@@ -378,7 +378,7 @@ def test_the_archive_is_read_only_when_a_session_is_at_risk(tmp_path, env, monke
     """`archive.holds` reads the archive's index the first time it is asked about a session not
     listed from the archive: a listing none of whose sessions an agent will delete soon reads
     none (7 ms for 40,000 archived sessions); once one is at risk, it is read, once."""
-    import archive
+    from discovery import archive
 
     proj = project(tmp_path, "app")
     fresh = claude_session(env, proj, "fresh", 3)

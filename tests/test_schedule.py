@@ -1,4 +1,4 @@
-"""schedule.py: the daily archive job, as a systemd user timer or a crontab line.
+"""archiving/schedule.py: the daily archive job, as a systemd user timer or a crontab line.
 
 The real user is never touched: `systemctl` and `crontab` are fake scripts first (and alone) on
 $PATH. Both record their arguments; the fake systemctl answers `--user show-environment` unless
@@ -13,8 +13,8 @@ import stat
 
 import pytest
 
-import schedule
-from errors import UserError
+from archiving import schedule
+from core.errors import UserError
 
 SYSTEMCTL = """#!/bin/sh
 printf 'systemctl %s\\n' "$*" >> "$FAKE_LOG"

@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 
-import catalog
 from agents import claude, codex, kimi, qwen
-from hashes import md5
+from core.hashes import md5
+from discovery import catalog
 from helpers import LIVE, base_env, live_claude_in, run_main
 
 PROJECTS = ("proj-claude", "proj-claude-other", "proj-codex", "proj-codex-other", "proj-kimi",
@@ -122,7 +122,7 @@ def test_a_first_discovery_of_many_transcripts_lists_the_same_in_one_or_several_
         tmp_path, monkeypatch):
     """Scans of a first run are shared with forked children (parallel.forked) when the first
     POOL_PROBE say the rest would take long: what is listed does not depend on it."""
-    import parallel
+    from core import parallel
 
     env = base_env(tmp_path)
     sample = os.path.join(LIVE, "claude-2.1.332", ".claude", "projects", "-tmp-agents-proj-claude",

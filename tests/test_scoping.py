@@ -20,7 +20,7 @@ import sqlite3
 
 import pytest
 
-import catalog
+from discovery import catalog
 from helpers import run_main
 from homes import by_agent
 from mutations import settle_sqlite

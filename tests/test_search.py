@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-import catalog
+from discovery import catalog
 from helpers import cli, run_main
 from stores import PIPE_PROMPT, build_home
 
@@ -318,7 +318,7 @@ def test_default_mode_reads_no_session_beyond_the_catalog(store, monkeypatch, tm
 
 
 def test_content_output_is_the_same_on_one_core(store, monkeypatch):
-    import parallel
+    from core import parallel
 
     args = ("search", "--content", "--regex", r"note\.txt|hello", "--limit", "0")
     on_every_core = run(store, *args)

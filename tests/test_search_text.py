@@ -1,4 +1,4 @@
-"""The search text kept next to each cached document (searchtext.py): a word
+"""The search text kept next to each cached document (rendering/searchtext.py): a word
 search answered from it prints exactly what one answered from the documents prints, for every
 agent's documents, sub-agents and every query mode; a damaged search text is a miss; it leaves
 the cache with its document; and it counts steps exactly like `Query.locate` matches them,
@@ -14,12 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cache
-import doccache
-import documents
-import parallel
-import search
-import searchtext
+from commands import search
+from core import cache, parallel
+from rendering import doccache, documents, searchtext
 from helpers import run_main
 from homes import agent_homes
 from stores import build_home

@@ -1,4 +1,4 @@
-"""A warm discovery served from the catalog's snapshot (snapshot.py) lists what a cold one would:
+"""A warm discovery served from the catalog's snapshot (discovery/snapshot.py) lists what a cold one would:
 a new session, a session whose head was still being written, a session gone, and, after a
 project's listing, every project's sessions. The store's files are dated an hour back, so that
 the folders' mtimes are trusted (a change within two seconds of a look is looked at again
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-import snapshot
+from discovery import snapshot
 from helpers import base_env, live_claude_in, run_main
 
 HOUR_AGO = time.time() - 3600
@@ -102,7 +102,7 @@ def test_a_search_of_listings_stats_no_settled_transcript(store, monkeypatch):
     """Appending cannot change what a settled transcript lists: a metadata search reads the
     snapshot without a stat of each one (and knows nothing of their files), a listing with
     step counts checks them."""
-    import catalog
+    from discovery import catalog
 
     env, projects = store
     listed(env, "--all")  # the snapshot
@@ -126,7 +126,7 @@ def test_a_search_of_listings_stats_no_settled_transcript(store, monkeypatch):
 # written beside the command ------------------------------------------------------------------------
 def kept_files(env) -> dict:
     """The index and every snapshot of the cache: path -> bytes."""
-    import cache
+    from core import cache
 
     folder = cache.cache_dir(env)
     found = {}
@@ -141,7 +141,8 @@ def kept_files(env) -> dict:
 KEEPER = """
 import json, os, shutil, sys
 sys.path.insert(0, {root!r})
-import cache, catalog, parallel, snapshot
+from core import cache, parallel
+from discovery import catalog, snapshot
 env = dict(os.environ)
 folder = cache.cache_dir(env)
 
@@ -200,7 +201,8 @@ def test_a_big_discovery_is_kept_by_a_child_that_everything_after_it_waits_for(s
 ORPHAN = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-import cache, catalog
+from core import cache
+from discovery import catalog
 catalog.ASIDE_SOURCES = 1
 real = cache.save
 cache.save = lambda *args: (time.sleep(1), real(*args))  # the index first, then the snapshot
@@ -228,7 +230,8 @@ def test_a_child_whose_command_was_killed_keeps_nothing(store):
 SLOW_KEEPER = """
 import sys, time
 sys.path.insert(0, {root!r})
-import catalog, snapshot, trajectoriz
+from discovery import catalog, snapshot
+import trajectoriz
 catalog.ASIDE_SOURCES = 1
 real = snapshot.save
 snapshot.save = lambda *args: (time.sleep(1), real(*args))

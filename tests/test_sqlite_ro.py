@@ -1182,8 +1182,8 @@ def big_home(tmp_path_factory):
 COMMAND = r"""
 import json, os, resource, sys, tempfile
 sys.path.insert(0, os.getcwd())
-import trajectoriz
 from agents import sqlite_ro
+import trajectoriz
 if {in_memory}:
     sqlite_ro.MEMORY_BYTES = 1 << 40  # the reference: the same store read in memory
 out = tempfile.TemporaryFile()

@@ -1,6 +1,6 @@
 """What a command's start costs: orjson without the modules it loads for types trajectoriz never
-serializes (jsonlib.py), regular expressions kept compiled (compiledre.py), digests without
-OpenSSL (hashes.py). Each gives what the ordinary way gives, or falls back to it."""
+serializes (core/jsonlib.py), regular expressions kept compiled (core/compiledre.py), digests without
+OpenSSL (core/hashes.py). Each gives what the ordinary way gives, or falls back to it."""
 
 import hashlib
 import marshal
@@ -11,9 +11,8 @@ import sys
 
 import pytest
 
-import compiledre
-import hashes
-import redact
+from core import compiledre, hashes
+from redaction import redact
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +26,7 @@ def run_python(code: str, **env) -> str:
 
 def test_orjson_starts_without_dataclasses_and_uuid_which_stay_importable():
     out = run_python(
-        "import sys, jsonlib\n"
+        "import sys\nfrom core import jsonlib\n"
         "print(sorted(m for m in ('dataclasses', 'uuid', 'inspect', 'platform') if m in sys.modules))\n"
         "print(jsonlib.orjson.dumps({'steps': [{'a': 1.5, 'b': 'é'}]}).decode())\n"
         "import dataclasses, uuid\n"
@@ -44,7 +43,7 @@ def test_orjson_starts_without_dataclasses_and_uuid_which_stay_importable():
 
 
 def test_orjson_imported_after_dataclasses_is_the_ordinary_one():
-    out = run_python("import dataclasses, uuid, jsonlib\n"
+    out = run_python("import dataclasses, uuid\nfrom core import jsonlib\n"
                      "print(jsonlib.orjson.dumps(uuid.UUID(int=1)).decode())")
     assert out.strip() == '"00000000-0000-0000-0000-000000000001"'
 

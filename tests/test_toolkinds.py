@@ -1,4 +1,4 @@
-"""Tool calls with a common meaning (`extra.kind`, `extra.command`, `extra.paths`, toolkinds.py),
+"""Tool calls with a common meaning (`extra.kind`, `extra.command`, `extra.paths`, rendering/toolkinds.py),
 checked against the native calls of every live store: the calls SCENARIO.md says the fake model
 made (Droid's, whose SCENARIO.md lists none, read from its records), every shell command found,
 every written file named."""
@@ -13,9 +13,8 @@ import re
 
 import pytest
 
-import catalog
-import documents
-import toolkinds
+from discovery import catalog
+from rendering import documents, toolkinds
 from helpers import all_steps, assert_valid, scenario_runs
 from homes import by_agent, live_stores
 
@@ -157,7 +156,7 @@ def test_every_agent_has_a_table():
 
 
 def test_the_mapping_is_documented(tmp_path):
-    import guide
+    from mount import guide
     from helpers import ROOT
 
     table = toolkinds.markdown_table()

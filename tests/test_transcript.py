@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-import transcript
+from rendering import transcript
 from helpers import run_main
 from stores import build_home
 

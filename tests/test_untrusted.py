@@ -82,7 +82,7 @@ def test_a_file_name_that_is_not_utf8_breaks_no_command(tmp_path):
 
 
 def test_a_working_directory_holding_a_nul_puts_its_session_in_no_project(tmp_path):
-    import memoryfs
+    from mount import memoryfs
 
     env, project = store(tmp_path)
     claude_session(env["HOME"], "-nul", "1a2b0000-0000-4000-8000-000000000000.jsonl", project + "\0/x",
@@ -170,7 +170,7 @@ STILL_FS = textwrap.dedent("""
 
 
 def fuse_problem():
-    import memory
+    from mount import memory
 
     return memory.fuse_problem()
 
@@ -178,7 +178,7 @@ def fuse_problem():
 @pytest.fixture
 def stopped_fuse(tmp_path):
     """A FUSE mount (not trajectoriz's) whose server is stopped: every stat inside it blocks."""
-    import mounts
+    from core import mounts
 
     problem = fuse_problem()
     if problem:

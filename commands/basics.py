@@ -1,0 +1,290 @@
+"""The bodies of `list`, `show`, `export` and `validate`, and the project selection every
+command shares (`--all`, `--dir P`, or the current project)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from core import cache
+from core.errors import UserError
+from core.output import cell, printable, table
+from discovery import catalog
+
+
+def selected(args, env, check_settled: bool = True) -> tuple[catalog.Catalog, list, str | None]:
+    """The catalog, the sessions the command is about, and the project (None for --all). The
+    project is where discovery looks for stores kept inside projects (Aider, Crush), wherever
+    the command runs. `check_settled`: see catalog.discover."""
+    project = None if getattr(args, "all", False) else catalog.chosen_project(args)
+    found = catalog.discover(catalog.looking_in(env, project), within=project, check_settled=check_settled)
+    sessions = found.sessions
+    agent = getattr(args, "agent", None)
+    if agent:
+        import agents
+
+        known = agents.names()
+        if agent not in known:
+            raise UserError(f"unknown agent {agent!r} (known: {', '.join(known)})")
+        sessions = [s for s in sessions if s.agent == agent]
+    if project is None:
+        return found, sessions, None
+    return found, catalog.Scope(project, env).filter(sessions), project
+
+
+def write(text: str | bytes) -> None:
+    out = sys.stdout.buffer
+    if isinstance(text, str):
+        try:
+            text = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate, from a file name that is not UTF-8
+            text = printable(text).encode()
+    out.write(text)
+    out.flush()
+
+
+# list ---------------------------------------------------------------------------------------------
+def run_list(args, env) -> int:
+    from archiving import retention
+
+    found, sessions, project = selected(args, env)
+    retention.warn_at_risk(found, env)
+    rows = list(zip(sessions, known_facts(found, sessions, env, args.steps)))
+    if args.json:
+        from core.jsonlib import orjson
+
+        write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
+                       + b"\n" for s, f in rows))
+        return 0
+    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "First message"]
+    where = project_column(env)
+    body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
+                            *([where(s)] if project is None else []), cell(s.title, 80)]
+                           for s, f in rows])
+    write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
+    if not rows:
+        write(f"\n{empty_hint(found, project, env)}\n")
+    return 0
+
+
+def where_shown(project: str | None, args) -> str:
+    """The heading's project; saying so when it is a folder outside any git work tree (the
+    current directory is then the project)."""
+    if project is None:
+        return "every project"
+    if not getattr(args, "dir", None) and not catalog.is_work_tree(project):
+        return f"{project} (no git work tree here: the current directory is the project)"
+    return project
+
+
+def project_cell(session, env) -> str:
+    """A session's working directory for a table of several projects: ~ for $HOME, long ones
+    cut from the left."""
+    return project_column(env)(session)
+
+
+def project_column(env):
+    """`project_cell` for the rows of one table: each directory worked out once."""
+    home = env.get("HOME", "").rstrip(os.sep)
+    done: dict = {None: "(none recorded)", "": "(none recorded)"}
+
+    def cell_of(session) -> str:
+        found = done.get(session.cwd)
+        if found is None:
+            cwd = catalog.listing_text(session.cwd)
+            if home and (cwd == home or cwd.startswith(home + os.sep)):
+                cwd = "~" + cwd[len(home):]
+            found = done[session.cwd] = cell(cwd if len(cwd) <= 40 else "…" + cwd[-39:])
+        return found
+    return cell_of
+
+
+def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
+    """What to try when a listing is empty: where the sessions are, or that no store was found."""
+    every_store = catalog.discover(catalog.looking_in(env, project)) if found.scoped else found
+    everything = every_store.everything()  # (a project's first discovery left the others out)
+    if not everything:
+        home = env.get("HOME", "~")
+        return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
+                f"agent keeps them (and the variables that move them).")
+    elsewhere = len(everything)
+    unplaced = sum(1 for s in everything if not s.cwd)
+    note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
+    return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
+            f"`trajectoriz list --all` lists them all, with their projects.")
+
+
+def known_facts(found: catalog.Catalog, sessions: list, env, translate: bool) -> list:
+    """Each session's document facts (steps, size) when a document was rendered before and its
+    session did not change since, else None: a listing renders nothing (`--steps` translates
+    the others, on every core). A session never rendered is not looked at."""
+    from rendering import documents
+
+    facts = documents.Facts(env)
+    if not translate:
+        return [facts.get(s, documents.cache_stamp(s, env, known=found.known(s))) if facts.has(s) else None
+                for s in sessions]
+    try:
+        return facts.of_all(sessions)
+    finally:
+        facts.save()
+
+
+def listing_record(session) -> dict:
+    """A session as `list --json` and `search --json` print it. First message and model were
+    made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
+    printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
+    archive, its native record being gone."""
+    from discovery import archive
+
+    record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
+              "started": session.started, "native_id": printable(catalog.shown_id(session)),
+              "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
+              "model": session.model, "first_message": session.title,
+              "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
+              "archived": archive.marked(session)}
+    return record
+
+
+# show ---------------------------------------------------------------------------------------------
+def run_show(args, env) -> int:
+    """The whole document as the mount serves it; or a part of it (a sub-agent, a step, a range
+    of steps) as JSON; or, with --markdown, any of these as a readable transcript."""
+    from rendering import documents
+
+    session = catalog.find(catalog.discover_for(env, args.id), args.id)
+    redact = not args.no_redact
+    if not (args.markdown or args.subagent or args.steps or args.step is not None):
+        facts = documents.Facts(env, redact)  # what it rendered, `list` shows without rendering
+        write(facts.rendered(session)[1])
+        facts.save()
+        return 0
+    from atif.serialize import dumps
+    from rendering import transcript
+
+    doc = documents.translate(session, env, redact)
+    steps = str(args.step) if args.step is not None else args.steps
+    if args.markdown:
+        write(transcript.render(session, doc, args.subagent, steps, args.max_chars))
+        return 0
+    trajectory = transcript.subagent(doc, args.subagent) if args.subagent else doc
+    if steps is None:
+        write(dumps(trajectory))
+        return 0
+    first, last = transcript.step_range(steps, len(trajectory["steps"]))
+    part = trajectory["steps"][first - 1: last]
+    write(dumps(part[0]) if args.step is not None else dumps(part))
+    return 0
+
+
+# export -------------------------------------------------------------------------------------------
+# The files export wrote into each folder (folder -> names), so that --delete removes only
+# those: kept in trajectoriz's cache, not in the folder, which holds exactly what the mount shows.
+EXPORTS_FILE = f"exports-v1-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+
+
+def run_export(args, env) -> int:
+    """Write the sessions' files into the folder, adding and updating; with --delete, also remove
+    the files an earlier export wrote there whose sessions this one no longer has. Files that
+    export did not write (not in the folder's manifest) are never touched."""
+    from mount import guide, memoryindex
+
+    _, sessions, project = selected(args, env)
+    out = os.path.abspath(args.out)
+    try:
+        cache.make_private_dirs(out)
+    except OSError as exc:
+        raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
+    written, facts = _export_all(sessions, out, env, not args.no_redact)
+    exports = cache.load(env, EXPORTS_FILE)
+    earlier = _exported(exports.get(out))
+    removed = _remove_files(out, earlier - written) if args.delete else 0
+    kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
+    cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
+    cache.write_private(os.path.join(out, memoryindex.INDEX), memoryindex.index(project, sessions, facts, env))
+    note = f", removed {removed} an earlier export wrote" if removed else ""
+    print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
+    return 0
+
+
+def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, object]:
+    """Write every session's document into `out`, on every core, with progress on a terminal;
+    the names written, and the facts of the documents (documents.Facts). Each worker renders and writes its sessions' files and hands back their
+    facts only (documents never travel between processes)."""
+    from core import parallel
+    from rendering import documents
+
+    facts = documents.Facts(env, redact)
+    progress = parallel.Progress(len(sessions), "exporting")
+    written = set()
+    try:
+        for session, (name, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
+            facts.put(session, totals)
+            written.add(name)
+            progress.step()
+    finally:
+        progress.clear()
+        facts.save()
+    return written, facts
+
+
+def export_one(session, out: str, env, redact: bool) -> tuple[str, dict]:
+    """(file name, document facts) of one session written into `out` (a pool worker's job). The
+    stamp is taken before translating, so a session that changes meanwhile is re-done next time."""
+    from rendering import documents
+
+    name = catalog.file_name(session)
+    stamp = documents.cache_stamp(session, env, redact)
+    doc, data = documents.document(session, env, redact)
+    cache.write_private(os.path.join(out, name), data)
+    return name, documents.totals(doc, data, stamp)
+
+
+def _exported(names) -> set:
+    """The session files an earlier export wrote into a folder, as its entry in EXPORTS_FILE
+    says (bare names only: nothing outside the folder is ever named)."""
+    if not isinstance(names, list):
+        return set()
+    return {n for n in names if isinstance(n, str) and n == os.path.basename(n) and n.endswith(".atif.json")}
+
+
+def _remove_files(out: str, names: set) -> int:
+    removed = 0
+    for name in names:
+        try:
+            os.remove(os.path.join(out, name))
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+# validate -----------------------------------------------------------------------------------------
+def run_validate(args, env) -> int:
+    from atif.serialize import loads
+    from atif.validate import validate
+
+    invalid = 0
+    for path in args.files:
+        try:
+            with open(path, "rb") as handle:
+                doc = loads(handle.read())
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc.strerror}", file=sys.stderr)
+            invalid += 1
+            continue
+        except ValueError as exc:
+            print(f"{path}: not valid JSON: {exc}")
+            invalid += 1
+            continue
+        errors, warnings = validate(doc, base_dir=os.path.dirname(os.path.abspath(path)))
+        for warning in warnings:
+            print(f"{path}: warning: {warning}")
+        if errors:
+            invalid += 1
+            for error in errors:
+                print(f"{path}: {error}")
+        elif not args.quiet:
+            print(f"{path}: valid {doc.get('schema_version', 'ATIF-v1.7')}")
+    return 1 if invalid else 0

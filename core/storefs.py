@@ -1,0 +1,371 @@
+"""How the agents read their stores, and what a listing looked at, so that a few stats can tell
+later that it would come out the same.
+
+Every agent module reads its store through the functions below (`stat`, `lstat`, `listdir`,
+`scandir`, `readlink`, `open_read`, the `os.path`-like tests, `glob`, `realpath`) rather than
+through `os`, `glob` and `open`: they do what those do and, while `watching(witness)` is active
+in the calling thread, note each call in the witness (other threads are not noted: the mount
+serves requests while its rescan thread discovers). Nothing of `os` or `builtins` is replaced:
+a call that does not go through here is simply not noted.
+- a directory listed: its inode and mtime (an entry added, removed or renamed changes the
+  mtime; an append to a file in it does not, which is why the files themselves are not noted);
+- a path stat'ed (or lstat'ed, or read as a link): its inode and type, or that it is missing;
+  not when the directory it is in was listed (its mtime says already whether the entry is
+  there), nor a missing one whose nearest existing ancestor was (the path cannot appear
+  before an entry is added there): a transcript's side folder asked about beside each of
+  thousands of transcripts costs nothing to check again;
+- a file read: its inode, size and mtime (its content may be what was decided on).
+`holds(witness)` stats each of them again. An mtime too recent to rely on (the file system's
+timestamps are coarse: a change in the same tick as the listing would leave it as it was) is
+noted as unknown, which never holds: the next listing is made again, and noted afresh. The
+same rule makes noting a directory after listing it safe (`glob`): a change in between leaves
+an mtime too recent to rely on.
+
+Trajectoriz's own cache folder is left out (`ignored`): a listing may read the index the
+previous discovery wrote, which changes with every discovery. So are the kernel's files (the
+mount table, which discovery checks apart: `mounts.avoided`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob as _glob_module
+import os
+import stat as _stat
+import threading
+import time
+from collections.abc import Mapping
+
+RACY_NS = 2_000_000_000  # an mtime this close to the moment it was read may not have ticked since
+KERNEL = ("/proc", "/sys", "/dev")  # not stores (the mount table, read by mounts.avoided, is checked apart)
+
+
+class Witness:
+    """What was seen: directories listed (path -> (inode, mtime_ns), None for an mtime too
+    recent to rely on), paths asked about ((follows symlinks, path) -> (inode, type) or None
+    for a missing one, with the directory that covers it) and files read (path -> (inode,
+    size, mtime_ns))."""
+
+    def __init__(self, ignored: tuple = ()):
+        self.listed: dict = {}
+        self.probes: dict = {}
+        self.files: dict = {}
+        self._above: dict = {}  # directory -> its nearest existing one at or above (asked once)
+        self._ignored = tuple(os.path.join(p, "") for p in (*ignored, *KERNEL))
+
+    def spoil(self) -> None:
+        """Make this witness never hold (what it saw went wrong: look again next time)."""
+        self.listed[""] = None
+
+    def state(self) -> list:
+        """What `holds` compares, as plain data (for a cache file)."""
+        probes = [(key, found) for key, (found, cover) in self.probes.items() if cover not in self.listed]
+        return [sorted(self.listed.items()), sorted(probes), sorted(self.files.items())]
+
+    def _listed(self, path) -> None:
+        path = self._wanted(path)
+        if path is not None and path not in self.listed:
+            found = _dir_state(path)
+            if found is False:  # not a directory: listing it failed as asking about it would
+                try:
+                    self._probed(path, True, os.stat(path))
+                except (OSError, ValueError):
+                    self._probed(path)
+            else:
+                self.listed[path] = found
+
+    def _probed(self, path, follow: bool = True, found=None) -> None:
+        """`path` was asked about (`found`: the stat result the call got, None when it failed)."""
+        path = self._wanted(path)
+        if path is None or (follow, path) in self.probes:
+            return
+        if found is None:
+            self.probes[follow, path] = (None, self._ancestor(os.path.dirname(path)))
+        else:
+            self.probes[follow, path] = ((found.st_ino, _stat.S_IFMT(found.st_mode)), os.path.dirname(path))
+
+    def _lprobed(self, path) -> None:
+        """A link read: the link itself, as lstat sees it."""
+        try:
+            found = os.lstat(path)
+        except (OSError, ValueError, TypeError):
+            found = None
+        self._probed(path, False, found)
+
+    def _ancestor(self, path: str) -> str:
+        """The nearest existing directory at or above `path`."""
+        walked = []
+        while path not in self._above and path not in self.listed and _dir_state(path) is False \
+                and path != os.path.dirname(path):
+            walked.append(path)
+            path = os.path.dirname(path)
+        found = self._above.setdefault(path, path)
+        self._above.update(dict.fromkeys(walked, found))
+        return found
+
+    def _read(self, path) -> None:
+        path = self._wanted(path)
+        if path is None or path in self.files:
+            return
+        try:
+            st = os.stat(path)
+            self.files[path] = (st.st_ino, st.st_size, _trusted(st.st_mtime_ns))
+        except (OSError, ValueError):
+            self._probed(path)  # missing: what would create it
+
+    def _wanted(self, path) -> str | None:
+        """The absolute path asked about; None for one not noted (a descriptor, an ignored one)."""
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return None
+        path = os.path.abspath(path)
+        return None if path.startswith(self._ignored) else path
+
+
+def holds(state: list) -> bool:
+    """Whether everything of a `Witness.state()` is as it was seen."""
+    listed, probes, files = state
+    if not all(seen is not None and _dir_state(path) == seen for path, seen in listed):
+        return False
+    for (follow, path), seen in probes:
+        try:
+            st = os.stat(path) if follow else os.lstat(path)
+        except (OSError, ValueError):
+            if seen is not None:
+                return False
+            continue
+        if seen is None or (st.st_ino, _stat.S_IFMT(st.st_mode)) != tuple(seen):
+            return False
+    for path, seen in files:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return False
+        if seen[2] is None or (st.st_ino, st.st_size, st.st_mtime_ns) != tuple(seen):
+            return False
+    return True
+
+
+def paths(state: list) -> list[str]:
+    """Every path a witness state depends on."""
+    return [path for path, _ in state[0]] + [path for (_, path), _ in state[1]] + [path for path, _ in state[2]]
+
+
+def merged(states: list) -> list:
+    """One state holding all of `states`."""
+    return [[item for state in states for item in state[part]] for part in range(3)]
+
+
+def _trusted(mtime_ns: int) -> int | None:
+    return None if time.time_ns() - mtime_ns < RACY_NS else mtime_ns
+
+
+def _dir_state(path: str):
+    """(inode, mtime_ns) of a directory, None when its mtime is too recent to rely on; False
+    when there is none (missing, or not a directory)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    if not _stat.S_ISDIR(st.st_mode):
+        return False
+    mtime = _trusted(st.st_mtime_ns)
+    return None if mtime is None else (st.st_ino, mtime)
+
+
+class ReadEnv(Mapping):
+    """An environment that notes the variables read from it (`read`: name -> value, None for
+    one that is not set); iterating it reads them all."""
+
+    def __init__(self, env):
+        self._env = env
+        self.read: dict = {}
+
+    def __getitem__(self, name):
+        self.read[name] = self._env.get(name)
+        return self._env[name]
+
+    def get(self, name, default=None):
+        self.read[name] = self._env.get(name)
+        return self._env.get(name, default)
+
+    def __contains__(self, name) -> bool:
+        self.read[name] = self._env.get(name)
+        return name in self._env
+
+    def __iter__(self):
+        self.read.update(self._env)
+        return iter(self._env)
+
+    def __len__(self) -> int:
+        return len(self._env)
+
+
+def same_env(read: dict, env) -> bool:
+    """Whether `env` has the values a ReadEnv noted."""
+    return all(env.get(name) == value for name, value in read.items())
+
+
+# reading a store -------------------------------------------------------------------------------
+_current = threading.local()
+
+
+class watching:
+    """`with watching(witness):` notes this thread's reads through this module in `witness`."""
+
+    def __init__(self, witness: Witness):
+        self.witness = witness
+
+    def __enter__(self) -> Witness:
+        self._outer = getattr(_current, "witness", None)
+        _current.witness = self.witness
+        return self.witness
+
+    def __exit__(self, *exc) -> None:
+        _current.witness = self._outer
+
+
+def _witness() -> Witness | None:
+    return getattr(_current, "witness", None)
+
+
+def stat(path, *, follow_symlinks: bool = True) -> os.stat_result:
+    witness = _witness()
+    if witness is None:
+        return os.stat(path, follow_symlinks=follow_symlinks)
+    try:
+        found = os.stat(path, follow_symlinks=follow_symlinks)
+    except (OSError, ValueError):
+        witness._probed(path, follow_symlinks)
+        raise
+    witness._probed(path, follow_symlinks, found)
+    return found
+
+
+def lstat(path) -> os.stat_result:
+    return stat(path, follow_symlinks=False)
+
+
+def listdir(path=".") -> list:
+    _note("_listed", path)
+    return os.listdir(path)
+
+
+def scandir(path="."):
+    _note("_listed", path)
+    return os.scandir(path)
+
+
+def readlink(path):
+    _note("_lprobed", path)
+    return os.readlink(path)
+
+
+def open_read(path, flags: int = 0) -> int:
+    """`os.open` of a file to read (O_RDONLY with `flags`), noted as read."""
+    _note("_read", path)
+    return os.open(path, os.O_RDONLY | flags)
+
+
+def _note(kind: str, path) -> None:
+    witness = _witness()
+    if witness is not None:
+        getattr(witness, kind)(path)
+
+
+def _tested(path, follow: bool = True) -> os.stat_result | None:
+    try:
+        return stat(path, follow_symlinks=follow)
+    except (OSError, ValueError):
+        return None
+
+
+def exists(path) -> bool:
+    return _tested(path) is not None
+
+
+def lexists(path) -> bool:
+    return _tested(path, follow=False) is not None
+
+
+def isfile(path) -> bool:
+    found = _tested(path)
+    return found is not None and _stat.S_ISREG(found.st_mode)
+
+
+def isdir(path) -> bool:
+    found = _tested(path)
+    return found is not None and _stat.S_ISDIR(found.st_mode)
+
+
+def getsize(path) -> int:
+    return stat(path).st_size
+
+
+def realpath(path) -> str:
+    """`os.path.realpath`, noting every component it passed through (a link replaced by another
+    is another inode)."""
+    if _witness() is not None:
+        absolute = os.path.abspath(path)
+        prefix = os.sep
+        for part in absolute.split(os.sep)[1:]:
+            prefix = os.path.join(prefix, part)
+            _tested(prefix, follow=False)
+    return os.path.realpath(path)
+
+
+def glob(pattern: str, recursive: bool = False) -> list[str]:
+    """`glob.glob(pattern, recursive=recursive)`, through this module's listings (so noted)."""
+    if not _glob_module.has_magic(pattern):
+        wanted = isdir(pattern) if pattern.endswith(os.sep) else lexists(pattern)
+        return [pattern] if wanted else []
+    head, tail = os.path.split(pattern)
+    if head and head != pattern and _glob_module.has_magic(head):
+        folders = glob(head, recursive)
+    else:
+        folders = [head]
+    found = []
+    for folder in folders:
+        if recursive and tail == "**":
+            found += [os.path.join(folder, name) for name in _below(folder)]
+        elif _glob_module.has_magic(tail):
+            found += [os.path.join(folder, name) for name in _matching(folder, tail)]
+        elif (isdir(folder or os.curdir) if not tail else lexists(os.path.join(folder, tail))):
+            found.append(os.path.join(folder, tail))
+    return found
+
+
+def _entries(folder: str) -> list:
+    try:
+        with scandir(folder or os.curdir) as entries:
+            return list(entries)
+    except (OSError, ValueError):
+        return []
+
+
+def _matching(folder: str, pattern: str) -> list[str]:
+    hidden = _glob_module._ishidden(pattern)
+    return [entry.name for entry in _entries(folder)
+            if (hidden or not _glob_module._ishidden(entry.name)) and fnmatch.fnmatch(entry.name, pattern)]
+
+
+def _below(folder: str) -> list[str]:
+    """What a recursive `**` matches in `folder`: "" (the folder itself) and every entry under it
+    that is not hidden, parents first, links to folders followed (as glob does)."""
+    found = [""]
+    for entry in _entries(folder):
+        if not _glob_module._ishidden(entry.name):
+            found.append(entry.name)
+            if _is_dir(entry):
+                found += [os.path.join(entry.name, name) for name in _below(os.path.join(folder, entry.name))[1:]]
+    return found
+
+
+def _is_dir(entry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

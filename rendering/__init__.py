@@ -1,0 +1,6 @@
+"""A session made into what readers see: its ATIF document (`documents`), the cache of rendered
+documents and their facts (`doccache`), the flat text content search reads (`searchtext`),
+what each tool call does (`toolkinds`) and the markdown transcript (`transcript`).
+
+May import `discovery` and everything below it (`agents`, `atif`, `redaction`, `core`).
+"""

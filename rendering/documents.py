@@ -1,0 +1,255 @@
+"""From a discovered session to the ATIF bytes every command serves.
+
+`document()` is the single path: `show`, `export`, the mount and `search --content` all read
+these exact bytes (or their parsed form), so sizes and contents agree everywhere, and secrets
+are redacted in all of them. A translator that fails never takes a command down: the session
+becomes a valid document that says what went wrong.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import agents
+from agents.base import Session
+from atif import SCHEMA_VERSION
+from atif.build import final_metrics
+from atif.serialize import dumps, loads
+from core import cache
+from core.version import VERSION
+from discovery import archive, catalog
+from rendering import toolkinds
+
+FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
+
+
+def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
+    """The ATIF document of a session and its bytes, secrets redacted unless told otherwise
+    (their count per kind then sits in `extra.redactions`). `stamp`: the session's
+    `stamps()[1]` when the caller has it already."""
+    data, doc = _cached_or_rendered(session, env, redact, stamp)
+    return (doc if doc is not None else loads(data)), data
+
+
+def render(session: Session, env, redact: bool = True) -> bytes:
+    return _cached_or_rendered(session, env, redact)[0]
+
+
+def _cached_or_rendered(session: Session, env, redact: bool,
+                        stamp: list | None = None) -> tuple[bytes, dict | None]:
+    """The document's bytes from the document cache (`doccache`, redacted renderings only),
+    without parsing them; else rendered now, with the document, and stored. The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    from rendering import doccache  # here: listings read facts, never documents
+
+    if not redact:
+        stamp = None
+    elif stamp is None:
+        stamp = stamps(session, env)[1]
+    if stamp is not None:
+        found = doccache.get(env, cache_key(session), session.short_id, stamp)
+        if found is not None:
+            return found, None
+    doc, data = _rendered(session, env, redact)
+    if stamp is not None and "error" not in doc["extra"]:  # a failure may be passing: not kept
+        doccache.put(env, cache_key(session), session.short_id, stamp, data)
+    return data, doc
+
+
+def stamps(session: Session, env) -> tuple[list, list]:
+    """From one stat of each native file: the stamp of the redacted rendering's facts
+    (`cache_stamp`), and what its cached document is valid for: that stamp and the native
+    files' ctimes, so that a session made unreadable (chmod changes no content, no mtime) is
+    read again, and says so, rather than served from the cache."""
+    module = agents.load(session.agent)
+    if archive.marked(session):
+        stamp = archived_stamp(session, env, module, True)
+        return stamp, stamp + [[]]
+    found = cache.stats(catalog.dependencies(module, session.source, env))
+    stamp = [cache.fingerprint_of(found), catalog.module_version(module), VERSION, True]
+    return stamp, stamp + [[st.st_ctime_ns if st is not None else None for st in found]]
+
+
+def archived_stamp(session: Session, env, module, redact: bool) -> list:
+    """The stamp of an archived session's rendering: its native files' fingerprint when
+    archived, and the archive entry's identity beside the translator's version, so that a
+    rendering from other archived bytes has another name in the document cache."""
+    version = f"{catalog.module_version(module)}+archived:{session.extra['archived']['identity']}"
+    return [archive.fingerprint(session, env), version, VERSION, redact]
+
+
+def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
+    """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
+    serialized once."""
+    from redaction.redact import clean_tree  # here: what reads cached documents never needs the rules
+
+    translated = _translated(session, env)
+    with catalog.markers_of(session):
+        doc, counts = clean_tree(translated, redact)
+    if counts:
+        doc["extra"] = {**doc["extra"], "redactions": counts}
+    return doc, dumps(doc)
+
+
+def translate(session: Session, env, redact: bool = True) -> dict:
+    return document(session, env, redact)[0]
+
+
+def _translated(session: Session, env) -> dict:
+    """The ATIF document of a session, with trajectoriz's own fields in the root `extra`."""
+    module = agents.load(session.agent)
+    sqlite_ro = sys.modules.get("agents.sqlite_ro")  # loaded by the agents whose stores are SQLite
+    try:
+        if "scan_error" in session.extra:
+            raise RuntimeError(session.extra["scan_error"])
+        if archive.marked(session):
+            doc = archive.translate(module, session, env)  # from its archived bytes
+        elif sqlite_ro is not None:  # a store read in place must not change meanwhile
+            doc = sqlite_ro.in_one_moment(lambda: module.translate(session, env))
+        else:
+            doc = module.translate(session, env)
+    except Exception as exc:  # any defect in a store or a translator: report, don't crash
+        doc = failure_document(session, module, f"{type(exc).__name__}: {exc}")
+    toolkinds.annotate(doc, session.agent, session.cwd)
+    ours = {"short_id": session.short_id, "agent": session.agent, "source": session.source,
+            "cwd": session.cwd, "title": session.title or None}
+    extra = {k: v for k, v in ours.items() if v is not None}
+    extra.update(doc.get("extra") or {})
+    found_first = session.extra.get("discovery_warnings") or []
+    if found_first:
+        extra["warnings"] = [*found_first, *(extra.get("warnings") or [])]
+    doc["extra"] = extra
+    if "subagent_trajectories" in doc:  # keep the spec's key order: extra before subagents
+        doc["subagent_trajectories"] = doc.pop("subagent_trajectories")
+    return doc
+
+
+def failure_document(session: Session, module, reason: str) -> dict:
+    steps = [{"step_id": 1, "source": "system",
+              "message": f"trajectoriz could not translate this session: {reason}"}]
+    return {"schema_version": SCHEMA_VERSION, "session_id": session.native_id,
+            "agent": {"name": getattr(module, "ATIF_NAME", session.agent), "version": "unknown"},
+            "steps": steps, "final_metrics": final_metrics(steps),
+            "extra": {"error": reason, "warnings": [f"translation failed: {reason}"]}}
+
+
+def cache_key(session: Session) -> str:
+    return f"{session.agent}|{session.source}|{session.locator}"
+
+
+def cache_stamp(session: Session, env, redact: bool = True, known: tuple | None = None) -> list:
+    """What a cached rendering is valid for: the native files' fingerprint, the translator
+    and trajectoriz versions, and whether secrets were redacted. `known`: the session's native
+    files, its translator's version and the files' fingerprint as discovery has just checked
+    it (`Catalog.known`), which spares loading the translator and stat'ing them again."""
+    if known is not None and not archive.marked(session):
+        return [known[2], known[1], VERSION, redact]
+    module = agents.load(session.agent)
+    if archive.marked(session):
+        return archived_stamp(session, env, module, redact)
+    fp = cache.fingerprint(catalog.dependencies(module, session.source, env))
+    return [fp, catalog.module_version(module), VERSION, redact]
+
+
+def totals(doc: dict, data: bytes, stamp: list) -> dict:
+    """What `list`, `stats` and the mount need to know of a document without translating it
+    again: its size and steps, the totals `stats` adds up (tokens and cost from
+    `final_metrics`, tool calls counted with the sub-agents', like the tokens), and the files its
+    tool calls wrote (`blame`, INDEX.md)."""
+    fm = doc.get("final_metrics") or {}
+    return {"stamp": stamp, "size": len(data), "steps": len(doc["steps"]),
+            "tool_calls": tool_calls(doc), "prompt": fm.get("total_prompt_tokens"),
+            "completion": fm.get("total_completion_tokens"), "cached": fm.get("total_cached_tokens"),
+            "cost": fm.get("total_cost_usd"),
+            "files": sorted({path for write in toolkinds.writes(doc) for path in write["paths"]})}
+
+
+def tool_calls(doc: dict) -> int:
+    own = sum(len(step.get("tool_calls") or ()) for step in doc.get("steps") or ())
+    return own + sum(tool_calls(sub) for sub in doc.get("subagent_trajectories") or ())
+
+
+def fresh_totals(session: Session, env, redact: bool = True) -> dict:
+    """Translate a session and return its totals (a pool worker's job). The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    stamp = cache_stamp(session, env, redact)
+    doc, data = document(session, env, redact)
+    return totals(doc, data, stamp)
+
+
+class Facts:
+    """The `totals` of each rendered document, kept across runs so that `list`, `stats` and the
+    mount's `ls -l` need not translate again what did not change.
+
+    Records are written in batches by `save()`, merged into what is on disk (another command
+    may have added entries meanwhile). The mount records from its serving thread and its warm-up
+    threads (mount/warmup.py), and saves from another; a record made at the very instant of a save may be lost, which only costs one
+    translation later."""
+
+    def __init__(self, env, redact: bool = True):
+        self.env = env
+        self.redact = redact
+        self.entries: dict = cache.load(env, FACTS_FILE)
+        self._unsaved: dict = {}
+        self.generation = 0  # how many records were made: what was derived from fewer is older
+
+    def has(self, session: Session) -> bool:
+        """Whether some rendering of the session has facts here (of its current version or not)."""
+        return cache_key(session) in self.entries
+
+    def get(self, session: Session, stamp: list) -> dict | None:
+        found = self.entries.get(cache_key(session))
+        return found if found and found.get("stamp") == stamp else None
+
+    def put(self, session: Session, facts: dict) -> dict:
+        self.entries[cache_key(session)] = facts
+        self._unsaved[cache_key(session)] = facts
+        self.generation += 1
+        return facts
+
+    def record(self, session: Session, stamp: list, data: bytes, doc: dict) -> dict:
+        return self.put(session, totals(doc, data, stamp))
+
+    def rendered(self, session: Session, taken: tuple | None = None) -> tuple[list, bytes]:
+        """The session's bytes, rendered now, with the stamp they are valid for; their facts are
+        recorded on the way. The stamp is taken before translating, so a session that changes
+        meanwhile is re-done next time. `taken`: `stamps(session)` as the caller has just taken
+        them (redacted renderings), which spares stat'ing the native files again."""
+        if taken is None:
+            stamp, valid = cache_stamp(session, self.env, self.redact), None
+        else:
+            stamp, valid = taken
+        data, doc = _cached_or_rendered(session, self.env, self.redact, valid)
+        if doc is not None or self.get(session, stamp) is None:
+            self.record(session, stamp, data, doc if doc is not None else loads(data))
+        return stamp, data
+
+    def of(self, session: Session) -> dict:
+        """The facts of a session's document, translating it only when the cache misses."""
+        found = self.get(session, cache_stamp(session, self.env, self.redact))
+        if found is None:
+            found = self.put(session, fresh_totals(session, self.env, self.redact))
+        return found
+
+    def of_all(self, sessions: list[Session]) -> list[dict]:
+        """The facts of many sessions, the misses translated on every core."""
+        from core import parallel
+
+        found = [self.get(s, cache_stamp(s, self.env, self.redact)) for s in sessions]
+        missing = [i for i, facts in enumerate(found) if facts is None]
+        progress = parallel.Progress(len(missing), "translating")
+        try:
+            work = parallel.ordered(fresh_totals, [sessions[i] for i in missing], (self.env, self.redact))
+            for n, facts in enumerate(work):
+                found[missing[n]] = self.put(sessions[missing[n]], facts)
+                progress.step()
+        finally:
+            progress.clear()
+        return found
+
+    def save(self) -> None:
+        unsaved, self._unsaved = self._unsaved, {}
+        if unsaved:
+            stored = cache.load(self.env, FACTS_FILE)
+            stored.update(unsaved)
+            cache.save(self.env, FACTS_FILE, stored)

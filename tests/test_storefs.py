@@ -1,0 +1,128 @@
+"""The file-access layer the agents read their stores through (core/storefs.py): it answers as
+`os`, `glob` and `open` do, notes what a listing looked at only through its own calls, and
+nothing in the program replaces a function of `os` or `builtins` to see the rest."""
+
+from __future__ import annotations
+
+import ast
+import glob
+import os
+
+from hypothesis import given, settings, strategies as st
+
+from core import storefs
+from test_layout import ROOT, module_files
+
+TREE = ["a/b/c.json", "a/.h/x.json", "a/b/d/e.jsonl", "s/x.traj.json", "s/t/u/v.traj.json", "q[1]/z.json",
+        ".hid/y.json", "f.json", "chats/x/y/store.db", "sessions/2026/01/02/rollout-1-abc.jsonl"]
+PATTERNS = [("*/*.json", False), ("**/*.json", True), ("**/*.jsonl", True), ("*", False), ("*/", False),
+            ("s/**/*.traj.json", True), (glob.escape("q[1]") + "/*.json", False), ("a/b/c.json", False),
+            ("a/b/", False), ("**", True), ("*/*/", False), ("a/*/d/*.jsonl", False), ("missing/*.json", False),
+            ("chats/*/*/store.db", False), ("sessions/*/*/*/rollout-*abc.jsonl", False), (".*/*.json", False),
+            ("*/*/*/", False), ("a/**/", True)]
+
+
+def make_tree(root: str, paths: list[str]) -> None:
+    for path in paths:
+        os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+        open(os.path.join(root, path), "w").close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(TREE), unique=True), st.booleans())
+def test_glob_answers_as_the_standard_one(tmp_path_factory, paths, with_link):
+    root = str(tmp_path_factory.mktemp("tree"))
+    make_tree(root, paths)
+    if with_link and os.path.isdir(os.path.join(root, "a")):
+        os.symlink(os.path.join(root, "a"), os.path.join(root, "linked"))
+    for pattern, recursive in PATTERNS:
+        full = os.path.join(glob.escape(root), pattern)
+        assert sorted(storefs.glob(full, recursive=recursive)) == sorted(glob.glob(full, recursive=recursive)), pattern
+
+
+def settled(path: str) -> None:
+    """An mtime old enough to be relied on (a fresh one is noted as unknown, which never holds)."""
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+
+
+def watched(call) -> list:
+    witness = storefs.Witness()
+    with storefs.watching(witness):
+        call()
+    return witness.state()
+
+
+def test_a_listing_through_the_layer_notices_an_added_file(tmp_path):
+    make_tree(str(tmp_path), ["store/one.json"])
+    settled(tmp_path / "store")
+    for call in (lambda: storefs.listdir(tmp_path / "store"), lambda: storefs.glob(f"{tmp_path}/store/*.json")):
+        state = watched(call)
+        assert storefs.holds(state)
+        (tmp_path / "store" / "two.json").write_text("")
+        assert not storefs.holds(state)
+        os.remove(tmp_path / "store" / "two.json")
+        settled(tmp_path / "store")
+
+
+def test_a_probe_and_a_read_are_noted(tmp_path):
+    make_tree(str(tmp_path), ["store/one.json"])
+    missing, read = tmp_path / "elsewhere" / "beside.json", tmp_path / "store" / "one.json"
+    settled(read)
+    state = watched(lambda: (storefs.exists(missing), os.close(storefs.open_read(read))))
+    assert storefs.holds(state)
+    read.write_text("grown")
+    settled(read)  # the same mtime as before: the size still tells
+    assert not storefs.holds(state)
+    state = watched(lambda: storefs.exists(missing))
+    make_tree(str(tmp_path), ["elsewhere/beside.json"])
+    assert not storefs.holds(state)
+
+
+def test_calls_outside_the_layer_or_another_thread_are_not_noted(tmp_path):
+    make_tree(str(tmp_path), ["store/one.json"])
+    assert watched(lambda: (os.listdir(tmp_path / "store"), glob.glob(f"{tmp_path}/store/*"))) == [[], [], []]
+    assert storefs.listdir(tmp_path / "store") == ["one.json"]  # unwatched: answered, nothing kept
+
+
+def _names_of(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def program_modules() -> dict[str, ast.AST]:
+    return {name: ast.parse(open(path, encoding="utf-8").read()) for name, path in module_files(ROOT).items()}
+
+
+def test_nothing_replaces_a_function_of_os_or_builtins():
+    replaced = []
+    for name, tree in program_modules().items():
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in (t for each in targets for t in (each.elts if isinstance(each, ast.Tuple) else [each])):
+                if isinstance(target, ast.Attribute) and _names_of(target.value) in ("os", "os.path", "builtins", "glob"):
+                    replaced.append((name, _names_of(target)))
+            if isinstance(node, ast.Call) and _names_of(node.func) == "setattr" and node.args and \
+                    _names_of(node.args[0]) in ("os", "os.path", "builtins", "glob"):
+                replaced.append((name, "setattr"))
+    assert replaced == []
+
+
+# Reads of a store that bypass the layer (and so are never noted); the allowed ones are not of a store.
+BYPASSING = {"os.stat", "os.lstat", "os.listdir", "os.scandir", "os.readlink", "os.walk", "open", "io.open",
+             "os.path.exists", "os.path.lexists", "os.path.isfile", "os.path.isdir", "os.path.islink",
+             "os.path.getsize", "os.path.getmtime", "os.path.realpath", "glob.glob", "glob.iglob"}
+ALLOWED = {("agents", "os.listdir")}  # the package lists its own modules, not a store
+
+
+def test_the_agents_read_their_stores_through_the_layer():
+    bypassing = sorted({(name, _names_of(node.func)) for name, tree in program_modules().items()
+                        if name.split(".")[0] == "agents" or name == "core.safepath"
+                        for node in ast.walk(tree)
+                        if isinstance(node, ast.Call) and _names_of(node.func) in BYPASSING} - ALLOWED)
+    assert bypassing == []
