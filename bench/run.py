@@ -487,7 +487,7 @@ class Mount:
 def mount_problem(program: Program, tree: str | None) -> str | None:
     if program is None:
         return "not measured (the predecessor is not installed, or not run on this corpus)"
-    if tree is not None and not any(os.path.exists(os.path.join(tree, *place)) for place in (("mount/memory.py",), ("mount", "mount/memory.py"))):
+    if tree is not None and not any(os.path.exists(os.path.join(tree, *place)) for place in (("memory.py",), ("mount", "memory.py"))):
         return "not available: this tree has no mount/memory.py (the mount is not merged yet)"
     if tree is None:
         probe = subprocess.run([os.path.join(PREDECESSOR_VENV, "bin", "python"), "-c", "import fuse"],

@@ -29,7 +29,7 @@ from archiving import archiver
 from core import cache
 from discovery import archive, catalog
 from mount import memoryfs
-from helpers import assert_clear, cli, run_main
+from helpers import ROOT, assert_clear, cli, run_main
 from homes import agent_homes, by_agent
 from test_memory import LONG_AGO_NS, append_user_message, client, mount, needs_fuse, settle, take_down
 
@@ -827,7 +827,7 @@ def test_archive_schedule_installs_this_programs_daily_archive_and_unschedule_re
            "FAKE_LOG": str(tmp_path / "calls"), "FAKE_CRONTAB": str(tmp_path / "crontab")}
     result = run_main(env, ["archive", "--schedule"])
     assert result.returncode == 0, result.stderr
-    script = os.path.join(os.path.dirname(os.path.abspath(archive.__file__)), "trajectoriz.py")
+    script = os.path.join(ROOT, "trajectoriz.py")
     assert shlex.join([system.executable, script, "archive"]) in (tmp_path / "crontab").read_text()
     assert run_main(env, ["archive", "--unschedule"]).returncode == 0
     assert not (tmp_path / "crontab").exists() or "archive" not in (tmp_path / "crontab").read_text()

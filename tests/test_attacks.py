@@ -100,7 +100,9 @@ def test_a_far_future_mtime_is_no_exit(tmpfs_path):
                  ["show", "--markdown", "0ff00000-0000-4000-8000-000000000000"]):
         result = run_main(env, args, cwd=project)
         assert result.returncode == 0, (args, result.stderr)
-    fs = __import__("memoryfs").MemoryFS(project, env)
+    from mount.memoryfs import MemoryFS
+
+    fs = MemoryFS(project, env)
     names = [n for n, _, _ in fs.readdir("/", None) if n.endswith(".atif.json")]
     assert len(names) == 2
     for name in names:

@@ -111,7 +111,7 @@ def test_an_upward_import_is_found(tmp_path):
     for package, source in (("core", "def f():\n    from discovery import catalog\n"), ("discovery", "")):
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
-        (tmp_path / package / ("helper.py" if package == "core" else "discovery/catalog.py")).write_text(source)
+        (tmp_path / package / ("helper.py" if package == "core" else "catalog.py")).write_text(source)
     assert upward_imports(import_graph(str(tmp_path))) == [("core.helper", "discovery"), ("core.helper", "discovery.catalog")]
 
 

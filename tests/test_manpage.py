@@ -132,7 +132,8 @@ def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
 
 # ENVIRONMENT: every variable the agents' readers look up ---------------------------------------------
 def agent_variables() -> dict:
-    """{variable: [agents/ files]}: the environment variables agents/*.py read, found in their
+    """{variable: [files]}: the environment variables agents/*.py read (and core/cache.py's
+    `home`, which gives them $HOME), found in their
     code: `env.get("X")`, `env["X"]`, `"X" in env`, `env_dir(env, "X", ...)`, and a string
     constant naming a variable handed on to a helper (opencode's Family("opencode", "OPENCODE_DB")):
     every all-capitals name with an underscore that is not an attribute of os (O_CLOEXEC)."""
@@ -140,7 +141,7 @@ def agent_variables() -> dict:
     import glob
 
     found = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "agents", "*.py"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "agents", "*.py"))) + [os.path.join(ROOT, "core", "cache.py")]:
         tree = ast.parse(open(path, encoding="utf-8").read())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
