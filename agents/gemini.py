@@ -35,9 +35,9 @@ import os
 import re
 
 from core import compiledre, storefs
-from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, complete_items, epoch,
-                         head_records, home, iso, listdir, listdir_cached, loads_native, one_line,
-                         open_binary, read_whole)
+from agents.base import (JsonlReader, Session, TooLarge, absolute_path, as_dict, as_list, as_str,
+                         complete_items, epoch, head_records, home, iso, listdir, listdir_cached, loads_native,
+                         one_line, open_binary, read_whole)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
@@ -47,7 +47,7 @@ NAME = "gemini"
 PREFIX = "gm"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "gemini-cli"
-VERSION = 2
+VERSION = 3
 
 PROMPT_LOG = "logs.json"
 SESSION_CONTEXT = "<session_context>"
@@ -226,13 +226,13 @@ def _read_root(path: str) -> str | None:
             text = handle.read(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
-    return text if os.path.isabs(text) else None
+    return text if absolute_path(text) else None
 
 
 def _registry(gemini: str) -> dict:
     doc = _read_document(os.path.join(gemini, "projects.json"))
     projects = as_dict(as_dict(doc).get("projects"))
-    return {root: slug for root, slug in projects.items() if os.path.isabs(root) and isinstance(slug, str)}
+    return {root: slug for root, slug in projects.items() if absolute_path(root) and isinstance(slug, str)}
 
 
 def _known_roots(gemini: str, registry: dict) -> list[str]:

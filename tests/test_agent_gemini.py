@@ -326,3 +326,17 @@ def test_golden(name, path, tmp_path):
     os.makedirs(os.path.dirname(target))
     shutil.copy2(path, target)
     assert_golden(translate_file(gemini, target, base_env(tmp_path)), "gemini", name)
+
+
+def test_a_windows_project_root_is_the_sessions_working_directory(tmp_path):
+    """Gemini CLI on Windows writes `.project_root` and projects.json with drive paths (lower
+    case, as a real copied home holds them): they are absolute, the session's directory."""
+    project = tmp_path / "home/.gemini/tmp/myproj"
+    path = write_jsonl(project / "chats/session-2026-01-01T00-00-win00001.jsonl", [
+        {**META, "sessionId": "win-1"}, user("m1", "go", "2026-01-01T00:00:01.000Z")])
+    (project / ".project_root").write_text("c:\\users\\me\\myproj\n")
+    [session] = gemini.scan(path, base_env(tmp_path))
+    assert session.cwd == "c:\\users\\me\\myproj"
+    os.remove(project / ".project_root")
+    (tmp_path / "home/.gemini/projects.json").write_text(json.dumps({"projects": {"c:\\users\\me\\myproj": "myproj"}}))
+    assert gemini.project_root(str(project), None) == "c:\\users\\me\\myproj"
