@@ -82,7 +82,7 @@ def sources(env):
                 jsonl.append(path)
             elif name.endswith(".json") and storefs.isfile(path):
                 legacy.append(path)
-            elif os.path.isdir(path):
+            elif storefs.isdir(path):
                 folders.append(name)
         for folder in _unclaimed_folders(names, folders):
             unclaimed.extend(_subagent_files(os.path.join(chats, folder)))

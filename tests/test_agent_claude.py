@@ -371,7 +371,7 @@ def test_a_windows_sessions_spilled_output_is_found_by_its_base_name(tmp_path):
     """Claude Code on Windows names a spilled output by its Windows path: the file is looked for
     by its base name in the session's tool-results folder, and only a sub-agent's output that is
     really missing is a warning (which `trajectoriz agents` counts: health.warnings_of)."""
-    import health
+    from commands import health
 
     source, full = windows_session(tmp_path)
     [session] = claude.scan(source, ENV)

@@ -191,7 +191,7 @@ def test_golden(name, path, tmp_path):
 def test_a_windows_working_directory_is_kept(tmp_path):
     """A chat copied from Windows records `cwd` as `C:\\Users\\…`: that is its directory (it was
     no directory at all), in its listing and in its document; it belongs to no project here."""
-    import catalog
+    from discovery import catalog
 
     records = [{**r, "cwd": "C:\\Users\\Me\\proj"} if "cwd" in r else r for r in read_jsonl(LIVE_FILES[0])]
     path = write_jsonl(tmp_path / "home/.qwen/projects/C--Users-Me-proj/chats/win.jsonl", records)
