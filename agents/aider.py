@@ -1,6 +1,9 @@
 """Aider: `<project>/.aider.chat.history.md`, a Markdown transcript every run of aider appends to.
 
-One session per run: each run starts with `# aider chat started at <local time>`. In a run,
+One session per run: each run starts with `# aider chat started at <local time>`. A run started
+with `--restore-chat-history` (its banner says `Restored previous conversation history.`) sends
+the earlier turns to the model again and continues that conversation: it belongs to the session
+of the run before it, after that run's steps. In a run,
 `#### ` lines are what was sent to the model as the user's message, plain lines are the model's
 answer, and `> ` lines are aider's own output (its banner, confirmations, `Applied edit to x`,
 `Tokens: ...`). There are no per-message timestamps and no tool calls: edits are applied from the
@@ -31,7 +34,7 @@ NAME = "aider"
 PREFIX = "ai"
 STORES_IN_PROJECTS = True  # found through agents/projects.py
 ATIF_NAME = "aider"
-VERSION = 1
+VERSION = 2
 
 HISTORY_FILE = ".aider.chat.history.md"
 INPUT_HISTORY_FILE = ".aider.input.history"
@@ -57,16 +60,30 @@ def dependencies(source: str, env) -> list[str]:
 
 
 def scan(source: str, env) -> list[Session]:
-    """One session per run. Reads the file once, looking only at header, prompt and `> ` lines."""
+    """One session per run and the runs that restored it. Reads the file once, looking only at
+    header, prompt and `> ` lines."""
     found = []
-    for run in split_runs(read_text(source)):
-        header = run_header(run)
+    for group in sessions_of(split_runs(read_text(source))):
+        run, header = group[0]
         found.append(Session(
             agent=NAME, native_id=native_id(source, run.index), source=source,
             started=epoch(run.started), cwd=header.cwd or os.path.dirname(os.path.abspath(source)),
-            title=one_line(first_prompt(run)), model=header.model, locator=str(run.index),
-            extra={"format": "markdown", "run": run.index}))
+            title=one_line(next(filter(None, (first_prompt(r) for r, _ in group)), "")), model=header.model,
+            locator=str(run.index), extra={"format": "markdown", "run": run.index}))
     return found
+
+
+def sessions_of(runs: list["Run"]) -> list[list[tuple]]:
+    """The runs grouped by session, each with its Header: a run that restored the chat history
+    joins the session of the run before it."""
+    groups: list[list[tuple]] = []
+    for run in runs:
+        header = run_header(run)
+        if header.restored and groups:
+            groups[-1].append((run, header))
+        else:
+            groups.append([(run, header)])
+    return groups
 
 
 def native_id(path: str, index: int) -> str:
@@ -280,42 +297,50 @@ def translate(session: Session, env) -> dict:
     text, encoding_problem, cut = read_checked(session.source)
     runs = split_runs(text)
     index = int(session.locator or 0)
-    run = next((r for r in runs if r.index == index), None)
-    if run is None:
+    group = next((g for g in sessions_of(runs) if g[0][0].index == index), None)
+    if group is None:
         builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
         builder.warn(f"run {index} is no longer in {session.source} (the file was rewritten)")
         return builder.build()
-    following = next((r for r in runs if r.index == index + 1), None)
-    header = run_header(run)
+    run, header = group[0]
+    following = next((r for r in runs if r.index == group[-1][0].index + 1), None)
     builder = TrajectoryBuilder(ATIF_NAME, header.version, header.model, session.native_id)
     if header.weak_model:
         builder.agent_extra["weak_model"] = header.weak_model
     typed = TypedPrompts(input_history(dependencies(session.source, env)[1]),
                          epoch(run.started), epoch(following.started) if following else None)
-    Translator(builder, header, typed, iso(run.started)).run(blocks(run))
-    builder.extra = run_extra(run, header)
+    for each, each_header in group:
+        Translator(builder, each_header, typed, iso(each.started), each.index if each is not run else None
+                   ).run(blocks(each))
+    builder.extra = run_extra(group)
     if encoding_problem:
         builder.warn(encoding_problem)
     if cut and following is None:
         builder.warn(cut)
-    if run.started is None:
+    if any(each.started is None for each, _ in group):
         builder.warn("this run has no `# aider chat started at` header: its start time is unknown")
     return builder.build()
 
 
-def run_extra(run: Run, header: Header) -> dict:
-    extra = {"run": run.index, "started_at_local": run.started,
-             "git_working_dir": header.git_dir, "restored_chat_history": header.restored or None}
+def run_extra(group: list[tuple]) -> dict:
+    (run, header), later = group[0], [each.index for each, _ in group[1:]]
+    extra = {"run": run.index, "started_at_local": run.started, "git_working_dir": header.git_dir,
+             "restored_chat_history": header.restored or None, "restored_by_runs": later or None}
     return {k: v for k, v in extra.items() if v is not None}
 
 
 class Translator:
+    """One run's blocks as steps; `restoring` is the index of a run that restored the session's
+    chat history (its banner then opens its part of the session)."""
+
     def __init__(self, builder: TrajectoryBuilder, header: Header, typed: TypedPrompts,
-                 started: str | None):
+                 started: str | None, restoring: int | None = None):
         self.builder = builder
         self.header = header
         self.typed = typed
         self.started = started
+        self.restoring = restoring
+        self.banner = True          # the run's first output is its banner
         self.previous_prompt = ""   # the last prompt block, for `/ask X` then `X`
         self.last_answer = ""       # the last answer, for architect hand-offs
         self.measured = True        # the last agent step already has its Tokens line
@@ -325,6 +350,7 @@ class Translator:
             getattr(self, block.kind)(block)
 
     def prompt(self, block: Block) -> None:
+        self.banner = False
         text = block.text
         kind = self.repeat_kind(text)
         if kind:
@@ -343,6 +369,7 @@ class Translator:
         return None
 
     def answer(self, block: Block) -> None:
+        self.banner = False
         self.builder.agent(block.text, model_name=self.header.model, llm_call_count=1)
         self.last_answer = block.text
         self.previous_prompt = ""
@@ -361,8 +388,10 @@ class Translator:
             kept.append(line)
         if not kept:
             return
-        first = self.builder.step_count() == 0
+        first, self.banner = self.banner, False
         extra = {"kind": "run_header" if first else "aider_output"}
+        if first and self.restoring is not None:
+            extra = {"kind": "restored_run_header", "run": self.restoring}
         if edits:
             extra["applied_edits"] = edits
         self.builder.system("\n".join(kept), self.started if first else None, extra=extra)

@@ -214,6 +214,28 @@ def _is_dir(entry) -> bool:
         return False
 
 
+# paths as a store recorded them ---------------------------------------------------------------
+_WINDOWS_ABSOLUTE = compiledre.compile(r"[A-Za-z]:[\\/]|\\\\[^\\]")
+
+
+def windows_path(path) -> bool:
+    """Whether a recorded path is an absolute Windows one (`C:\\Users\\…`, `c:/…`, a UNC
+    `\\\\server\\share`): a session written on Windows and read here (a copied home, an archive,
+    a team's shared memory). No system call here can follow it; it is the session's all the same."""
+    return isinstance(path, str) and _WINDOWS_ABSOLUTE.match(path) is not None
+
+
+def absolute_path(path) -> bool:
+    """Whether a recorded path is absolute, in its POSIX or its Windows form (`os.path.isabs`
+    knows the local form only: a Windows working directory would be none)."""
+    return isinstance(path, str) and (path.startswith("/") or windows_path(path))
+
+
+def base_name(path: str) -> str:
+    """The last component of a recorded path, split on both separators (`C:\\x\\y.txt` -> `y.txt`)."""
+    return path.rpartition("/")[2].rpartition("\\")[2]
+
+
 FOLDER_NAME_LIMIT = 200  # Claude Code cuts a longer folder name (and adds a hash of the path)
 _NOT_ALNUM = compiledre.compile(r"[^A-Za-z0-9]")
 

@@ -18,9 +18,9 @@ import os
 import re
 
 from core import compiledre, storefs
-from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, between, epoch,
+from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, base_name, between, epoch,
                          head_records, home, iso, listdir_cached, one_line, outside_named_folder,
-                         read_json_object, read_whole, reading, text_of, visible_paths)
+                         read_json_object, read_whole, reading, text_of, visible_paths, windows_path)
 from atif.build import image_part, metrics, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text
 
@@ -28,7 +28,7 @@ NAME = "claude"
 PREFIX = "cl"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "claude-code"
-VERSION = 3
+VERSION = 4
 APPENDS_ONLY = True  # transcripts only grow (catalog: a scan of a head that did not end stays true)
 
 SKIPPED_TYPES = {"file-history-snapshot", "progress", "permission-mode", "mode",
@@ -497,8 +497,8 @@ class _Translation:
             path = found.group(1) if found else None
         if not path:
             return None
-        local = os.path.join(self.ctx.session_dir, "tool-results", os.path.basename(path))
-        for candidate in (path, local):
+        local = os.path.join(self.ctx.session_dir, "tool-results", base_name(path))
+        for candidate in (local,) if windows_path(path) else (path, local):
             try:
                 return read_whole(candidate, SPILL_LIMIT).decode("utf-8", "replace"), path
             except (OSError, TooLarge):

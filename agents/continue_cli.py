@@ -8,7 +8,8 @@ with roles `user`, `assistant`, `thinking` (the reasoning of the reply after it)
 `tool`; `content` is a string or `text`/`imageUrl` parts. An assistant message's tool calls are
 OpenAI's (`{id, function: {name, arguments}}`); their results are in the item's
 `toolCallStates` (`{toolCallId, status: done|errored|canceled|..., parsedArgs, output:
-[{content, name}]}`). Each reply's `usage` is OpenAI's (`prompt_tokens` with the cached
+[{content, name}]}`). A reply's model is its `usage.model` or, more often the only record of
+it, `promptLogs[].completionOptions.model`. Each reply's `usage` is OpenAI's (`prompt_tokens` with the cached
 tokens among them, `prompt_tokens_details.cached_tokens`), except through Continue's Anthropic
 adapter, which reports the cache reads and writes beside `prompt_tokens`
 (`prompt_tokens_details.cache_read_tokens`, `cache_write_tokens`): then they are added. The
@@ -37,7 +38,7 @@ from core import storefs
 NAME = "continue"
 PREFIX = "co"
 ATIF_NAME = "continue-cli"
-VERSION = 1
+VERSION = 2
 
 INDEX = "sessions.json"
 _listing: dict = {}   # sessions.json path -> ((mtime_ns, size), {session id: entry})
@@ -96,11 +97,16 @@ def message_of(item: dict) -> dict:
 
 
 def session_model(session: dict, history: list[dict]) -> str | None:
-    for item in history:
-        model = as_str(as_dict(message_of(item).get("usage")).get("model"))
-        if model:
-            return model
-    return as_str(session.get("chatModelTitle"))
+    return next(filter(None, map(item_model, history)), None) or as_str(session.get("chatModelTitle"))
+
+
+def item_model(item: dict) -> str | None:
+    """The model of a reply: its usage's, else the one its prompt logs name
+    (`promptLogs[].completionOptions.model`: most sessions record it there alone)."""
+    found = as_str(as_dict(message_of(item).get("usage")).get("model"))
+    for log in as_list(item.get("promptLogs")):
+        found = found or as_str(as_dict(as_dict(log).get("completionOptions")).get("model"))
+    return found
 
 
 def content_text(content) -> str:
@@ -190,7 +196,7 @@ class _History:
         self.thinking = []
         usage = as_dict(message.get("usage"))
         step = self.builder.agent(content_text(message.get("content")),
-                                  model_name=as_str(usage.get("model")),
+                                  model_name=item_model(item),
                                   reasoning="\n\n".join(t for t in reasoning if t) or None,
                                   metrics=usage_metrics(usage), llm_call_count=1)
         states = {as_str(as_dict(s).get("toolCallId")): as_dict(s) for s in as_list(item.get("toolCallStates"))}

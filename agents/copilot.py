@@ -12,6 +12,12 @@ Events of a sub-agent carry `data.parentToolCallId` (the `task` call that spawne
 become an embedded trajectory referenced from that call's result. `session-store.db` is only an
 index (its `cwd` is mostly NULL since 1.0.13) and is never read.
 
+Model. Chosen at `session.start`/`session.resume` (`selectedModel`) or changed
+(`session.model_change`); some logs name it only in `session.shutdown` (`currentModel`, then
+the model of every step naming none) or per tool execution (`tool.execution_complete`
+`model`, the model of the step that made the call: a session may hold several); the legacy
+documents in `selectedModel`.
+
 Tokens. `session.usage_record` (1.0.9x) gives each model call's usage, joined to its
 `assistant.message` by `apiCallId`: those are the step metrics. `inputTokens` already counts
 the cache reads and writes, and `outputTokens` the reasoning tokens (the OpenAI convention the
@@ -33,7 +39,7 @@ from core import storefs
 NAME = "copilot"
 PREFIX = "cp"
 ATIF_NAME = "copilot-cli"
-VERSION = 1
+VERSION = 2
 
 EVENTS = "events.jsonl"
 WORKSPACE = "workspace.yaml"
@@ -153,16 +159,29 @@ def _scan_record(session: Session, record: dict) -> None:
     if kind == "session.start" and as_str(data.get("sessionId")):
         session.native_id = data["sessionId"]
     session.cwd = session.cwd or context_cwd(data)
-    session.model = session.model or as_str(data.get("selectedModel")) or as_str(data.get("newModel"))
+    session.model = session.model or recorded_model(kind, data)
     if kind == "user.message" and not session.title and not is_synthetic_prompt(data):
         session.title = one_line(user_text(data))
+
+
+def recorded_model(kind, data: dict) -> str | None:
+    """The model an event names: chosen (`selectedModel` of a start or resume, `newModel` of a
+    change), in use at the end (`currentModel` of `session.shutdown`), or the one that made a
+    tool call (`model` of `tool.execution_complete`); a log may record it only in the last two."""
+    found = as_str(data.get("selectedModel")) or as_str(data.get("newModel"))
+    if kind == "session.shutdown":
+        found = found or as_str(data.get("currentModel"))
+    elif kind == "tool.execution_complete":
+        found = found or as_str(data.get("model"))
+    return found
 
 
 def _scan_legacy(source: str) -> Session:
     document = read_legacy(source)
     session = Session(agent=NAME, native_id=as_str(document.get("sessionId")) or default_id(source),
                       source=source, started=epoch(document.get("startTime")),
-                      cwd=legacy_cwd(document), extra={"format": "legacy-json"})
+                      cwd=legacy_cwd(document), model=as_str(document.get("selectedModel")),
+                      extra={"format": "legacy-json"})
     for message in legacy_messages(document):
         session.started = session.started or epoch(message.get("time") or message.get("timestamp"))
         if legacy_role(message) == "user" and not session.title:
@@ -311,7 +330,9 @@ class EventTranslator:
         self.main = Agent(TrajectoryBuilder(ATIF_NAME, session_id=self.session_id))
         self.agents: dict[str, Agent] = {}
         self.agent_ids: dict[str, str] = {}        # event agentId -> spawning toolCallId
-        self.model: str | None = None
+        self.model = next((as_str(event_data(r).get("currentModel")) for r in events   # until one is chosen
+                           if r.get("type") == "session.shutdown" and as_str(event_data(r).get("currentModel"))), None)
+        self.unnamed: dict = {}                    # toolCallId -> the step of a message naming no model
         self.usage = usage_records(events)
         self.claimed: set[str] = set()             # apiCallIds joined to a message
         self.totals = NativeTotals()
@@ -540,9 +561,11 @@ def on_assistant_message(t: EventTranslator, record: dict, data: dict, agent: Ag
                                metrics=message_metrics(t, data), llm_call_count=1)
     for request in as_list(data.get("toolRequests")):
         if isinstance(request, dict):
-            agent.builder.tool_call(step, as_str(request.get("toolCallId")),
-                                    as_str(request.get("name")) or "unknown",
-                                    parse_arguments(request.get("arguments")))
+            call_id = agent.builder.tool_call(step, as_str(request.get("toolCallId")),
+                                              as_str(request.get("name")) or "unknown",
+                                              parse_arguments(request.get("arguments")))
+            if not as_str(data.get("model")):
+                t.unnamed[call_id] = step
 
 
 def message_metrics(t: EventTranslator, data: dict) -> dict | None:
@@ -577,6 +600,10 @@ def on_tool_start(t: EventTranslator, record: dict, data: dict, agent: Agent) ->
 
 def on_tool_complete(t: EventTranslator, record: dict, data: dict, agent: Agent) -> None:
     call_id = as_str(data.get("toolCallId")) or ""
+    step = t.unnamed.pop(call_id, None)
+    if step is not None and as_str(data.get("model")):  # the model that requested the call
+        step.model_name = data["model"]
+        agent.builder.model_name = agent.builder.model_name or data["model"]
     content, extra = tool_output(data)
     refs = [t.ref(call_id)] if call_id in t.agents else None
     if call_id and agent.builder.tool_result(call_id, content, extra, subagents=refs):
@@ -664,19 +691,20 @@ IGNORED = frozenset(("session.usage_record", "session.usage_checkpoint", "sessio
 # legacy documents -------------------------------------------------------------------------------
 def translate_legacy(session: Session) -> dict:
     document = read_legacy(session.source)
-    builder = TrajectoryBuilder(ATIF_NAME, session_id=session.native_id)
+    model = as_str(document.get("selectedModel"))
+    builder = TrajectoryBuilder(ATIF_NAME, model_name=model, session_id=session.native_id)
     for message in legacy_messages(document):
-        legacy_step(builder, message)
+        legacy_step(builder, message, model)
     return builder.build()
 
 
-def legacy_step(builder: TrajectoryBuilder, message: dict) -> None:
+def legacy_step(builder: TrajectoryBuilder, message: dict, model: str | None = None) -> None:
     role, stamp = legacy_role(message), iso(message.get("time") or message.get("timestamp"))
     text = text_of(message.get("content")) or text_of(message.get("result"))
     if role == "user":
         builder.user(text, stamp)
     elif role == "assistant":
-        step = builder.agent(text, stamp, llm_call_count=1)
+        step = builder.agent(text, stamp, model_name=model, llm_call_count=1)
         for call in as_list(message.get("tool_calls")):
             function = as_dict(as_dict(call).get("function"))
             builder.tool_call(step, as_str(as_dict(call).get("id")),

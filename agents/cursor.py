@@ -32,8 +32,8 @@ from collections import namedtuple
 
 from agents import sqlite_ro
 from core import compiledre, storefs
-from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, as_dict, as_list, as_str, epoch,
-                         home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
+from agents.base import (HEAD_BYTES, JsonlReader, Session, TooLarge, absolute_path, as_dict, as_list, as_str,
+                         epoch, home, iso, listdir, loads_native, mtime, one_line, open_binary, read_whole)
 from atif.build import image_part, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text, loads
 from core.hashes import md5
@@ -42,7 +42,7 @@ NAME = "cursor"
 PREFIX = "cu"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "cursor-cli"
-VERSION = 1
+VERSION = 2
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".txt")
 SPAWNING_TOOLS = ("task", "agent", "subagent", "spawn_agent", "runsubagent")
@@ -171,7 +171,7 @@ class _Cwd(namedtuple("_Cwd", "path source unverified", defaults=(None, None, ()
 
 
 def _resolve_cwd(meta_cwd, candidates, md5_folder: str | None = None, slug: str | None = None) -> _Cwd:
-    if as_str(meta_cwd) and os.path.isabs(meta_cwd):
+    if absolute_path(meta_cwd):
         return _Cwd(meta_cwd, "meta.json")
     for candidate in candidates:
         if md5_folder and _md5(candidate) == md5_folder:

@@ -16,7 +16,12 @@ Formats (stores.md §5):
   legacy session is migrated to a new `.jsonl` next to it, which therefore wins (sources list
   `.jsonl` files first and the catalog keeps the first source of an id).
 - Sub-agents (v0.37+): `chats/<parentSessionId>/<sessionId>.jsonl` with `kind: "subagent"`,
-  embedded into the parent.
+  embedded into the parent. A folder of them named after no chat (`skill-extraction-<hex>/`,
+  whose parent is not recorded) is listed: each transcript a session, with a warning.
+
+Two chat files of a folder with the same `sessionId` and different start times (Cloud Shell's
+`a2a-server` records every conversation of its process so) are two sessions: the later one's
+id adds its start time (`_conversation_id`).
 
 `logs.json` (one per project) holds only the user's prompts. It is a source, listed after every
 chat file: a session that has a chat file is served from it (the catalog keeps the first source
@@ -35,9 +40,9 @@ import os
 import re
 
 from core import compiledre, storefs
-from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, complete_items, epoch,
-                         head_records, home, iso, listdir, listdir_cached, loads_native, one_line,
-                         open_binary, read_whole)
+from agents.base import (JsonlReader, Session, TooLarge, absolute_path, as_dict, as_list, as_str,
+                         complete_items, epoch, head_records, home, iso, listdir, listdir_cached, loads_native,
+                         one_line, open_binary, read_whole)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
 from atif.build import TrajectoryBuilder
@@ -47,7 +52,7 @@ NAME = "gemini"
 PREFIX = "gm"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "gemini-cli"
-VERSION = 2
+VERSION = 3
 
 PROMPT_LOG = "logs.json"
 SESSION_CONTEXT = "<session_context>"
@@ -64,30 +69,57 @@ def gemini_dir(env) -> str:
 
 # discovery ---------------------------------------------------------------------------------------
 def sources(env):
-    """Chat files (`.jsonl` before `.json`), then the prompt logs."""
+    """Chat files (`.jsonl` before `.json`), then the transcripts of sub-agent folders named
+    after no chat (`_unclaimed_folders`), then the prompt logs."""
     tmp = os.path.join(gemini_dir(env), "tmp")
-    jsonl, legacy, logs = [], [], []
+    jsonl, legacy, unclaimed, logs = [], [], [], []
     for project in listdir(tmp):
         chats = os.path.join(tmp, project, "chats")
-        for name in listdir(chats):
+        names, folders = listdir(chats), []
+        for name in names:
             path = os.path.join(chats, name)
             if name.endswith(".jsonl") and storefs.isfile(path):
                 jsonl.append(path)
             elif name.endswith(".json") and storefs.isfile(path):
                 legacy.append(path)
+            elif storefs.isdir(path):
+                folders.append(name)
+        for folder in _unclaimed_folders(names, folders):
+            unclaimed.extend(_subagent_files(os.path.join(chats, folder)))
         log = os.path.join(tmp, project, PROMPT_LOG)
         if storefs.isfile(log):
             logs.append(log)
-    return jsonl + legacy + logs
+    return jsonl + legacy + unclaimed + logs
+
+
+def _unclaimed_folders(names: list[str], folders: list[str]) -> list[str]:
+    """The folders of a `chats/` holding `names` that no chat file's sub-agent lookup reaches
+    (`_subagent_dirs`: a folder starting with the 8 characters a chat file's name ends with),
+    such as `skill-extraction-<hex>/`: their transcripts are listed as sessions of their own
+    rather than lost."""
+    stems = (os.path.splitext(name)[0] for name in names if name.endswith((".json", ".jsonl")))
+    shorts = {match.group(1) for match in map(_SHORT_ID.search, stems) if match}
+    return [folder for folder in folders if not any(folder.startswith(short) for short in shorts)]
+
+
+def _unclaimed(source: str) -> bool:
+    """Whether a chat file lies in a sub-agent folder that no chat claims (see `sources`)."""
+    return os.path.basename(os.path.dirname(source)) != "chats"
 
 
 def dependencies(source: str, env) -> list[str]:
-    project = os.path.dirname(source) if _is_prompt_log(source) else os.path.dirname(os.path.dirname(source))
+    project = os.path.dirname(source) if _is_prompt_log(source) else _project_dir(source)
     deps = [source, os.path.join(project, ".project_root"),
             os.path.join(os.path.dirname(os.path.dirname(project)), "projects.json")]
-    if not _is_prompt_log(source):
+    if not _is_prompt_log(source) and not _unclaimed(source):
         deps.extend(path for directory in _subagent_dirs(source) for path in _subagent_files(directory))
     return deps
+
+
+def _project_dir(chat: str) -> str:
+    """`tmp/<project>` of a chat file (`chats/<file>`, or `chats/<folder>/<file>` unclaimed)."""
+    chats = os.path.dirname(chat)
+    return os.path.dirname(os.path.dirname(chats) if _unclaimed(chat) else chats)
 
 
 def _is_prompt_log(path: str) -> bool:
@@ -120,16 +152,48 @@ def scan(source: str, env) -> list[Session]:
         meta, messages, fmt = conversation.meta, conversation.messages, conversation.fmt
     else:
         meta, messages, fmt = _head(source)
-    project = os.path.dirname(os.path.dirname(source))
-    native_id = as_str(meta.get("sessionId")) or os.path.splitext(os.path.basename(source))[0]
+    project = _project_dir(source)
     started = epoch(meta.get("startTime")) or next(
         (epoch(_raw_time(m)) for m in messages if epoch(_raw_time(m))), None)
+    session_id = as_str(meta.get("sessionId"))
+    native_id = (_conversation_id(source, session_id, epoch(meta.get("startTime"))) if session_id
+                 else os.path.splitext(os.path.basename(source))[0])
     model = next((as_str(m.get("model")) for m in messages
                   if _kind(m) in AGENT_TYPES and as_str(m.get("model"))), None)
     title = next((t for t in map(_prompt_text, messages) if t), "")
     return [Session(agent=NAME, native_id=native_id, source=source, started=started,
                     cwd=project_root(project, as_str(meta.get("projectHash"))), title=one_line(title),
                     model=model, extra={"format": fmt})]
+
+
+def _conversation_id(source: str, session_id: str, started: float | None) -> str:
+    """The id of the conversation a chat file holds: its `sessionId`, unless another chat file
+    of the folder (its name ending in the same 8 characters) records the same `sessionId` with
+    an earlier start: one server process (Cloud Shell's `a2a-server`) records each of its
+    conversations under its own id. The later conversation's id then adds its start time
+    (`<sessionId>-<yyyymmddThhmmss>`), which no later file changes. A legacy `.json` migrated
+    to a `.jsonl` of the same name is the same conversation."""
+    stem = os.path.splitext(os.path.basename(source))[0]
+    short = _SHORT_ID.search(stem)
+    if started is None or short is None:
+        return session_id
+    chats = os.path.dirname(source)
+    for name in listdir_cached(chats):
+        other, suffix = os.path.splitext(name)
+        if other != stem and suffix in (".json", ".jsonl") and other.endswith(short.group(0)):
+            other_id, other_start = _identity(os.path.join(chats, name))
+            if other_id == session_id and other_start is not None and other_start < started:
+                return session_id + "-" + iso(started)[:19].replace("-", "").replace(":", "")
+    return session_id
+
+
+def _identity(path: str) -> tuple:
+    """(sessionId, start) a chat file's metadata records."""
+    if path.endswith(".json"):
+        meta = as_dict(_read_document(path))
+    else:
+        meta = next((r for r in head_records(path, 64 * 1024) if isinstance(r.get("sessionId"), str)), {})
+    return as_str(meta.get("sessionId")), epoch(meta.get("startTime"))
 
 
 def _head(source: str) -> tuple[dict, list[dict], str]:
@@ -226,13 +290,13 @@ def _read_root(path: str) -> str | None:
             text = handle.read(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
-    return text if os.path.isabs(text) else None
+    return text if absolute_path(text) else None
 
 
 def _registry(gemini: str) -> dict:
     doc = _read_document(os.path.join(gemini, "projects.json"))
     projects = as_dict(as_dict(doc).get("projects"))
-    return {root: slug for root, slug in projects.items() if os.path.isabs(root) and isinstance(slug, str)}
+    return {root: slug for root, slug in projects.items() if absolute_path(root) and isinstance(slug, str)}
 
 
 def _known_roots(gemini: str, registry: dict) -> list[str]:
@@ -478,8 +542,8 @@ class _Translation:
             content, is_error = message_content(others) or as_str(call.get("resultDisplay")), False
         status = as_str(call.get("status"))
         subagents = self.spawned.get(cid)
-        if not content and not subagents and status in (None, "success"):
-            return
+        if not responses and not content and not subagents and status in (None, "success"):
+            return  # no result recorded yet (a function response may bring it)
         result_extra = shell_failure(as_str(call.get("name")), content)
         if is_error or status == "error":
             result_extra["is_error"] = True
@@ -488,7 +552,8 @@ class _Translation:
         error = as_str(call.get("error"))
         if error and error != content:
             result_extra["error"] = error
-        self.builder.tool_result(cid, content or None, extra=result_extra, subagents=subagents)
+        self.builder.tool_result(cid, content if content or responses else None, extra=result_extra,
+                                 subagents=subagents)  # an empty output is an output
         self.answered.add(cid)
 
     def response(self, response: dict, at: str | None) -> None:
@@ -594,7 +659,13 @@ def translate(session: Session, env) -> dict:
         _translate_prompt_log(builder, session)
         return builder.build()
     conversation = load_conversation(session.source, builder)
-    spawned = _embed_subagents(builder, session.source, conversation, session.native_id)
+    if _unclaimed(session.source):
+        builder.warn(f"a sub-agent transcript in chats/{os.path.basename(os.path.dirname(session.source))}/, "
+                     "a folder named after no chat of this project: it is listed as a session of its own")
+        spawned = {}
+    else:
+        session_id = as_str(conversation.meta.get("sessionId")) or session.native_id
+        spawned = _embed_subagents(builder, session.source, conversation, session_id)
     _Translation(builder, spawned).messages(conversation)
     builder.model_name = _first_model(conversation.messages)
     builder.extra.update(_root_extra(conversation))

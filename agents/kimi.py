@@ -10,7 +10,9 @@ from `kimi.json` (`work_dirs[].path`, whose md5 must equal the folder name, and
 SteerInput (the user's input), StepBegin (one model call), ContentPart (text/think), ToolCall,
 ToolResult, StatusUpdate (`token_usage` of the step: input_other, output, input_cache_read,
 input_cache_creation), CompactionBegin, SubagentEvent (a sub-agent's events, nested, with its
-`parent_tool_call_id`). The recorder merges streamed parts, but events nested in a SubagentEvent
+`parent_tool_call_id`, `task_tool_call_id` in wire protocol 1.3: the spawning Task call, whose
+result links its trajectory). A ToolResult whose `output` is empty holds in `message` what the
+model was shown: that is its content. The recorder merges streamed parts, but events nested in a SubagentEvent
 may be deltas, so consecutive parts of one kind are concatenated.
 
 Kimi Code: `${KIMI_CODE_HOME:-~/.kimi-code}/sessions/wd_<slug>_<hash>/session_<uuid>/` holds
@@ -41,7 +43,7 @@ from core.hashes import md5
 NAME = "kimi"
 PREFIX = "km"
 ATIF_NAME = "kimi-cli"
-VERSION = 1
+VERSION = 2
 
 CODE_AGENT_LINK = compiledre.compile(r"^agent_id:\s*(\S+)", re.MULTILINE)
 
@@ -353,17 +355,20 @@ class _CliWire:
     def on_ToolResult(self, payload, when, _):
         call_id = as_str(payload.get("tool_call_id")) or ""
         value = as_dict(payload.get("return_value"))
+        content, message = chat_content(value.get("output")), as_str(value.get("message")) or None
+        if not content and message:  # what the model was shown (`File successfully edited…`)
+            content, message = message, None
         extra = {k: v for k, v in {"is_error": True if value.get("is_error") else None,
-                                   "message": as_str(value.get("message")) or None}.items() if v}
+                                   "message": message}.items() if v}
         refs = self.take_subagent(call_id)
-        content = chat_content(value.get("output"))
         join_result(self.builder, call_id, content, when, extra, subagents=refs)
 
     def on_CompactionBegin(self, payload, when, _):
         self.builder.system("(the context was compacted)", when, extra={"kind": "compaction"})
 
     def on_SubagentEvent(self, payload, when, raw_time):
-        key = as_str(payload.get("parent_tool_call_id")) or as_str(payload.get("agent_id")) or "subagent"
+        key = (as_str(payload.get("parent_tool_call_id")) or as_str(payload.get("task_tool_call_id"))
+               or as_str(payload.get("agent_id")) or "subagent")
         if key not in self.subagents:
             sub = TrajectoryBuilder(ATIF_NAME, session_id=as_str(payload.get("agent_id")))
             self.subagents[key] = (sub, _CliWire(sub), {"agent_id": payload.get("agent_id"),

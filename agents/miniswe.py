@@ -29,7 +29,7 @@ import os
 import re
 
 from core import compiledre, storefs
-from agents.base import (Session, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
+from agents.base import (Session, absolute_path, as_dict, as_int, as_list, as_str, env_dir, epoch, iso,
                          join_result, json_arguments, one_line, read_json_document, text_of)
 from atif.build import metrics, TrajectoryBuilder
 from core.hashes import sha256
@@ -38,7 +38,7 @@ from redaction.redact import kinds_only
 NAME = "mswea"
 PREFIX = "ms"
 ATIF_NAME = "mini-swe-agent"
-VERSION = 1
+VERSION = 2
 
 FENCED_ACTION = compiledre.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.DOTALL)
 OBSERVATION = compiledre.compile(r"<returncode>\s*(-?\d+)\s*</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?",
@@ -80,7 +80,7 @@ def scan(source: str, env) -> list[Session]:
 
 def work_dir(info: dict) -> str | None:
     cwd = as_str(as_dict(as_dict(info.get("config")).get("environment")).get("cwd"))
-    return cwd if cwd and os.path.isabs(cwd) else None
+    return cwd if absolute_path(cwd) else None
 
 
 def model_name(info: dict, messages: list) -> str | None:

@@ -24,6 +24,9 @@ five digits, a longer conversation outgrows that). Timestamps are naive local ti
 usage's `prompt_tokens` includes the cache reads (litellm's convention); an ACP-backed agent
 reports the reads beside it, which shows as more reads than prompt tokens, and then they are
 added. A continued conversation (`--resume`) appends to the same folder.
+
+OpenHands V0 (the GUI server's `${OPENHANDS_PERSISTENCE_DIR:-~/.openhands}/sessions/<id>/`,
+`metadata.json` and `events/<n>.json`) is found and read alike, its events by openhands_v0.py.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import os
 
 from core import compiledre, storefs
+from agents import openhands_v0
 from agents.base import (FILE_LIMIT, RECORD_LIMIT, SESSION_LIMIT, Session, TooLarge, as_dict, as_int,
                          as_list, as_str, env_dir, epoch, iso, join_result, json_arguments, listdir,
                          mtime, one_line, parse_native, read_json_document, read_whole, size_text,
@@ -41,9 +45,9 @@ from atif.serialize import dumps_text
 NAME = "openhands"
 PREFIX = "oh"
 ATIF_NAME = "openhands"
-VERSION = 1
+VERSION = 2
 
-EVENT_FILE = compiledre.compile(r"^event-(\d+)-[^/]*\.json$")
+EVENT_FILE = compiledre.compile(r"^(?:event-(\d+)-[^/]*|(\d+))\.json$")  # V1's, V0's
 TITLE_EVENTS = 16       # events discovery reads, at most, to find the first prompt
 SILENT_KINDS = {"ConversationStateUpdateEvent", "PauseEvent", "InterruptEvent", "TokenEvent",
                 "LLMCompletionLogEvent", "CondensationRequest", "HookExecutionEvent",
@@ -59,12 +63,17 @@ def conversations_dir(env) -> str:
 
 
 def sources(env):
-    """The conversation folders that hold a state file or events."""
-    root = conversations_dir(env)
-    for name in listdir(root):
-        folder = os.path.join(root, name)
-        if storefs.isfile(os.path.join(folder, "base_state.json")) or event_files(folder):
-            yield folder
+    """The conversation folders that hold a state file or events: V1's, then V0's."""
+    v0 = os.path.join(env_dir(env, "OPENHANDS_PERSISTENCE_DIR", ".openhands"), "sessions")
+    for root, state in ((conversations_dir(env), "base_state.json"), (v0, openhands_v0.METADATA)):
+        for name in listdir(root):
+            folder = os.path.join(root, name)
+            if storefs.isfile(os.path.join(folder, state)) or event_files(folder):
+                yield folder
+
+
+def is_v0(folder: str) -> bool:
+    return os.path.basename(os.path.dirname(folder)) == "sessions"
 
 
 def event_files(folder: str) -> list[str]:
@@ -74,16 +83,19 @@ def event_files(folder: str) -> list[str]:
     for name in listdir(events):
         match = EVENT_FILE.match(name)
         if match:
-            numbered.append((int(match.group(1)), name))
+            numbered.append((int(match.group(1) or match.group(2)), name))
     return [os.path.join(events, name) for _, name in sorted(numbered)[:RECORD_LIMIT]]
 
 
 def dependencies(source: str, env) -> list[str]:
-    return [os.path.join(source, "base_state.json"), *event_files(source)]
+    state = openhands_v0.METADATA if is_v0(source) else "base_state.json"
+    return [os.path.join(source, state), *event_files(source)]
 
 
 # discovery ---------------------------------------------------------------------------------------
 def scan(source: str, env) -> list[Session]:
+    if is_v0(source):
+        return [_scan_v0(source)]
     state, _ = read_state(source)
     title, started = "", None
     for path in event_files(source)[:TITLE_EVENTS]:
@@ -98,12 +110,22 @@ def scan(source: str, env) -> list[Session]:
                     title=title, model=state_model(state), extra={"format": "v1"})]
 
 
-def read_state(folder: str) -> tuple[dict, list[str]]:
-    path = os.path.join(folder, "base_state.json")
+def _scan_v0(source: str) -> Session:
+    metadata, _ = read_state(source, openhands_v0.METADATA)
+    events = [read_event(path)[0] for path in event_files(source)[:TITLE_EVENTS]]
+    title = next(filter(None, map(openhands_v0.prompt_of, events)), None)
+    return Session(agent=NAME, native_id=os.path.basename(source), source=source,
+                   started=openhands_v0.started(metadata, events[0] if events else {}) or mtime(source),
+                   title=title or one_line(as_str(metadata.get("title")) or ""),
+                   model=openhands_v0.model_of(metadata), extra={"format": openhands_v0.FORMAT})
+
+
+def read_state(folder: str, name: str = "base_state.json") -> tuple[dict, list[str]]:
+    path = os.path.join(folder, name)
     if not storefs.exists(path):
-        return {}, ["base_state.json is missing"]
+        return {}, [f"{name} is missing"]
     state, problems = read_json_document(path)
-    return state, [f"base_state.json: {p}" for p in problems]
+    return state, [f"{name}: {p}" for p in problems]
 
 
 def read_event(path: str) -> tuple[dict, str]:
@@ -147,6 +169,8 @@ def content_parts(content):
 
 # translation -------------------------------------------------------------------------------------
 def translate(session: Session, env) -> dict:
+    if session.extra.get("format") == openhands_v0.FORMAT:
+        return _translate_v0(session)
     state, problems = read_state(session.source)
     builder = TrajectoryBuilder(ATIF_NAME, model_name=state_model(state) or session.model,
                                 session_id=session.native_id)
@@ -158,6 +182,19 @@ def translate(session: Session, env) -> dict:
         "conversation_id": as_str(state.get("id")), "cwd": session.cwd,
         "execution_status": as_str(state.get("execution_status")), "format": session.extra.get("format"),
         "usage_outside_steps": usages.unused() or None}.items() if v})
+    return builder.build()
+
+
+def _translate_v0(session: Session) -> dict:
+    metadata, problems = read_state(session.source, openhands_v0.METADATA)
+    builder = TrajectoryBuilder(ATIF_NAME, model_name=openhands_v0.model_of(metadata) or session.model,
+                                session_id=session.native_id)
+    for problem in problems:
+        builder.warn(problem)
+    openhands_v0.Events(builder).run(read_events(session.source, builder))
+    builder.extra.update({k: v for k, v in {
+        "title": as_str(metadata.get("title")), "repository": as_str(metadata.get("selected_repository")),
+        "format": openhands_v0.FORMAT}.items() if v})
     return builder.build()
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from agents.base import (JsonlReader, Session, as_dict, as_list, as_str, connected_leaf, epoch,
+from agents.base import (JsonlReader, Session, absolute_path, as_dict, as_list, as_str, connected_leaf, epoch,
                          head_records, home, iso, listdir, one_line, outside_named_folder)
 from agents.genai import (function_calls, function_responses, message_content, parts_of,
                           response_content, thought_text, usage_metrics, visible_text)
@@ -30,7 +30,7 @@ NAME = "qwen"
 PREFIX = "qw"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "qwen-code"
-VERSION = 1
+VERSION = 2
 
 ARTIFACT_SUBTYPES = ("session_artifact_event", "session_artifact_snapshot")
 HARNESS_USER_SUBTYPES = ("notification", "cron", "goal_runtime")   # user records nobody typed
@@ -65,7 +65,7 @@ def _first_cwd(source: str) -> str | None:
     """The directory a chat's head names first, as `scan` reads it."""
     try:
         return next((as_str(r.get("cwd")) for r in head_records(source, 64 * 1024)
-                     if os.path.isabs(as_str(r.get("cwd")) or "")), None)
+                     if absolute_path(r.get("cwd"))), None)
     except Exception:  # unreadable: its folder's name decides
         return None
 
@@ -75,7 +75,7 @@ def scan(source: str, env) -> list[Session]:
     first = next((r for r in head if as_str(r.get("sessionId"))), {})
     native_id = as_str(first.get("sessionId")) or os.path.splitext(os.path.basename(source))[0]
     started = next((epoch(r.get("timestamp")) for r in head if epoch(r.get("timestamp"))), None)
-    cwd = next((as_str(r.get("cwd")) for r in head if os.path.isabs(as_str(r.get("cwd")) or "")), None)
+    cwd = next((r["cwd"] for r in head if absolute_path(r.get("cwd"))), None)
     model = next((as_str(r.get("model")) for r in head if r.get("type") == "assistant" and as_str(r.get("model"))), None)
     title = next((t for t in map(_prompt_text, head) if t), "")
     extra = {"format": "jsonl"}

@@ -34,10 +34,26 @@ def summarize(session, env) -> dict:
     """What the report needs from one session's document (small, to cross process bounds)."""
     doc = documents.translate(session, env)  # redacted: its warnings are printed
     extra = doc.get("extra") or {}
-    return {"error": extra.get("error"), "warnings": list(extra.get("warnings") or []),
+    return {"error": extra.get("error"), "warnings": warnings_of(doc),
             "version": (doc.get("agent") or {}).get("version") or "unknown",
             "format": session.extra.get("format") or "unknown", "id": session.short_id,
             "archived": archive.marked(session)}
+
+
+def warnings_of(doc: dict) -> list[str]:
+    """The document's warnings and those of the sub-agents embedded in it, at any depth (a
+    sub-agent's spilled output that could not be read is the session's problem too), each of
+    these named by its trajectory."""
+    found = list((doc.get("extra") or {}).get("warnings") or [])
+    pending = [(sub, "") for sub in doc.get("subagent_trajectories") or []]
+    while pending:
+        sub, within = pending.pop(0)
+        if not isinstance(sub, dict):
+            continue
+        name = f"{within}sub-agent {sub.get('trajectory_id') or sub.get('session_id')}"
+        found += [f"{name}: {w}" for w in (sub.get("extra") or {}).get("warnings") or []]
+        pending += [(nested, name + " > ") for nested in sub.get("subagent_trajectories") or []]
+    return found
 
 
 def summarize_all(sessions: list, env) -> list[dict]:

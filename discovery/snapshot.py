@@ -110,17 +110,17 @@ def save(env, name: str, found, made: Made) -> None:
         groups.setdefault((session.cwd, session.agent), []).append(record)
     blobs, table, offset = [], [], 0
     for (cwd, agent), records in groups.items():
-        blob = marshal.dumps(records)
+        blob = cache.kept_bytes(records)
         oldest = min((r[-1][1] for r in records if r[-1] and r[-1][1] is not None), default=None)  # retention
         table.append([cwd, agent, offset, len(blob), len(records), oldest])
         blobs.append(blob)
         offset += len(blob)
-    extras = marshal.dumps([[(p.agent, p.source, p.reason) for p in found.problems], found.sources])
+    extras = cache.kept_bytes([[(p.agent, p.source, p.reason) for p in found.problems], found.sources])
     header = {"code": code_stamp(), "env": made.env, "witness": made.witness, "avoided": made.avoided,
               "volatile": sorted(made.volatile.items()), "archive": made.archive,
               "groups": table, "extras": [offset, len(extras)], "agents": made.agents,
               "texts": made.texts, "scoped": made.scoped}
-    head = marshal.dumps(header)
+    head = cache.kept_bytes(header)
     data = MAGIC + len(head).to_bytes(8, "little") + head + b"".join(blobs) + extras
     try:
         cache.write_private(_path(env, name), data)

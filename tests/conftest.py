@@ -1,10 +1,13 @@
 import atexit
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -18,6 +21,36 @@ atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], True)
 # File names carry the local date: make every test see the same one.
 os.environ["TZ"] = "UTC"
 time.tzset()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def a_fuse_mount_elsewhere():
+    """A FUSE mount of the suite's own, away from every test's home, while the tests run (where
+    FUSE can be used): users' machines often have one (their own `trajectoriz memory` in
+    another project), and discovery records the mount table (the index and a snapshot once
+    kept other bytes then). Its point, or None without FUSE."""
+    from core import mounts
+    from mount import memory
+
+    if memory.fuse_problem() or not (shutil.which("fusermount3") or shutil.which("fusermount")):
+        yield None
+        return
+    point = tempfile.mkdtemp(prefix="trajectoriz-tests-fuse-")
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "tinyfuse.py"), point],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while mounts.find(point) is None and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield point if mounts.find(point) is not None else None
+    finally:
+        for tool in ("fusermount3", "fusermount"):
+            if mounts.find(point) is not None and shutil.which(tool):
+                subprocess.run([tool, "-u", point], capture_output=True, timeout=30)
+        server.kill()
+        server.wait()
+        if mounts.find(point) is None:
+            os.rmdir(point)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -39,9 +39,12 @@ def documents(path: str, env) -> list[tuple]:
 
 # native counts, straight from the files -------------------------------------------------------------
 def native_run_count(text: str) -> int:
-    headers = text.count("\n# aider chat started at ") + text.startswith("# aider chat started at ")
-    preamble = text.split("# aider chat started at ", 1)[0]
-    return headers + (1 if preamble.strip() else 0)
+    """Sessions: the runs, but those that restored the chat history of the run before them."""
+    runs = re.split(r"^# aider chat started at .*\n", text, flags=re.M)
+    if not runs[0].strip():
+        runs.pop(0)
+    return sum(1 for number, run in enumerate(runs)
+               if number == 0 or "> Restored previous conversation history." not in run)
 
 
 def typed_prompts(input_history: str) -> list[str]:
@@ -93,15 +96,56 @@ def test_every_sample_translates_to_its_native_content(tmp_path, sample):
 
 
 def test_live_sample_has_the_scenario_content(tmp_path):
+    """aider-1b ran with --restore-chat-history: it continues aider-1's session (it was a
+    session of its own holding the follow-up alone)."""
     env = base_env(tmp_path)
-    docs = documents(project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE)), env)
-    assert [s.title.split(":")[0] for s, _ in docs] == ["SCENARIO aider-1 in /tmp/agents/proj-aider",
-                                                         "SCENARIO aider-1b in /tmp/agents/proj-aider"]
-    first, second = docs[0][1], docs[1][1]
-    assert first["agent"] == {"name": "aider", "version": "0.86.2", "model_name": "openai/fake-model"}
-    assert steps([(None, first)], "system")[-1]["extra"]["applied_edits"] == ["note.txt"]
-    assert 'SCENARIO-DONE aider-1b' in steps([(None, second)], "agent")[-1]["message"]
-    assert second["extra"]["restored_chat_history"] is True
+    [(session, doc)] = documents(project_copy(tmp_path, os.path.join(LIVE_AIDER, "proj-aider", aider.HISTORY_FILE)), env)
+    assert session.title.startswith("SCENARIO aider-1 in /tmp/agents/proj-aider:")
+    assert [s["message"].split(":")[0] for s in steps([(None, doc)], "user")] == [
+        "SCENARIO aider-1 in /tmp/agents/proj-aider", "SCENARIO aider-1b in /tmp/agents/proj-aider"]
+    assert doc["agent"] == {"name": "aider", "version": "0.86.2", "model_name": "openai/fake-model"}
+    assert [s["extra"] for s in steps([(None, doc)], "system") if s["extra"].get("applied_edits")] == [
+        {"kind": "aider_output", "applied_edits": ["note.txt"]}]
+    assert 'SCENARIO-DONE aider-1b' in steps([(None, doc)], "agent")[-1]["message"]
+    assert doc["extra"]["restored_by_runs"] == [1] and "restored_chat_history" not in doc["extra"]
+    [restored] = [s for s in doc["steps"] if s.get("extra", {}).get("kind") == "restored_run_header"]
+    assert "Restored previous conversation history." in restored["message"] and restored["extra"]["run"] == 1
+
+
+def test_a_run_that_restored_the_chat_history_holds_the_answer_of_its_session(tmp_path):
+    """Issue 32's case: a run asked a question and ended without an answer; the next run,
+    started with --restore-chat-history, answered it. The session that asked shows the answer,
+    the follow-up prompt after the earlier turns; a later run without it is a session again."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / aider.HISTORY_FILE).write_text(
+        "\n# aider chat started at 2026-03-01 10:00:00\n\n"
+        "> Aider v0.86.1  \n> Main model: anthropic/claude-sonnet-4-20250514 with diff edit format  \n\n"
+        "#### why does the build fail on arm64?  \n\n"
+        "> litellm.APIConnectionError: connection reset  \n\n"
+        "\n# aider chat started at 2026-03-01 10:05:00\n\n"
+        "> Aider v0.86.1  \n> Main model: anthropic/claude-sonnet-4-20250514 with diff edit format  \n"
+        "> Restored previous conversation history.  \n\n"
+        "#### try again please  \n\n"
+        "The build fails because the wheel for arm64 is missing.\n\n"
+        "> Tokens: 2.1k sent, 45 received. Cost: $0.0070 message, $0.0070 session.  \n\n"
+        "\n# aider chat started at 2026-03-02 09:00:00\n\n"
+        "> Aider v0.86.1  \n\n#### something else  \n\nSure.\n")
+    env = base_env(tmp_path)
+    docs = documents(str(project / aider.HISTORY_FILE), env)
+    assert [s.title for s, _ in docs] == ["why does the build fail on arm64?", "something else"]
+    first = docs[0][1]
+    assert_valid(first)
+    assert [(s["source"], s["message"].split("\n")[-1]) for s in first["steps"]] == [
+        ("system", "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format"),
+        ("user", "why does the build fail on arm64?"),
+        ("system", "litellm.APIConnectionError: connection reset"),
+        ("system", "Restored previous conversation history."),
+        ("user", "try again please"),
+        ("agent", "The build fails because the wheel for arm64 is missing.")]
+    assert first["final_metrics"]["total_prompt_tokens"] == 2100
+    assert docs[0][0].native_id == aider.native_id(str(project / aider.HISTORY_FILE), 0)
+    assert docs[1][0].native_id == aider.native_id(str(project / aider.HISTORY_FILE), 2)
 
 
 def test_slash_commands_and_architect_handoffs_are_not_user_prompts(tmp_path):
@@ -173,7 +217,7 @@ def test_project_scoping_through_the_cli(tmp_path):
     done = cli("list", "--json", "--agent", "aider", env=env, cwd=project)
     assert done.returncode == 0, done.stderr
     listed = [loads(line) for line in done.stdout.splitlines()]
-    assert len(listed) == 2 and all(r["cwd"] == project for r in listed)
+    assert len(listed) == 1 and all(r["cwd"] == project for r in listed)  # aider-1b restored aider-1
     scope = catalog.Scope(os.path.join(str(tmp_path), "proj-aider-other"))
     assert scope.filter(aider.scan(here, env)) == []
 

@@ -333,3 +333,57 @@ def test_dependencies_of_many_are_each_ones_dependencies(tmp_path):
     after = catalog.discover(env)
     assert after.known(after.sessions[0])[0] == [str(parent), str(agent)]
     assert catalog.discover(env).known(before) is not None
+
+
+def windows_session(tmp_path, spilled_name: str = "toolu_1.txt", sub_spill: str = "toolu_9.txt") -> tuple:
+    """A session copied from a Windows machine (issue 32): its working directory and its
+    spilled outputs named by Windows paths; a sub-agent's spilled output that is missing."""
+    project = tmp_path / "home" / ".claude" / "projects" / "C--Users-Me-proj"
+    spilled = project / "s1" / "tool-results" / spilled_name
+    spilled.parent.mkdir(parents=True)
+    full = "line\n" * 50_000
+    spilled.write_text(full)
+    windows = "C:\\Users\\Me\\.claude\\projects\\C--Users-Me-proj\\s1\\tool-results\\"
+
+    def call_and_spill(call_id, name, uuid, parent, session_id="s1"):
+        return [
+            {"type": "assistant", "uuid": uuid + "a", "parentUuid": parent, "sessionId": session_id,
+             "timestamp": "2026-01-01T00:00:01Z", "requestId": "r" + uuid,
+             "message": {"id": "m" + uuid, "model": "claude-x", "content": [
+                 {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "yes"}}]}},
+            {"type": "user", "uuid": uuid + "r", "parentUuid": uuid + "a", "sessionId": session_id,
+             "timestamp": "2026-01-01T00:00:02Z", "toolUseResult": {"persistedOutputPath": windows + name},
+             "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content":
+                         f"<persisted-output>\nFull output saved to: {windows + name}\n</persisted-output>"}]}}]
+
+    write_jsonl(project / "s1" / "subagents" / "agent-a1.jsonl", [
+        {"type": "user", "uuid": "su", "isSidechain": True, "agentId": "a1", "sessionId": "s1",
+         "cwd": "C:\\Users\\Me\\proj", "timestamp": "2026-01-01T00:00:01Z",
+         "message": {"role": "user", "content": "look"}}, *call_and_spill("toolu_9", sub_spill, "s", "su")])
+    source = write_jsonl(project / "s1.jsonl", [
+        {"type": "user", "uuid": "u1", "sessionId": "s1", "cwd": "C:\\Users\\Me\\proj",
+         "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": "run it"}},
+        *call_and_spill("toolu_1", spilled_name, "1", "u1")])
+    return source, full
+
+
+def test_a_windows_sessions_spilled_output_is_found_by_its_base_name(tmp_path):
+    """Claude Code on Windows names a spilled output by its Windows path: the file is looked for
+    by its base name in the session's tool-results folder, and only a sub-agent's output that is
+    really missing is a warning (which `trajectoriz agents` counts: health.warnings_of)."""
+    from commands import health
+
+    source, full = windows_session(tmp_path)
+    [session] = claude.scan(source, ENV)
+    assert session.cwd == "C:\\Users\\Me\\proj"
+    session.short_id = "cl-00000000"
+    doc = documents.translate(session, ENV)
+    assert_valid(doc)
+    [result] = [r for s in doc["steps"] for r in (s.get("observation") or {}).get("results", [])
+                 if r.get("source_call_id") == "toolu_1"]
+    assert result["content"] == full
+    assert not doc["extra"].get("warnings")
+    [sub] = doc["subagent_trajectories"]
+    [missing] = sub["extra"]["warnings"]
+    assert missing.startswith("a spilled tool output could not be read back: C:\\Users\\Me")
+    assert health.warnings_of(doc) == [f"sub-agent {sub['trajectory_id']}: {missing}"]

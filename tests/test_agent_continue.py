@@ -192,3 +192,28 @@ def test_store_is_never_written(tmp_path):
     assert result.returncode == 0, result.stderr
     assert len([line for line in result.stdout.splitlines() if b'"agent":"continue"' in line]) == 3
     assert tree_digest(LIVE_HOME) == before
+
+
+def test_the_model_recorded_in_prompt_logs(tmp_path):
+    """Most real sessions (12 of 14 in issue 32's survey, the IDE extensions') name the model
+    only in each reply's `promptLogs[].completionOptions.model`, not in `usage` nor in
+    `chatModelTitle`: the listing and the steps take it from there."""
+    home = live_copy(tmp_path, LIVE_HOME)
+
+    def change(session):
+        session.pop("chatModelTitle", None)
+        for number, item in enumerate(session["history"]):
+            usage = item["message"].get("usage")
+            if usage is not None:
+                usage.pop("model", None)
+            if item["message"]["role"] == "assistant":
+                model = "claude-3-5-sonnet-latest" if number < 4 else "gpt-4o"
+                item["promptLogs"] = [{"modelTitle": "Claude 3.5 Sonnet", "modelProvider": "anthropic",
+                                       "prompt": "...", "completion": "...",
+                                       "completionOptions": {"model": model, "maxTokens": 4096}}]
+    rewrite(home, CONTINUED, change)
+    [(session, doc)] = [(s, d) for s, d in translate_all(continue_cli, base_env(tmp_path, home=home))
+                        if s.native_id == CONTINUED]
+    assert session.model == "claude-3-5-sonnet-latest" == doc["agent"]["model_name"]
+    models = [s.get("model_name") for s in doc["steps"] if s["source"] == "agent"]
+    assert set(models) == {"claude-3-5-sonnet-latest", "gpt-4o"} and None not in models

@@ -334,3 +334,58 @@ def test_shutdown_totals_are_cumulative_only_when_they_carry_a_snapshot(tmp_path
     final = copilot.translate(copilot.scan(path, {})[0], {})["final_metrics"]
     assert final["total_prompt_tokens"] == sum(s["inputTokens"] for s in shutdowns)
     assert final["extra"]["token_source"] == "session.shutdown"
+
+
+# the model, wherever it is recorded ----------------------------------------------------------------
+def test_a_model_recorded_only_at_shutdown_is_the_sessions(tmp_path):
+    """A real log (agent-sessions' schema catalog) names its model only in `session.shutdown`
+    (`currentModel`): the listing and every step carry it (they carried none)."""
+    source = os.path.join(OLD, "agent-sessions", "stage0_schema_drift.jsonl")
+    [shutdown] = [data(e) for e in read_jsonl(source) if e["type"] == "session.shutdown"]
+    assert not any("selectedModel" in data(e) or "model" in data(e) for e in read_jsonl(source))
+    [session] = copilot.scan(source, {})
+    assert session.model == shutdown["currentModel"] == "gpt-4.1"
+    doc = copilot.translate(session, {})
+    assert doc["agent"]["model_name"] == "gpt-4.1"
+    assert {s.get("model_name") for s in steps_of(doc, "agent")} == {"gpt-4.1"}
+
+
+def test_each_tool_executions_model_names_the_step_that_called_it(tmp_path):
+    """Copilot CLI records on `tool.execution_complete` the model that requested the call; a
+    session that switched models holds several, each on its own steps."""
+    def message(mid, call, at):
+        return {"type": "assistant.message", "id": mid, "timestamp": at,
+                "data": {"content": "", "toolRequests": [{"toolCallId": call, "name": "bash",
+                                                          "arguments": {"command": "ls"}}]}}
+
+    def complete(call, model, at):
+        return {"type": "tool.execution_complete", "timestamp": at,
+                "data": {"toolCallId": call, "success": True, "model": model, "result": {"content": "ok"}}}
+
+    source = write_jsonl(tmp_path / "home/.copilot/session-state/s-models/events.jsonl", [
+        {"type": "session.start", "timestamp": "2026-01-01T00:00:00Z", "data": {"sessionId": "s-models"}},
+        {"type": "user.message", "timestamp": "2026-01-01T00:00:01Z", "data": {"content": "list it"}},
+        message("m1", "c1", "2026-01-01T00:00:02Z"), complete("c1", "claude-sonnet-4.5", "2026-01-01T00:00:03Z"),
+        message("m2", "c2", "2026-01-01T00:00:04Z"), complete("c2", "gpt-5", "2026-01-01T00:00:05Z")])
+    [session] = copilot.scan(source, {})
+    assert session.model == "claude-sonnet-4.5"
+    doc = copilot.translate(session, {})
+    assert_valid(doc)
+    assert doc["agent"]["model_name"] == "claude-sonnet-4.5"
+    assert [s.get("model_name") for s in steps_of(doc, "agent")] == ["claude-sonnet-4.5", "gpt-5"]
+
+
+def test_a_legacy_documents_selected_model(tmp_path):
+    """`history-session-state/*.json` records the model as `selectedModel`."""
+    path = tmp_path / "home" / ".copilot" / "history-session-state" / "session_old-2.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"sessionId": "old-2", "startTime": "2025-10-08T21:10:16.398Z",
+                                "selectedModel": "claude-sonnet-4", "chatMessages": [
+                                    {"role": "user", "content": "hi there"},
+                                    {"role": "assistant", "content": "hello"}]}))
+    env = base_env(tmp_path)
+    [session] = sessions_of(env)
+    assert session.model == "claude-sonnet-4"
+    doc = documents.translate(session, env)
+    assert doc["agent"]["model_name"] == "claude-sonnet-4"
+    assert steps_of(doc, "agent")[0]["model_name"] == "claude-sonnet-4"

@@ -16,7 +16,7 @@ from agents import gemini
 from discovery import catalog
 from helpers import (LIVE, SAMPLES, assert_golden, assert_holds_runs,
                      assert_scoped_as_the_scenario, assert_valid, base_env, doc_counts, live_copy,
-                     read_jsonl, scenario_sessions, totals, translate_all, translate_file,
+                     read_jsonl, scan_all, scenario_sessions, totals, translate_all, translate_file,
                      tree_digest, truncate_copy, write_jsonl)
 
 SAMPLE_DIR = os.path.join(SAMPLES, "gemini")
@@ -326,3 +326,88 @@ def test_golden(name, path, tmp_path):
     os.makedirs(os.path.dirname(target))
     shutil.copy2(path, target)
     assert_golden(translate_file(gemini, target, base_env(tmp_path)), "gemini", name)
+
+
+def test_a_windows_project_root_is_the_sessions_working_directory(tmp_path):
+    """Gemini CLI on Windows writes `.project_root` and projects.json with drive paths (lower
+    case, as a real copied home holds them): they are absolute, the session's directory."""
+    project = tmp_path / "home/.gemini/tmp/myproj"
+    path = write_jsonl(project / "chats/session-2026-01-01T00-00-win00001.jsonl", [
+        {**META, "sessionId": "win-1"}, user("m1", "go", "2026-01-01T00:00:01.000Z")])
+    (project / ".project_root").write_text("c:\\users\\me\\myproj\n")
+    [session] = gemini.scan(path, base_env(tmp_path))
+    assert session.cwd == "c:\\users\\me\\myproj"
+    os.remove(project / ".project_root")
+    (tmp_path / "home/.gemini/projects.json").write_text(json.dumps({"projects": {"c:\\users\\me\\myproj": "myproj"}}))
+    assert gemini.project_root(str(project), None) == "c:\\users\\me\\myproj"
+
+
+def test_a_tool_call_whose_output_is_empty_keeps_its_observation(tmp_path):
+    """A command that printed nothing is recorded with `output: ""` and status success: the
+    call was answered, with an empty result (its observation was dropped)."""
+    record = reply("m2", "", "2026-01-01T00:00:02.000Z")
+    record["toolCalls"] = [shell_call("quiet", ""), shell_call("loud", "Output: a")]
+    path = write_jsonl(tmp_path / "home/.gemini/tmp/p/chats/session-2026-01-01T00-00-em000001.jsonl", [
+        {**META, "sessionId": "em-1"}, user("m1", "go", "2026-01-01T00:00:01.000Z"), record])
+    doc = translate_file(gemini, path, base_env(tmp_path))
+    results = {r["source_call_id"]: r.get("content") for s in doc["steps"]
+               for r in (s.get("observation") or {}).get("results", [])}
+    assert results == {"quiet": "", "loud": "Output: a"}
+
+
+def test_a_subagent_folder_named_after_no_chat_is_listed_with_a_warning(tmp_path):
+    """Gemini CLI's skill extraction writes `chats/skill-extraction-<hex>/<id>.json` (`kind:
+    subagent`), a folder named after no session: its transcript was neither embedded nor
+    listed. It is a session of its own, in its project, saying why."""
+    project = tmp_path / "home/.gemini/tmp/myproj"
+    (project / ".project_root").parent.mkdir(parents=True)
+    (project / ".project_root").write_text("/work/myproj")
+    chat = write_jsonl(project / "chats/session-2026-01-01T00-00-main0001.jsonl", [
+        {**META, "sessionId": "main0001-aaaa"}, user("m1", "go", "2026-01-01T00:00:01.000Z")])
+    folder = project / "chats/skill-extraction-9f2c41d0"
+    folder.mkdir()
+    transcript = folder / "b7e1c2d4.json"
+    transcript.write_text(json.dumps({
+        "sessionId": "b7e1c2d4", "projectHash": "0" * 64, "startTime": "2026-01-01T00:05:00.000Z",
+        "lastUpdated": "2026-01-01T00:06:00.000Z", "kind": "subagent",
+        "messages": [user("s1", "extract the skills", "2026-01-01T00:05:01.000Z"),
+                     reply("s2", "extracted", "2026-01-01T00:05:02.000Z", tokens=9)]}))
+    env = base_env(tmp_path)
+    assert gemini.sources(env) == [chat, str(transcript)]
+    [session] = gemini.scan(str(transcript), env)
+    assert (session.native_id, session.cwd, session.title) == ("b7e1c2d4", "/work/myproj", "extract the skills")
+    assert str(transcript) not in gemini.dependencies(chat, env)
+    doc = gemini.translate(session, env)
+    assert_valid(doc)
+    assert doc["extra"]["kind"] == "subagent"
+    assert [s["message"] for s in doc["steps"]] == ["extract the skills", "extracted"]
+    assert doc["extra"]["warnings"] == [
+        "a sub-agent transcript in chats/skill-extraction-9f2c41d0/, a folder named after no chat of this "
+        "project: it is listed as a session of its own"]
+
+
+def test_two_chats_of_one_session_id_started_apart_are_two_sessions(tmp_path):
+    """Cloud Shell's a2a-server records each conversation of its process in a chat file of its
+    own under the process's one `sessionId`: both are listed, with ids that stay apart and
+    stay the same when a third file appears."""
+    chats = tmp_path / "home/.gemini/tmp/p/chats"
+    first = write_jsonl(chats / "session-2026-01-01T00-00-a2a00001.jsonl", [
+        {**META, "sessionId": "a2a00001-cafe", "startTime": "2026-01-01T00:00:00.000Z"},
+        user("m1", "first task", "2026-01-01T00:00:01.000Z")])
+    second = write_jsonl(chats / "session-2026-01-01T09-30-a2a00001.jsonl", [
+        {**META, "sessionId": "a2a00001-cafe", "startTime": "2026-01-01T09:30:05.000Z"},
+        user("m1", "second task", "2026-01-01T09:30:06.000Z")])
+    env = base_env(tmp_path)
+    ids = {s.title: s.native_id for s in scan_all(gemini, env)}
+    assert ids == {"first task": "a2a00001-cafe", "second task": "a2a00001-cafe-20260101T093005"}
+    write_jsonl(chats / "session-2026-01-02T10-00-a2a00001.jsonl", [
+        {**META, "sessionId": "a2a00001-cafe", "startTime": "2026-01-02T10:00:00.000Z"},
+        user("m1", "third task", "2026-01-02T10:00:01.000Z")])
+    later = {s.title: s.native_id for s in scan_all(gemini, env)}
+    assert later == {**ids, "third task": "a2a00001-cafe-20260102T100000"}
+    listed = catalog.discover(env).sessions
+    assert sorted(s.title for s in listed) == ["first task", "second task", "third task"]
+    doc = translate_file(gemini, second, env)
+    assert doc["session_id"] == "a2a00001-cafe-20260101T093005"
+    assert [s["message"] for s in doc["steps"]] == ["second task"]
+    assert translate_file(gemini, first, env)["session_id"] == "a2a00001-cafe"

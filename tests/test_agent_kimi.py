@@ -127,6 +127,50 @@ def test_cli_subagent_events_are_embedded(tmp_path):
     assert totals(doc) == (6, 2, 1)
 
 
+def test_wire_1_3_subagents_each_linked_from_its_task_call(tmp_path):
+    """Wire protocol 1.3 keys a sub-agent's events by `task_tool_call_id` (no parent call id,
+    no agent id): two Task calls running side by side are two trajectories, each referenced
+    from its own call's result (they were one unlinked trajectory under a system step). A
+    ToolResult whose `output` is "" holds what the model was shown in `message`."""
+    def event(kind, payload, t):
+        return {"timestamp": 1795985000 + t, "message": {"type": kind, "payload": payload}}
+
+    def sub(call, kind, payload, t):
+        return event("SubagentEvent", {"task_tool_call_id": call, "event": {"type": kind, "payload": payload}}, t)
+
+    def task(call, t):
+        return event("ToolCall", {"type": "function", "id": call,
+                                  "function": {"name": "Task", "arguments": '{"prompt": "look"}'}}, t)
+    edited = "File successfully edited. Applied 1 edit(s) with 3 total line(s) changed."
+    lines = [{"type": "metadata", "protocol_version": "1.3"},
+             event("TurnBegin", {"user_input": "delegate twice"}, 0), event("StepBegin", {"n": 1}, 1),
+             task("call_a", 2), task("call_b", 3),
+             sub("call_a", "TurnBegin", {"user_input": "look at a"}, 4),
+             sub("call_b", "TurnBegin", {"user_input": "look at b"}, 5),
+             sub("call_a", "StepBegin", {"n": 1}, 6), sub("call_b", "StepBegin", {"n": 1}, 7),
+             sub("call_b", "ContentPart", {"type": "text", "text": "b is fine"}, 8),
+             sub("call_a", "ContentPart", {"type": "text", "text": "a is fine"}, 9),
+             event("ToolResult", {"tool_call_id": "call_b", "return_value": {"is_error": False, "output": "b ok"}}, 10),
+             event("ToolResult", {"tool_call_id": "call_a", "return_value": {"is_error": False, "output": "a ok"}}, 11),
+             event("StepBegin", {"n": 2}, 12),
+             event("ToolCall", {"type": "function", "id": "call_edit",
+                                "function": {"name": "StrReplaceFile", "arguments": '{"path": "x"}'}}, 13),
+             event("ToolResult", {"tool_call_id": "call_edit", "return_value": {
+                 "is_error": False, "output": "", "message": edited, "display": []}}, 14)]
+    home = tmp_path / "home"
+    write_jsonl(home / ".kimi" / "sessions" / "h" / "s-13" / "wire.jsonl", lines)
+    (_, doc), = translate_all(kimi, base_env(tmp_path, home=str(home)))
+    children = {c["trajectory_id"]: c for c in doc["subagent_trajectories"]}
+    assert len(children) == 2
+    results = {r["source_call_id"]: r for s in doc["steps"] for r in (s.get("observation") or {}).get("results", [])}
+    for call, text in (("call_a", "a is fine"), ("call_b", "b is fine")):
+        [ref] = results[call]["subagent_trajectory_ref"]
+        child = children[ref["trajectory_id"]]
+        assert [s["message"] for s in child["steps"]] == [f"look at {call[-1]}", text]
+    assert not [s for s in doc["steps"] if (s.get("extra") or {}).get("kind") == "subagent"]
+    assert results["call_edit"]["content"] == edited and "extra" not in results["call_edit"]
+
+
 # Kimi Code ---------------------------------------------------------------------------------------
 CODE_SESSION = "1bcbe023-4f7e-4971-9dc9-43b8756045b0"
 

@@ -204,3 +204,79 @@ def test_store_is_never_written(tmp_path):
     assert result.returncode == 0, result.stderr
     assert len([line for line in result.stdout.splitlines() if b'"agent":"openhands"' in line]) == 3
     assert tree_digest(LIVE_HOME) == before
+
+
+# OpenHands V0 (the GUI server) ---------------------------------------------------------------------
+def v0_events() -> list[dict]:
+    """A V0 conversation as `event_to_dict` writes it (openhands/events/serialization): the
+    system prompt, a prompt with its recall, one model reply making two tool calls (a command
+    that fails, a file read), their observations, a state change, and the final answer."""
+    response = {"id": "chatcmpl-1", "model": "anthropic/claude-sonnet-4-20250514",
+                "choices": [{"message": {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                    {"id": "toolu_1", "type": "function",
+                     "function": {"name": "execute_bash", "arguments": '{"command": "make test"}'}},
+                    {"id": "toolu_2", "type": "function",
+                     "function": {"name": "str_replace_editor", "arguments": '{"command": "view", "path": "/workspace/a.py"}'}}]}}],
+                "usage": {"prompt_tokens": 1200, "completion_tokens": 80, "prompt_tokens_details": {"cached_tokens": 1000}}}
+
+    def meta(call, name):
+        return {"function_name": name, "tool_call_id": call, "model_response": response, "total_calls_in_response": 2}
+    return [
+        {"id": 0, "timestamp": "2025-06-01T10:00:00.000001", "source": "agent", "message": "You are OpenHands agent",
+         "action": "system", "args": {"content": "You are OpenHands agent.", "tools": [], "openhands_version": "0.41.0"}},
+        {"id": 1, "timestamp": "2025-06-01T10:00:01", "source": "user", "message": "fix the tests",
+         "action": "message", "args": {"content": "fix the tests", "image_urls": [], "wait_for_response": False}},
+        {"id": 2, "timestamp": "2025-06-01T10:00:01", "source": "user", "message": "Retrieving content for: fix the tests",
+         "action": "recall", "args": {"recall_type": "workspace_context", "query": "fix the tests"}},
+        {"id": 3, "timestamp": "2025-06-01T10:00:02", "source": "environment", "message": "Added workspace context",
+         "cause": 2, "observation": "recall", "content": "Added workspace context",
+         "extras": {"recall_type": "workspace_context", "repo_name": "me/app"}},
+        {"id": 4, "timestamp": "2025-06-01T10:00:05", "source": "agent", "message": "Running command: make test",
+         "action": "run", "tool_call_metadata": meta("toolu_1", "execute_bash"),
+         "args": {"command": "make test", "is_input": False, "thought": "Let me look.", "blocking": False}},
+        {"id": 5, "timestamp": "2025-06-01T10:00:05", "source": "agent", "message": "Reading file: /workspace/a.py",
+         "action": "read", "tool_call_metadata": meta("toolu_2", "str_replace_editor"),
+         "args": {"path": "/workspace/a.py", "thought": ""}},
+        {"id": 6, "timestamp": "2025-06-01T10:00:09", "source": "agent", "message": "Command `make test` executed with exit code 2.",
+         "cause": 4, "observation": "run", "content": "FAILED test_a.py::test_x", "tool_call_metadata": meta("toolu_1", "execute_bash"),
+         "extras": {"command": "make test", "metadata": {"exit_code": 2, "pid": -1}, "hidden": False}, "success": False},
+        {"id": 7, "timestamp": "2025-06-01T10:00:09", "source": "agent", "message": "I read the file /workspace/a.py.",
+         "cause": 5, "observation": "read", "content": "def x(): pass", "tool_call_metadata": meta("toolu_2", "str_replace_editor"),
+         "extras": {"path": "/workspace/a.py", "impl_source": "oh_aci"}},
+        {"id": 8, "timestamp": "2025-06-01T10:00:10", "source": "environment", "message": "",
+         "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "awaiting_user_input"}},
+        {"id": 9, "timestamp": "2025-06-01T10:00:12", "source": "agent", "message": "The test fails on x.",
+         "action": "message", "args": {"content": "The test fails on x.", "image_urls": None, "wait_for_response": True}},
+    ]
+
+
+def test_a_v0_conversation_is_read_like_v1(tmp_path):
+    """The GUI server's `~/.openhands/sessions/<id>/events/<n>.json` and `metadata.json` (it
+    was "not found"): listed, and translated with one agent step per model reply, each call's
+    result joined to it, the failed command marked."""
+    home = tmp_path / "home"
+    folder = home / ".openhands" / "sessions" / "5b1c9e0f2a7d4c3e8f6a1b2c3d4e5f60"
+    (folder / "events").mkdir(parents=True)
+    for event in reversed(v0_events()):
+        (folder / "events" / f"{event['id']}.json").write_text(json.dumps(event))
+    (folder / "event_cache").mkdir()
+    (folder / "metadata.json").write_text(json.dumps({
+        "conversation_id": folder.name, "title": "Fix the failing tests", "selected_repository": "me/app",
+        "created_at": "2025-06-01T10:00:00Z", "last_updated_at": "2025-06-01T10:00:12Z",
+        "llm_model": "anthropic/claude-sonnet-4-20250514", "prompt_tokens": 1200, "completion_tokens": 80}))
+    env = base_env(tmp_path, home=str(home))
+    [(session, doc)] = translate_all(openhands, env)
+    assert (session.native_id, session.title, session.extra["format"]) == (folder.name, "fix the tests", "v0")
+    assert session.model == "anthropic/claude-sonnet-4-20250514"
+    assert session.started == openhands.epoch("2025-06-01T10:00:00Z")
+    assert [(s["source"], s["message"]) for s in doc["steps"]] == [
+        ("system", "You are OpenHands agent."), ("user", "fix the tests"), ("system", "Added workspace context"),
+        ("agent", "Let me look."), ("agent", "The test fails on x.")]
+    reply = doc["steps"][3]
+    assert [c["arguments"] for c in reply["tool_calls"]] == [{"command": "make test"},
+                                                            {"command": "view", "path": "/workspace/a.py"}]
+    assert [(r["content"], r.get("extra")) for r in reply["observation"]["results"]] == [
+        ("FAILED test_a.py::test_x", {"is_error": True, "exit_code": 2}), ("def x(): pass", None)]
+    assert reply["metrics"] == {"prompt_tokens": 1200, "completion_tokens": 80, "cached_tokens": 1000}
+    assert doc["extra"]["repository"] == "me/app" and "warnings" not in doc["extra"]
+    assert openhands.dependencies(session.source, env)[0] == str(folder / "metadata.json")

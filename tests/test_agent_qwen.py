@@ -186,3 +186,17 @@ def test_truncated_copy_yields_a_valid_document_with_a_warning(tmp_path):
 ])
 def test_golden(name, path, tmp_path):
     assert_golden(translate_file(qwen, path, base_env(tmp_path)), "qwen", name)
+
+
+def test_a_windows_working_directory_is_kept(tmp_path):
+    """A chat copied from Windows records `cwd` as `C:\\Users\\…`: that is its directory (it was
+    no directory at all), in its listing and in its document; it belongs to no project here."""
+    from discovery import catalog
+
+    records = [{**r, "cwd": "C:\\Users\\Me\\proj"} if "cwd" in r else r for r in read_jsonl(LIVE_FILES[0])]
+    path = write_jsonl(tmp_path / "home/.qwen/projects/C--Users-Me-proj/chats/win.jsonl", records)
+    [session] = qwen.scan(path, base_env(tmp_path))
+    assert session.cwd == "C:\\Users\\Me\\proj"
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert qwen.outside(path, catalog.Scope(str(project), base_env(tmp_path)), {})
