@@ -280,6 +280,22 @@ examples:
   trajectoriz forget --before 2025-01-01
 
 Delete the session from its agent's store too: trajectoriz never writes there.""",
+    "push": """\
+examples:
+  trajectoriz push --remote origin        # the first time: names the remote, kept for later
+  trajectoriz push --dry-run              # what would go: sessions, sizes, redactions
+  trajectoriz push                        # after a session: sends what changed
+
+Whoever can fetch from the remote can read the pushed sessions (redacted): a private
+remote of their own is the safer choice. `trajectoriz forget ID` keeps a session out
+of every later push.""",
+    "pull": """\
+examples:
+  trajectoriz pull                        # the team's sessions, from the remote push uses
+  trajectoriz pull --remote origin
+  trajectoriz list                        # with theirs, and who shared each
+
+In CI: `trajectoriz pull` before the agent runs, `trajectoriz push` after.""",
     "validate": """\
 examples:
   trajectoriz validate memory/*.atif.json
@@ -385,12 +401,41 @@ def _forget_parser(commands) -> None:
         "forget", help="remove sessions from the archive and from every cache, for good",
         epilog=EPILOGS["forget"],
         description="Remove sessions from trajectoriz's archive and from its caches (documents, "
-                    "search texts, facts, listings), and never archive them again: the way to "
-                    "purge a secret. The agents' own stores are not touched: a session its "
-                    "agent still holds is still shown from there.")
+                    "search texts, facts, listings), and never archive or push them again (the "
+                    "next push takes them out of your shared ref): the way to purge a secret. The "
+                    "agents' own stores are not touched: a session its agent still holds is still "
+                    "shown from there.")
     forget.add_argument("ids", nargs="*", metavar="ID", help="session ids, as list and search show them")
     forget.add_argument("--before", metavar="DATE",
                         help="also every session started before DATE (YYYY-MM-DD, an ISO time, or Nd)")
+
+
+def _push_parser(commands) -> None:
+    push = commands.add_parser(
+        "push", help="share this project's sessions through its git remote (refs/trajectoriz/)",
+        epilog=EPILOGS["push"],
+        description="Write this project's sessions, as export writes them (always redacted) and "
+                    "compressed, as git objects under refs/trajectoriz/<contributor> of its "
+                    "repository (never a branch, a tag or the working tree), then push that ref to "
+                    "the remote. Incremental: nothing new sends nothing. The ref is rewritten at "
+                    "every push, so a forgotten session leaves it.")
+    push.add_argument("--remote", metavar="NAME",
+                      help="the git remote to push to, kept in the repository's git config "
+                           "(trajectoriz.remote) for the next pushes and pulls; needed once")
+    push.add_argument("--dry-run", action="store_true",
+                      help="list what would be pushed (sessions, sizes, redactions) and write nothing")
+
+
+def _pull_parser(commands) -> None:
+    pull = commands.add_parser(
+        "pull", help="fetch the sessions the team pushed, listed here from then on",
+        epilog=EPILOGS["pull"],
+        description="Fetch every contributor's refs/trajectoriz/ ref from the remote; their sessions "
+                    "are then listed, searched, shown, exported, blamed and mounted with this "
+                    "project's own, the contributor beside them. What was fetched is checked first: "
+                    "what is not a session trajectoriz pushed is skipped with a warning.")
+    pull.add_argument("--remote", metavar="NAME",
+                      help="the git remote to fetch from (default: the one kept by push or pull --remote)")
 
 
 def _filter_options(command: argparse.ArgumentParser) -> None:
@@ -421,7 +466,7 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
 COMMANDS = {"list": _list_parser, "show": _show_parser, "search": _search_parser, "stats": _stats_parser,
             "blame": _blame_parser, "export": _export_parser, "agents": _agents_parser,
             "memory": _memory_parser, "archive": _archive_parser, "forget": _forget_parser,
-            "validate": _validate_parser}
+            "push": _push_parser, "pull": _pull_parser, "validate": _validate_parser}
 
 # command -> (module, function): each command's module is imported only when it runs
 HANDLERS = {
@@ -430,7 +475,8 @@ HANDLERS = {
     "search": ("commands.search", "run_search"), "blame": ("commands.blame", "run_blame"),
     "stats": ("commands.stats", "run_stats"), "agents": ("commands.health", "run"),
     "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
-    "forget": ("archiving.forget", "run_forget"),
+    "forget": ("archiving.forget", "run_forget"), "push": ("sharing.remote", "run_push"),
+    "pull": ("sharing.remote", "run_pull"),
 }
 
 

@@ -33,7 +33,7 @@ from agents.base import listdir
 from core import cache, invocation
 from core.errors import UserError
 from core.output import human_bytes
-from discovery import archive, catalog
+from discovery import archive, catalog, pulled
 
 LEVEL = 3                        # zstd level: about 8x on transcripts, at hundreds of MB/s
 MAX_FRAMES = 64                  # a version appended to more often is stored anew, in one frame
@@ -585,6 +585,8 @@ def pending(env, sessions: list, settled_before_ns: int | None = None) -> list:
     index = archive.load(env)
     found, memo = [], {}
     for session in sessions:
+        if pulled.marked(session):  # pulled from a remote: kept by its contributor, not here
+            continue
         module = agents.load(session.agent)
         key = archive.key_of(session, module)
         if key in index["forgotten"] or "scan_error" in session.extra:
@@ -646,7 +648,7 @@ def run_archive(args, env) -> int:
     from core import parallel
 
     with Writer(env) as writer:  # first: an archive that cannot be written is said at once
-        sessions = live_sessions(catalog.discover(env))
+        sessions = live_sessions(catalog.discovered(env))
         progress = parallel.Progress(len(sessions), "archiving")
         try:
             writer.update(sessions, progress)

@@ -2,6 +2,6 @@
 (`basics`), `search`, `stats`, `blame`, `agents` (`health`) and the man page (`manual`).
 `trajectoriz.py` parses the command line and calls them.
 
-May import every package below it (`mount`, `archiving`, `rendering`, `discovery`, `agents`,
-`atif`, `redaction`, `core`).
+May import every package below it (`mount`, `sharing`, `archiving`, `rendering`, `discovery`,
+`agents`, `atif`, `redaction`, `core`).
 """

@@ -56,10 +56,15 @@ def run_list(args, env) -> int:
         write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))
         return 0
-    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "First message"]
+    from discovery import pulled
+
+    shared = any(pulled.marked(s) for s, _ in rows)  # a column of who shared each, when some are
+    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []),
+               *(["Shared by"] if shared else []), "First message"]
     where = project_column(env)
     body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
-                            *([where(s)] if project is None else []), cell(s.title, 80)]
+                            *([where(s)] if project is None else []),
+                            *([pulled.contributor_of(s) or ""] if shared else []), cell(s.title, 80)]
                            for s, f in rows])
     write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
     if not rows:
@@ -134,15 +139,16 @@ def listing_record(session) -> dict:
     """A session as `list --json` and `search --json` print it. First message and model were
     made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
     printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
-    archive, its native record being gone."""
-    from discovery import archive
+    archive, its native record being gone; `shared_by`: the contributor whose push it was
+    pulled from (discovery/pulled.py), None for this machine's own."""
+    from discovery import archive, pulled
 
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "first_message": session.title,
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
-              "archived": archive.marked(session)}
+              "archived": archive.marked(session), "shared_by": pulled.contributor_of(session)}
     return record
 
 

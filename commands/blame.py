@@ -15,7 +15,7 @@ import re
 from commands import basics
 from core.errors import UserError
 from core.output import printable
-from discovery import catalog
+from discovery import catalog, pulled
 from rendering import documents, toolkinds
 
 REQUEST_CHARS = 200
@@ -74,21 +74,24 @@ def wrote_line(write: dict, content: str) -> bool:
 
 
 def writers(sessions: list, paths: tuple, env) -> list:
-    """The sessions whose documents' facts say they wrote one of `paths`."""
+    """The sessions whose documents' facts say they wrote one of `paths` (a pulled session: as
+    the pusher's work tree names them)."""
     facts = documents.Facts(env)
     try:
         known = facts.of_all(sessions)
     finally:
         facts.save()
-    return [s for s, f in zip(sessions, known) if set(f.get("files") or ()) & set(paths)]
+    return [s for s, f in zip(sessions, known) if set(f.get("files") or ()) & set(pulled.as_pushed(s, paths))]
 
 
 def session_writes(session, paths: tuple, env) -> list[dict]:
     doc = documents.translate(session, env)
     requests = last_requests(doc)
+    paths = pulled.as_pushed(session, paths)
     return [{"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
              "started": session.started or 0, "native_id": printable(catalog.shown_id(session)),
-             "file": catalog.file_name(session), "step": w["step"], "tool": w["tool"],
+             "file": catalog.file_name(session), "shared_by": pulled.contributor_of(session),
+             "step": w["step"], "tool": w["tool"],
              "request": requests.get(w["step"], ""), "diff": toolkinds.short_diff(w["old"], w["new"]),
              "text": w["text"],
              "kind": w["kind"]}
@@ -117,7 +120,8 @@ def report(file: str, line: int | None, content: str | None, found: list[dict]) 
     parts = [f"## Sessions that wrote {what} — {len(found)} change(s), {order}\n"]
     for w in found:
         diff = "\n".join("    " + line for line in w["diff"].splitlines())
-        parts.append(f"\n### {w['date']} {w['agent']} `{w['id']}` step {w['step']} ({w['tool']})\n"
+        by = f", shared by {w['shared_by']}" if w["shared_by"] else ""
+        parts.append(f"\n### {w['date']} {w['agent']} `{w['id']}` step {w['step']} ({w['tool']}{by})\n"
                      f"Request: {w['request'] or '(none recorded)'}\n{diff}\n")
     return printable("".join(parts))
 

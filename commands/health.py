@@ -129,7 +129,7 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
 
 
 def report(env) -> list[dict]:
-    found = catalog.discover(env)
+    found = catalog.discovered(env)  # the stores' sessions: pulled ones are no store's
     summaries = summarize_all(found.sessions, env)
     by_agent: dict = {name: [] for name in agents.names()}
     for session, summary in zip(found.sessions, summaries):

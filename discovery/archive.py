@@ -256,7 +256,7 @@ def holds(env):
 
     def held(session) -> bool:
         nonlocal keys
-        if marked(session):
+        if marked(session) or "shared" in session.extra:  # a pulled session: its agent deletes nothing of it
             return True
         if keys is None:
             keys = {key for items in _listing(env).values() for key, _ in items}

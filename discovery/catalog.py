@@ -104,6 +104,28 @@ def dependencies(module, source: str, env) -> list[str]:
 
 def discover(env, names=None, use_cache: bool = True, within: str | None = None,
              check_settled: bool = True) -> Catalog:
+    """`discovered`, with the sessions pulled from the remote of the repository around `within`
+    (or the current directory) beside the stores' (`pulled`)."""
+    found = discovered(env, names, use_cache, within, check_settled)
+    with_pulled(env, found, within, names)
+    return found
+
+
+def with_pulled(env, found: Catalog, within: str | None, names=None) -> None:
+    """Add to a catalog the sessions pulled into the repository around `within` (the current
+    directory when None), of the agents `names` when given; a session also found in a store here
+    (live or archived) is listed once, from here."""
+    from discovery import pulled
+
+    shared = pulled.sessions(env, project_root(within or env.get("PWD") or os.getcwd()), names)
+    if shared:
+        here = {(s.agent, shown_id(s)) for s in found.sessions}
+        shared = [s for s in shared if (s.agent, s.native_id) not in here]
+        found.sessions = sorted(found.sessions + shared, key=lambda s: (-(s.started or 0), s.agent, s.native_id))
+
+
+def discovered(env, names=None, use_cache: bool = True, within: str | None = None,
+               check_settled: bool = True) -> Catalog:
     """Every session of the stores (of the agents `names`), newest first.
 
     A warm discovery reads the snapshot the previous one left (discovery/snapshot.py) when nothing it was
@@ -714,6 +736,7 @@ def discover_for(env, ident: str) -> Catalog:
     store."""
     found = _warm(env, [snapshot.key(env, None)])
     if found is not None:
+        with_pulled(env, found, None)
         return found
     short = _short_id_in(ident)
     agent = _agent_named_by(short) if short else None

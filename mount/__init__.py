@@ -2,5 +2,5 @@
 serves (`memoryfs`), the workers that render ahead of a walk (`warmup`), and its README.md
 (`guide`) and INDEX.md (`memoryindex`).
 
-May import `archiving` and everything below it; knows no agent's format.
+May import `sharing` and everything below it; knows no agent's format.
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from core.output import cell, table
-from discovery import catalog
+from discovery import catalog, pulled
 from rendering import documents
 
 INDEX = "INDEX.md"
@@ -23,10 +23,14 @@ def index(project: str | None, sessions: list, facts: documents.Facts, env, know
     what discovery has checked of it (`Catalog.known`, or None), which spares stat'ing its files."""
     known = known or (lambda s: None)
     rows = [row(s, facts.get(s, documents.cache_stamp(s, env, facts.redact, known(s)))) for s in sessions]
+    headers = HEADERS
+    if any(pulled.marked(s) for s in sessions):  # who shared each pulled session (pulled.py)
+        headers = HEADERS + ["Shared by"]
+        rows = [r + [pulled.contributor_of(s) or ""] for r, s in zip(rows, sessions)]
     return (f"# Index of the sessions of {cell(project or 'every project')}\n\n"
             f"{len(rows)} session(s), newest first: one line each. Steps, tool calls and files changed "
             f"are blank for a session not rendered since it last changed (open its file once, or run "
-            f"`trajectoriz list --steps`).\n\n{table(HEADERS, rows)}\n").encode()
+            f"`trajectoriz list --steps`).\n\n{table(headers, rows)}\n").encode()
 
 
 def row(session, known: dict | None) -> list[str]:

@@ -17,7 +17,7 @@ from atif.build import final_metrics
 from atif.serialize import dumps, loads
 from core import cache
 from core.version import VERSION
-from discovery import archive, catalog
+from discovery import archive, catalog, pulled
 from rendering import toolkinds
 
 FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
@@ -61,6 +61,9 @@ def stamps(session: Session, env) -> tuple[list, list]:
     (`cache_stamp`), and what its cached document is valid for: that stamp and the native
     files' ctimes, so that a session made unreadable (chmod changes no content, no mtime) is
     read again, and says so, rather than served from the cache."""
+    if pulled.marked(session):
+        stamp = pulled.stamp(session)
+        return stamp, stamp + [[]]
     module = agents.load(session.agent)
     if archive.marked(session):
         stamp = archived_stamp(session, env, module, True)
@@ -83,12 +86,21 @@ def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     serialized once."""
     from redaction.redact import clean_tree  # here: what reads cached documents never needs the rules
 
-    translated = _translated(session, env)
+    translated = _pulled(session) if pulled.marked(session) else _translated(session, env)
     with catalog.markers_of(session):
         doc, counts = clean_tree(translated, redact)
     if counts:
         doc["extra"] = {**doc["extra"], "redactions": counts}
     return doc, dumps(doc)
+
+
+def _pulled(session: Session) -> dict:
+    """A pulled session's document as it was pushed, or one saying why it cannot be read."""
+    try:
+        return pulled.document(session)
+    except (OSError, ValueError) as exc:
+        reason = f"its pulled copy cannot be read ({type(exc).__name__}: {exc}): run `trajectoriz pull` again"
+        return failure_document(session, agents.load(session.agent), reason)
 
 
 def translate(session: Session, env, redact: bool = True) -> dict:
@@ -142,6 +154,8 @@ def cache_stamp(session: Session, env, redact: bool = True, known: tuple | None 
     and trajectoriz versions, and whether secrets were redacted. `known`: the session's native
     files, its translator's version and the files' fingerprint as discovery has just checked
     it (`Catalog.known`), which spares loading the translator and stat'ing them again."""
+    if pulled.marked(session):
+        return pulled.stamp(session, redact)
     if known is not None and not archive.marked(session):
         return [known[2], known[1], VERSION, redact]
     module = agents.load(session.agent)

@@ -90,8 +90,8 @@ def test_no_import_cycles():
 
 
 # Lowest first: a package may import the packages before it in this list, and its own modules.
-LAYERS = ["core", "atif", "redaction", "agents", "discovery", "rendering", "archiving", "mount", "commands",
-          "trajectoriz"]
+LAYERS = ["core", "atif", "redaction", "agents", "discovery", "rendering", "archiving", "sharing", "mount",
+          "commands", "trajectoriz"]
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:

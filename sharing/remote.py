@@ -1,0 +1,732 @@
+"""`trajectoriz push` and `trajectoriz pull`: a project's sessions shared through its own git remote.
+
+What is pushed: each session of the project as `export` writes it (always redacted), compressed
+with zstd, as git objects under `refs/trajectoriz/<contributor>` of the project's repository
+(never a branch, a tag, the working tree or a hook), one commit without parent whose tree is
+
+    manifest.json                      what a listing needs of every session (MANIFEST_FORMAT)
+    sessions/<short id>.atif.json.zst  one document per session
+
+then `git push <remote> +refs/trajectoriz/<c>:refs/trajectoriz/<c>`. The ref is rewritten at
+every push (a forgotten session is gone from it); git sends only the objects the remote lacks.
+Each contributor has a ref of their own, so two people never race on one. A session whose
+document did not change keeps its blob (the push state remembers the blob of each rendering),
+and the tree of a push is computed here before anything is written: when it is the tree the ref
+already has, and that commit was pushed, nothing is written and nothing sent.
+
+What is pulled: `git fetch --prune <remote> +refs/trajectoriz/*:refs/trajectoriz/remote/*`; each
+ref's manifest and documents are read through `git cat-file`, every one untrusted (a ref that
+is not a commit, a tree not ours, a name that is not a contributor's, a manifest or document too
+big, not zstd, not JSON, not a document: skipped with a warning, each read bounded); the
+documents that pass are kept, compressed as they came, in trajectoriz's cache
+(`shared/<repository>/`, 0700/0600), with a listing that discovery reads (discovery/pulled.py): the
+pulled sessions of the repository around a project are listed with the project's own, the
+contributor beside them, their working directory the same place in this clone as in the
+pusher's.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import threading
+
+from core import cache
+from core.errors import UserError
+from discovery import pulled
+
+OWN_REFS = "refs/trajectoriz/"
+PULLED_REFS = "refs/trajectoriz/remote/"
+MANIFEST = "manifest.json"
+SESSIONS = "sessions"
+SUFFIX = ".atif.json.zst"
+MANIFEST_FORMAT = "trajectoriz-shared-1"
+LEVEL = 3                          # zstd level: about 10x on documents, at hundreds of MB/s
+STATE_FILE = "push-v1.bin"         # in the cache: each rendering's blob, and what was pushed where
+
+# Bounds on what is read of a remote (every byte of it is untrusted).
+MAX_REFS = 1000                    # contributors read from one pull
+MAX_LISTED = 16 * 1024 * 1024      # bytes of `git ls-tree` output read for one ref
+MAX_MANIFEST = 64 * 1024 * 1024    # bytes of one manifest
+GIT_SECONDS = 600                  # a git command that reads objects (not the network) is killed after
+
+CONTRIBUTOR = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+SHORT_ID = re.compile(r"[a-z]{2}-[0-9a-f]{8,64}")
+OID = re.compile(rb"[0-9a-f]{40}")
+
+
+# git ----------------------------------------------------------------------------------------------
+class GitFailed(Exception):
+    """A git command that exited non-zero; the message is its last line on stderr."""
+
+
+class Repository:
+    """The git repository around the current directory, driven through the user's own `git`."""
+
+    def __init__(self, root: str, common: str, env):
+        self.root = root            # the work tree's top
+        self.common = common        # the repository's folder shared by its work trees
+        self.env = dict(env)        # what git runs with: the user's (their config, credentials)
+        self._config: dict | None = None
+
+    @classmethod
+    def here(cls, env) -> "Repository":
+        try:
+            out = git_output(["rev-parse", "--show-toplevel", "--git-common-dir"], os.getcwd(), env)
+        except GitFailed:
+            raise UserError("not in a git work tree: push and pull share a project's sessions "
+                            "through its own git repository") from None
+        root, common = out.decode("utf-8", "surrogateescape").splitlines()[:2]
+        return cls(os.path.realpath(root), os.path.realpath(os.path.join(root, common)), env)
+
+    def git(self, *args: str, stdin: bytes | None = None) -> bytes:
+        return git_output(list(args), self.root, self.env, stdin)
+
+    def config(self, name: str) -> str | None:
+        """A setting of the repository's git config (its own, the user's, the system's), all of
+        them read at once, the first time one is asked for."""
+        if self._config is None:
+            try:
+                listed = self.git("config", "-z", "--list").decode("utf-8", "replace")
+            except GitFailed:
+                listed = ""
+            self._config = dict(item.partition("\n")[::2] for item in listed.split("\0") if item)
+        return self._config.get(name) or None
+
+    def set_config(self, name: str, value: str) -> None:
+        self.git("config", name, value)
+        self._config = None
+
+    def tips(self) -> dict:
+        """ref -> (commit, its tree) of the refs under refs/trajectoriz/ that are commits."""
+        listed = self.git("for-each-ref", "--format=%(refname) %(objecttype) %(objectname) %(tree)", OWN_REFS)
+        found = {}
+        for line in listed.decode("utf-8", "replace").splitlines():
+            fields = line.split(" ")
+            if len(fields) == 4 and fields[1] == "commit":
+                found[fields[0]] = (fields[2], fields[3])
+        return found
+
+    def key(self) -> str:
+        """The name of this repository's folder in trajectoriz's cache."""
+        return pulled.repository_key(self.common)
+
+
+def git_output(args: list, where: str, env, stdin: bytes | None = None) -> bytes:
+    """`git -C where ARGS`'s output; GitFailed with its last line of stderr when it fails."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", where, *args], input=stdin, capture_output=True, env=dict(env))
+    except FileNotFoundError:
+        raise UserError("git is not installed (or not on PATH): push and pull run the git program") from None
+    if done.returncode != 0:
+        raise GitFailed(_reason(done.stderr) or f"git {args[0]} exited with status {done.returncode}")
+    return done.stdout
+
+
+def _reason(stderr: bytes) -> str:
+    """What a failed git command says, on one line: the remote's own words when it gave some (a
+    hook's message), else git's last line."""
+    from core.output import printable
+
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+    said = [line[len("remote:"):].strip() for line in lines if line.startswith("remote:")]
+    return printable("; ".join(filter(None, said)) or (lines[-1] if lines else ""))[:400]
+
+
+def bounded_output(repo: Repository, args: list, limit: int) -> bytes | None:
+    """A git command's output, None when it is longer than `limit` (the command is stopped) or
+    the command fails or runs longer than GIT_SECONDS."""
+    import subprocess
+
+    process = subprocess.Popen(["git", "-C", repo.root, *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, env=repo.env)
+    timer = threading.Timer(GIT_SECONDS, process.kill)
+    timer.start()
+    try:
+        data = process.stdout.read(limit + 1)
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+        timer.cancel()
+    return None if len(data) > limit or (process.returncode not in (0, -9) and not data) else data
+
+
+class Objects:
+    """One `git cat-file --batch` process: objects read by id, each after its size was checked."""
+
+    def __init__(self, repo: Repository):
+        import subprocess
+
+        self.process = subprocess.Popen(["git", "-C", repo.root, "cat-file", "--batch"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=repo.env)
+        self.timer = threading.Timer(GIT_SECONDS, self.process.kill)
+        self.timer.start()
+
+    def read(self, oid: str, kind: str, limit: int) -> bytes:
+        """The object's content; ValueError when it is missing, of another type, or bigger than
+        `limit` (read through without being kept)."""
+        self.process.stdin.write(oid.encode() + b"\n")
+        self.process.stdin.flush()
+        header = self.process.stdout.readline(200).split()
+        if len(header) != 3:
+            raise ValueError("missing")
+        size = int(header[2])
+        skip = size > limit or header[1] != kind.encode()
+        data = _read_exactly(self.process.stdout, size, keep=not skip)
+        self.process.stdout.read(1)  # the newline after each object
+        if header[1] != kind.encode():
+            raise ValueError(f"a {header[1].decode('ascii', 'replace')}, not a {kind}")
+        if skip:
+            raise ValueError(f"{size} bytes, more than the {limit} read of one")
+        return data
+
+    def close(self) -> None:
+        self.timer.cancel()
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _read_exactly(stream, size: int, keep: bool) -> bytes:
+    parts, left = [], size
+    while left:
+        piece = stream.read(min(left, 1024 * 1024))
+        if not piece:
+            raise ValueError("cut short")
+        left -= len(piece)
+        if keep:
+            parts.append(piece)
+    return b"".join(parts)
+
+
+# remotes and contributors ---------------------------------------------------------------------------
+def chosen_remote(repo: Repository, named: str | None, needed_for: str) -> str:
+    """The remote named now (then kept in the repository's config as `trajectoriz.remote`), else
+    the one kept; an error when there is none, or git knows no such remote."""
+    remote = named or repo.config("trajectoriz.remote")
+    if not remote:
+        raise UserError(f"no remote named yet: run `trajectoriz {needed_for} --remote NAME` once (a "
+                        f"remote of `git remote -v`; it is kept in this repository's git config)")
+    if url_of(repo, remote) is None:
+        raise UserError(f"this repository has no remote {remote!r} (`git remote -v` lists them)")
+    if named and named != repo.config("trajectoriz.remote"):
+        repo.set_config("trajectoriz.remote", named)
+    return remote
+
+
+def url_of(repo: Repository, remote: str) -> str | None:
+    return repo.config(f"remote.{remote}.url")
+
+
+def contributor(repo: Repository, env, keep: bool = True) -> str:
+    """Whose ref a push writes: `trajectoriz.contributor` of the git config (or the variable
+    TRAJECTORIZ_CONTRIBUTOR, for a CI job); else made once from the user's git identity (their
+    name's letters and a hash of their email, so that two people of one name do not share a
+    ref) and kept in the repository's config."""
+    named = env.get("TRAJECTORIZ_CONTRIBUTOR") or repo.config("trajectoriz.contributor")
+    if named:
+        if not CONTRIBUTOR.fullmatch(named) or named == "remote":
+            raise UserError(f"contributor {named!r}: use lowercase letters, digits, - and _ (at most 64)")
+        return named
+    from core.hashes import sha256
+
+    email = repo.config("user.email") or ""
+    name = repo.config("user.name") or email.partition("@")[0] or "someone"
+    letters = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "someone"
+    made = f"{letters}-{sha256(email.encode()).hexdigest()[:6]}"
+    if keep:
+        repo.set_config("trajectoriz.contributor", made)
+    return made
+
+
+# git's object ids, computed here ------------------------------------------------------------------
+def blob_id(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def tree_id(entries: dict) -> str:
+    """The id of a tree of `entries` (name -> (mode, hex id)), as git computes it: entries sorted
+    by name, a folder's name compared as if it ended with '/'."""
+    import hashlib
+
+    def order(name: str) -> bytes:
+        return name.encode() + (b"/" if entries[name][0] == "40000" else b"")
+
+    body = b"".join(f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1])
+                    for n in sorted(entries, key=order))
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+
+
+# what a push writes ---------------------------------------------------------------------------------
+class Packed:
+    """One session as pushed: its manifest entry and its blob (`data` None when the blob is
+    reused: the push state's, or a carried entry's); `key`, `stamp` and `redactions` (counts
+    per kind, None when not counted): its rendering's, for the push state and `--dry-run`
+    (None for a carried entry)."""
+
+    def __init__(self, entry: dict, oid: str, data: bytes | None = None, key: str | None = None,
+                 stamp: list | None = None, redactions: dict | None = None):
+        self.entry = entry
+        self.oid = oid
+        self.data = data
+        self.key = key
+        self.stamp = stamp
+        self.redactions = redactions
+
+
+def pack(session, env, count: bool) -> tuple:
+    """(stamp, compressed document, its size, redactions) of one session, rendered as export
+    writes it (a pool worker's job). Its redactions are counted (None otherwise) only when
+    asked: a document from the cache is then parsed."""
+    import zstandard
+
+    from rendering import documents
+
+    stamp, valid = documents.stamps(session, env)
+    if count:
+        doc, data = documents.document(session, env, True, valid)
+        redactions = dict((doc.get("extra") or {}).get("redactions") or {})
+    else:
+        data, redactions = documents.render(session, env), None
+    return stamp, zstandard.ZstdCompressor(level=LEVEL).compress(data), len(data), redactions
+
+
+def manifest_entry(session, root: str, size: int) -> dict:
+    from discovery import catalog
+
+    cwd = session.cwd
+    relative = os.path.relpath(cwd, root) if cwd else None
+    return {"id": session.short_id, "agent": session.agent, "native_id": catalog.shown_id(session),
+            "started": session.started, "cwd": None if relative in (None, ".") else relative,
+            "root": root, "title": session.title, "model": session.model, "bytes": size}
+
+
+def blob_name(short_id: str) -> str:
+    return f"{short_id}{SUFFIX}"
+
+
+def manifest_bytes(contributor_name: str, packed: list) -> bytes:
+    from atif.serialize import dumps
+
+    return dumps({"format": MANIFEST_FORMAT, "contributor": contributor_name,
+                  "sessions": [p.entry for p in sorted(packed, key=lambda p: p.entry["id"])]})
+
+
+def trees(contributor_name: str, packed: list) -> tuple[str, bytes, str]:
+    """(manifest blob id, manifest bytes, root tree id) of a push."""
+    manifest = manifest_bytes(contributor_name, packed)
+    manifest_oid = blob_id(manifest)
+    top = {MANIFEST: ("100644", manifest_oid)}
+    if packed:  # (git keeps no empty folder)
+        top[SESSIONS] = ("40000", tree_id({blob_name(p.entry["id"]): ("100644", p.oid) for p in packed}))
+    return manifest_oid, manifest, tree_id(top)
+
+
+# push ---------------------------------------------------------------------------------------------------
+def run_push(args, env) -> int:
+    repo = Repository.here(env)
+    remote = chosen_remote(repo, args.remote, "push") if not args.dry_run else None
+    me = contributor(repo, env, keep=not args.dry_run)
+    state = cache.load(env, STATE_FILE)
+    mine = state.setdefault(repo.key(), {"blobs": {}, "pushed": {}})
+    packed, rendered = _packed(repo, me, env, mine["blobs"], args.dry_run)
+    if args.dry_run:
+        _report_dry_run(packed, rendered, me)
+        return 0
+    ref = OWN_REFS + me
+    _, manifest, tree = trees(me, packed)
+    commit, kept_tree = repo.tips().get(ref, (None, None))
+    written = 0
+    if kept_tree != tree:
+        written = _write(repo, ref, me, packed, manifest)
+        commit = repo.tips()[ref][0]
+    url = url_of(repo, remote)
+    first = url not in mine["pushed"]
+    if mine["pushed"].get(url) == commit:
+        print(f"Nothing new to push: {len(packed)} session(s) are on {ref} at {remote}.", file=sys.stderr)
+        _save_state(env, state, repo, mine, packed)
+        return 0
+    if first:
+        print(f"trajectoriz: pushing this project's sessions (redacted) to {remote} ({url}): whoever "
+              f"can fetch from it can read them. A private remote of their own is the safer choice "
+              f"(`git remote add memory URL`, then `trajectoriz push --remote memory`).", file=sys.stderr)
+    try:
+        repo.git("push", "--quiet", remote, f"+{ref}:{ref}")
+    except GitFailed as exc:
+        raise UserError(f"the remote {remote} refused the push of {ref}: {exc}") from None
+    mine["pushed"][url] = commit
+    _save_state(env, state, repo, mine, packed)
+    print(f"Pushed {len(packed)} session(s) to {remote} as {ref} ({rendered} rendered, "
+          f"{written} new object(s)).", file=sys.stderr)
+    return 0
+
+
+def _save_state(env, state: dict, repo: Repository, mine: dict, packed: list) -> None:
+    """The blob of each session's current rendering (the others dropped), and what was pushed."""
+    mine["blobs"] = {p.key: [p.stamp, p.oid, p.entry["bytes"], p.redactions]
+                     for p in packed if p.key is not None}
+    state[repo.key()] = mine
+    cache.save(env, STATE_FILE, state)
+
+
+def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) -> tuple[list, int]:
+    """Every session to push, and how many were rendered now: the project's own (live and
+    archived, the forgotten left out), their blobs reused while their rendering is the one the
+    state knows and the repository still holds it; and the sessions already on this
+    contributor's ref (here, or as the last pull saw it on the remote) that are not here any
+    more (another machine of theirs, an agent's clean-up), unless forgotten. `count`: each
+    session's redactions counted (rendered again, unless the state knows them)."""
+    from rendering import documents
+
+    found, todo = [], []
+    for session in own_sessions(repo, env):
+        key = documents.cache_key(session)
+        stamp = documents.stamps(session, env)[0]
+        kept = blobs.get(key)
+        if kept and kept[0] == stamp and not (count and kept[3] is None):
+            entry = manifest_entry(session, repo.root, kept[2])
+            found.append((session, Packed(entry, kept[1], key=key, stamp=stamp, redactions=kept[3])))
+        else:
+            todo.append(session)
+    lost = set(_missing(repo, [p.oid for _, p in found]))
+    todo += [session for session, p in found if p.oid in lost]
+    packed = [p for _, p in found if p.oid not in lost] + _rendered(todo, env, repo.root, count)
+    return packed + _carried(repo, me, env, packed), len(todo)
+
+
+def _rendered(sessions: list, env, root: str, count: bool) -> list:
+    """`Packed` of each session, rendered and compressed now, on every core."""
+    from core import parallel
+    from rendering import documents
+
+    found = []
+    progress = parallel.Progress(len(sessions), "compressing")
+    try:
+        for session, (stamp, data, size, redactions) in zip(sessions, parallel.ordered(pack, sessions, (env, count))):
+            entry = manifest_entry(session, root, size)
+            found.append(Packed(entry, blob_id(data), data, documents.cache_key(session), stamp, redactions))
+            progress.step()
+    finally:
+        progress.clear()
+    return found
+
+
+def own_sessions(repo: Repository, env) -> list:
+    """The project's sessions a push publishes: what `export` of the work tree writes, less the
+    pulled ones and those `forget` was asked to forget."""
+    from discovery import archive, catalog
+
+    found = catalog.discover(catalog.looking_in(env, repo.root), within=repo.root)
+    forgotten = archive.load(env)["forgotten"]
+    return [s for s in catalog.Scope(repo.root, env).filter(found.sessions)
+            if not pulled.marked(s) and not (forgotten and archive.key_of(s) in forgotten)]
+
+
+def _missing(repo: Repository, oids: list) -> list:
+    """Those of the blobs that the repository does not hold (any more)."""
+    if not oids:
+        return []
+    out = repo.git("cat-file", "--batch-check", stdin="".join(o + "\n" for o in oids).encode())
+    return [line.split()[0].decode() for line in out.splitlines() if line.endswith(b" missing")]
+
+
+def _carried(repo: Repository, me: str, env, packed: list) -> list:
+    """The sessions of this contributor's ref (as pushed from here, and as the last pull saw it
+    on the remote) that this machine does not have, unless forgotten or not documents: their
+    blobs as they are."""
+    from discovery import archive
+
+    forgotten = archive.load(env)["forgotten"]
+    here = {(p.entry["agent"], p.entry["native_id"]) for p in packed}
+    found: dict = {p.entry["id"]: None for p in packed}  # an id this machine's sessions have is theirs
+    tips = repo.tips()
+    with Objects(repo) as objects:
+        for ref in (OWN_REFS + me, PULLED_REFS + me):
+            commit = tips.get(ref, (None,))[0]
+            entries = read_ref(repo, commit, objects, [], here) if commit else []
+            for entry, oid in entries:
+                if entry["id"] in found:
+                    continue
+                if forgotten and any(archive.key_of(s) in forgotten for s in _places(entry, repo.root)):
+                    continue
+                if _valid_document(objects, oid):
+                    found[entry["id"]] = Packed(entry, oid)
+    return [p for p in found.values() if p is not None]
+
+
+def _valid_document(objects: Objects, oid: str) -> bool:
+    try:
+        pulled.checked_document(objects.read(oid, "blob", pulled.MAX_BLOB))
+        return True
+    except ValueError:
+        return False
+
+
+def _places(entry: dict, here: str) -> list:
+    """The entry's session where it was recorded and where it sits in this clone: `forget` of
+    either keeps it out of later pushes."""
+    return [pulled.session_of("", "", entry, root, "") for root in {entry["root"] or here, here}]
+
+
+def _write(repo: Repository, ref: str, me: str, packed: list, manifest: bytes) -> int:
+    """The new blobs, and a commit without parent of the whole tree, written by one `git
+    fast-import` at `ref` (rewritten); the number of objects written."""
+    import subprocess
+    import tempfile
+    import time
+
+    with tempfile.TemporaryFile() as errors:
+        # the documents are zstd already: git's zlib would spend time on them for nothing
+        process = subprocess.Popen(["git", "-c", "pack.compression=0", "-C", repo.root, "fast-import", "--quiet", "--force"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                   env=repo.env)
+        new = [p for p in packed if p.data is not None]
+        try:
+            for mark, p in enumerate(new, 1):
+                process.stdin.write(b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(p.data), p.data))
+            message = f"trajectoriz: {len(packed)} session(s) shared by {me}\n".encode()
+            process.stdin.write(b"commit %s\ncommitter trajectoriz <trajectoriz@localhost> %d +0000\n"
+                                b"data %d\n%s\ndeleteall\n" % (ref.encode(), time.time(), len(message), message))
+            process.stdin.write(b"M 100644 inline %s\ndata %d\n%s\n" % (MANIFEST.encode(), len(manifest), manifest))
+            marks = {id(p): b":%d" % mark for mark, p in enumerate(new, 1)}
+            for p in packed:
+                name = f"{SESSIONS}/{blob_name(p.entry['id'])}".encode()
+                process.stdin.write(b"M 100644 %s %s\n" % (marks.get(id(p), p.oid.encode()), name))
+            process.stdin.write(b"\ndone\n")
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if process.wait() != 0:
+            errors.seek(0)
+            lines = [line for line in errors.read().decode("utf-8", "replace").splitlines() if line.strip()]
+            raise UserError(f"git could not write {ref}: {lines[-1] if lines else 'git fast-import failed'}")
+    return len(new) + 1
+
+
+def _report_dry_run(packed: list, rendered: int, me: str) -> None:
+    from core.output import cell, table
+
+    rows = []
+    for p in sorted(packed, key=lambda p: p.entry["id"]):
+        redactions = p.redactions or {}
+        said = ", ".join(f"{kind} {count}" for kind, count in sorted(redactions.items()))
+        counted = f"{sum(redactions.values())}" + (f" ({said})" if said else "") if p.redactions is not None else "—"
+        rows.append([f"`{p.entry['id']}`", p.entry["agent"], str(p.entry["bytes"]), counted,
+                     "here" if p.key is not None else "already pushed", cell(p.entry["title"] or "", 60)])
+    total = sum(p.entry["bytes"] for p in packed)
+    print(f"## Would push {len(packed)} session(s), {total} bytes of documents before compression, "
+          f"as {OWN_REFS}{me} (dry run: nothing written)\n")
+    print(table(["ID", "Agent", "Bytes", "Redactions", "From", "First message"], rows))
+
+
+# reading what was fetched (untrusted) ------------------------------------------------------------------
+def read_ref(repo: Repository, commit: str, objects: Objects, warnings: list, unwanted: set = frozenset()) -> list:
+    """(manifest entry, blob id) of each session a ref's commit holds that passes every check,
+    but those whose (agent, native id) is `unwanted`; what does not pass is left out, said in
+    `warnings`."""
+    listed = bounded_output(repo, ["ls-tree", "-r", "-z", "-l", "--full-tree", commit], MAX_LISTED)
+    if listed is None:
+        warnings.append("its tree is not one trajectoriz wrote (unreadable, or too big)")
+        return []
+    blobs = {}
+    for record in listed.split(b"\0"):
+        head, _, path = record.partition(b"\t")
+        fields = head.split()
+        if len(fields) == 4 and fields[1] == b"blob" and OID.fullmatch(fields[2]) and fields[3].isdigit():
+            blobs[path.decode("utf-8", "replace")] = (fields[2].decode(), int(fields[3]))
+    from atif.serialize import loads
+
+    if MANIFEST not in blobs:
+        warnings.append(f"its tree has no {MANIFEST}")
+        return []
+    try:
+        manifest = loads(objects.read(blobs[MANIFEST][0], "blob", MAX_MANIFEST))
+    except ValueError as exc:
+        warnings.append(f"its {MANIFEST} cannot be read: {exc}")
+        return []
+    if not (isinstance(manifest, dict) and manifest.get("format") == MANIFEST_FORMAT
+            and isinstance(manifest.get("sessions"), list)):
+        warnings.append(f"its {MANIFEST} is not one trajectoriz wrote")
+        return []
+    found, skipped = [], 0
+    for raw in manifest["sessions"]:
+        named = (raw.get("agent"), raw.get("native_id")) if isinstance(raw, dict) else None
+        if named and all(isinstance(part, str) for part in named) and named in unwanted:
+            continue
+        entry = checked_entry(raw)
+        blob = blobs.get(f"{SESSIONS}/{blob_name(entry['id'])}") if entry else None
+        if blob is None or blob[1] > pulled.MAX_BLOB:
+            skipped += 1
+            continue
+        found.append((entry, blob[0]))
+    if skipped:
+        warnings.append(f"{skipped} of its {len(manifest['sessions'])} entries are not sessions trajectoriz wrote")
+    return found
+
+
+def checked_entry(raw) -> dict | None:
+    """A manifest entry as discovery may keep and print it, None for one that is not what a
+    push writes: an unknown agent, an id that is not that agent's, paths that leave the work
+    tree, values of other types. First message and model are made listing text here."""
+    from agents.base import one_line
+    from discovery import catalog
+
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not SHORT_ID.fullmatch(raw["id"]):
+        return None
+    agent, native_id, started = raw.get("agent"), raw.get("native_id"), raw.get("started")
+    if not (isinstance(agent, str) and agent_of_prefix(raw["id"][:2]) == agent):
+        return None
+    if not (isinstance(native_id, str) and 0 < len(native_id) <= 1024 and "\0" not in native_id):
+        return None
+    if started is not None and not (type(started) in (int, float) and -1e11 < started < 1e11):
+        return None
+    cwd, root = raw.get("cwd"), raw.get("root")
+    if cwd is not None and not (_relative_path(cwd)):
+        return None
+    if root is not None and not (isinstance(root, str) and root.startswith("/") and "\0" not in root
+                                 and len(root) <= 4096):
+        return None
+    title, model, size = raw.get("title"), raw.get("model"), raw.get("bytes")
+    return {"id": raw["id"], "agent": agent, "native_id": native_id, "started": started, "cwd": cwd,
+            "root": root, "title": catalog.listing_title(one_line(title if isinstance(title, str) else "")),
+            "model": catalog.listing_text(model[:200]) if isinstance(model, str) else None,
+            "bytes": size if type(size) is int and size >= 0 else 0}
+
+
+@functools.lru_cache(maxsize=None)
+def agent_of_prefix(prefix: str) -> str | None:
+    """`agents.named_by_prefix`, asked once per prefix (a manifest lists thousands of ids)."""
+    import agents
+
+    return agents.named_by_prefix(prefix)
+
+
+def _relative_path(path) -> bool:
+    """Whether a recorded path is one inside a work tree: relative, normalized, no `..`."""
+    return (isinstance(path, str) and 0 < len(path) <= 4096 and "\0" not in path and not path.startswith("/")
+            and os.path.normpath(path) == path and ".." not in path.split("/"))
+
+
+# pull ---------------------------------------------------------------------------------------------------
+def run_pull(args, env) -> int:
+    repo = Repository.here(env)
+    remote = chosen_remote(repo, args.remote, "pull")
+    try:
+        repo.git("fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", remote,
+                 f"+{OWN_REFS}*:{PULLED_REFS}*")
+    except GitFailed as exc:
+        raise UserError(f"cannot fetch the shared sessions from {remote}: {exc}") from None
+    warnings: list = []
+    listing, fresh = update(repo, env, warnings)
+    for warning in warnings:
+        print(f"trajectoriz: warning: {warning}", file=sys.stderr)
+    people = len({by for by, _, _ in listing["sessions"]})
+    print(f"Pulled {len(listing['sessions'])} shared session(s) of {people} contributor(s) from "
+          f"{remote} ({fresh} new or changed).", file=sys.stderr)
+    return 0
+
+
+def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
+    """The listing of the pulled refs, made again when they changed: each ref read (a ref whose
+    commit did not change keeps what was read of it), each document not kept yet read and
+    checked; the documents no ref names any more removed. The listing, and how many documents
+    were read now."""
+    where = pulled.folder(env, repo.key())
+    old = pulled.load_listing(where)
+    refs = _pulled_refs(repo, warnings)
+    if refs == old.get("refs"):
+        return old, 0
+    kept_of = {}
+    for by, oid, entry in old.get("sessions", []):
+        kept_of.setdefault(by, []).append((entry, oid))
+    sessions, fresh, seen = [], 0, set()
+    with Objects(repo) as objects:
+        for by, commit in sorted(refs.items()):
+            said: list = []
+            entries = kept_of.get(by, []) if old.get("refs", {}).get(by) == commit else \
+                read_ref(repo, commit, objects, said)
+            for entry, oid in entries:
+                if entry["id"] in seen:
+                    continue
+                read_now, problem = _kept(objects, where, oid)
+                if problem:
+                    said.append(f"{entry['id']}: {problem}")
+                    continue
+                fresh += read_now
+                seen.add(entry["id"])
+                sessions.append([by, oid, entry])
+            warnings += [f"{PULLED_REFS}{by}: {w}" for w in said]
+    listing = {"format": 1, "root": repo.root, "refs": refs, "sessions": sessions}
+    cache.write_private(os.path.join(where, pulled.LISTING), _encode(listing))
+    _remove_unlisted(where, {oid for _, oid, _ in sessions})
+    return listing, fresh
+
+
+def _kept(objects: Objects, where: str, oid: str) -> tuple[bool, str | None]:
+    """Keep a pulled document (as its blob came) when it passes `checked_document`: whether it
+    was read now, and why it is not kept (None: it is)."""
+    path = os.path.join(where, oid + ".zst")
+    if os.path.exists(path):
+        return False, None
+    try:
+        data = objects.read(oid, "blob", pulled.MAX_BLOB)
+        pulled.checked_document(data)
+    except ValueError as exc:
+        return False, f"skipped: {exc}"
+    cache.write_private(path, data)
+    return True, None
+
+
+def _pulled_refs(repo: Repository, warnings: list) -> dict:
+    """contributor -> commit of each pulled ref that names a contributor and is a commit."""
+    out = bounded_output(repo, ["for-each-ref", "--format=%(objectname) %(objecttype) %(refname)",
+                                PULLED_REFS], MAX_REFS * 400) or b""
+    refs = {}
+    for line in out.splitlines():
+        oid, kind, name = (line.split(b" ", 2) + [b"", b""])[:3]
+        by = name[len(PULLED_REFS):].decode("utf-8", "replace")
+        if not CONTRIBUTOR.fullmatch(by) or by == "remote":
+            warnings.append(f"{name.decode('utf-8', 'replace')[:200]!r}: not a contributor's name, skipped")
+        elif kind != b"commit":
+            warnings.append(f"{PULLED_REFS}{by}: a {kind.decode('utf-8', 'replace')[:20]}, not a commit, skipped")
+        elif len(refs) >= MAX_REFS:
+            warnings.append(f"more than {MAX_REFS} contributors: {PULLED_REFS}{by} and later skipped")
+            break
+        else:
+            refs[by] = oid.decode()
+    return refs
+
+
+def _remove_unlisted(where: str, oids: set) -> None:
+    for name in os.listdir(where):
+        if name.endswith(".zst") and name[:-4] not in oids:
+            try:
+                os.unlink(os.path.join(where, name))
+            except OSError:
+                pass
+
+
+def _encode(listing: dict) -> bytes:
+    import marshal
+
+    return marshal.dumps(listing, 4)
+
+

@@ -1,0 +1,370 @@
+"""`trajectoriz push` and `pull` through a real bare repository as the remote, with two or three
+HOMEs as teammates and CI, each with a clone of the project at another path: the pushed
+sessions listed, shown (the same bytes), searched and blamed in the other clones with their
+contributor; incremental pushes; forget; hostile refs; a remote that refuses; no secret in any
+pushed object."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import base_env, needs, run_main
+from test_blame import claude_session
+
+pytestmark = needs("git")
+
+SECRET = "ghp_Xy7Qm2Tw9Rp4Lz8Vc3Nb6Kd1Hs5Jf0Ga2UeR"
+
+
+def git(env, cwd, *args, stdin: bytes | None = None) -> bytes:
+    return subprocess.run(["git", *args], cwd=cwd, env=env, input=stdin, check=True, capture_output=True).stdout
+
+
+def teammate(tmp_path, name: str) -> dict:
+    """A HOME of its own, with a git identity."""
+    env = base_env(tmp_path / name, home=str(tmp_path / name / "home"))
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    git(env, env["HOME"], "config", "--global", "user.name", name.title())
+    git(env, env["HOME"], "config", "--global", "user.email", f"{name}@example.org")
+    git(env, env["HOME"], "config", "--global", "init.defaultBranch", "main")
+    return env
+
+
+def clone(env, remote: str, where: str) -> str:
+    os.makedirs(os.path.dirname(where), exist_ok=True)
+    git(env, os.path.dirname(where), "clone", "-q", remote, where)
+    env["PWD"] = where
+    return where
+
+
+@pytest.fixture
+def team(tmp_path):
+    """A bare remote; Alice's project (a clone at ~/src/proj) with two Claude sessions that wrote
+    src/app.py; Bob's clone at another path, with no session."""
+    remote = str(tmp_path / "remote.git")
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
+    alice = teammate(tmp_path, "alice")
+    seed = str(tmp_path / "seed")
+    git(alice, tmp_path, "init", "-q", seed)
+    os.makedirs(f"{seed}/src")
+    with open(f"{seed}/src/app.py", "w") as handle:
+        handle.write("def f():\n    return 2\n")
+    git(alice, seed, "add", ".")
+    git(alice, seed, "commit", "-qm", "first")
+    git(alice, seed, "push", "-q", remote, "main")
+    a = clone(alice, remote, os.path.join(alice["HOME"], "src", "proj"))
+    claude_session(alice["HOME"], a, "c1", 1, f"create the app {SECRET}", [
+        ("Write", {"file_path": f"{a}/src/app.py", "content": "def f():\n    return 1\n"})])
+    claude_session(alice["HOME"], f"{a}/src", "c2", 2, "make f return 2", [
+        ("Edit", {"file_path": f"{a}/src/app.py", "old_string": "    return 1\n", "new_string": "    return 2\n"})])
+    bob = teammate(tmp_path, "bob")
+    b = clone(bob, remote, str(tmp_path / "bob" / "work" / "elsewhere" / "proj"))
+    return remote, (alice, a), (bob, b)
+
+
+def records(env, cwd, *args) -> list:
+    result = run_main(env, ["list", "--json", *args], cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_pushed_sessions_are_listed_shown_searched_and_blamed_in_another_clone(team):
+    remote, (alice, a), (bob, b) = team
+    pushed = run_main(alice, ["push", "--remote", "origin"], cwd=a)
+    assert pushed.returncode == 0, pushed.stderr
+    assert b"whoever can fetch from it can read them" in pushed.stderr
+    theirs = {r["id"]: r for r in records(alice, a)}
+    assert len(theirs) == 2 and all(r["shared_by"] is None for r in theirs.values())
+
+    assert records(bob, b) == []
+    pulled = run_main(bob, ["pull", "--remote", "origin"], cwd=b)
+    assert pulled.returncode == 0, pulled.stderr
+    mine = {r["id"]: r for r in records(bob, b)}
+    assert mine.keys() == theirs.keys()
+    contributor = git(alice, a, "config", "trajectoriz.contributor").decode().strip()
+    assert {r["shared_by"] for r in mine.values()} == {contributor} and contributor.startswith("alice-")
+    assert {r["cwd"] for r in mine.values()} == {b, f"{b}/src"}
+    for short_id in theirs:
+        assert run_main(bob, ["show", short_id], cwd=b).stdout == run_main(alice, ["show", short_id], cwd=a).stdout
+    assert contributor in run_main(bob, ["list"], cwd=b).stdout.decode()
+
+    found = run_main(bob, ["search", "--content", "make f return", "--local", "--json"], cwd=b)
+    assert found.returncode == 0, found.stderr
+    assert {json.loads(line)["id"] for line in found.stdout.splitlines()} <= theirs.keys()
+    blamed = run_main(bob, ["blame", "src/app.py", "--json"], cwd=b)
+    assert blamed.returncode == 0, blamed.stderr
+    assert [json.loads(line)["id"] for line in blamed.stdout.splitlines()] == \
+        sorted(theirs, key=lambda i: theirs[i]["started"])
+    line = run_main(bob, ["blame", "src/app.py:2"], cwd=b).stdout.decode()  # "    return 2": the Edit wrote it
+    assert f"`{[i for i in theirs if theirs[i]['native_id'] == 'c2'][0]}` step 2 (Edit, shared by {contributor})" in line
+
+
+def pushed_ref(env, cwd) -> str:
+    return "refs/trajectoriz/" + git(env, cwd, "config", "trajectoriz.contributor").decode().strip()
+
+
+def tree_of(remote: str, ref: str) -> dict:
+    """path -> blob id of the ref's tree in the remote."""
+    listed = git(None, remote, "ls-tree", "-r", ref).decode().splitlines()
+    return {line.split("\t")[1]: line.split()[2] for line in listed}
+
+
+def test_a_push_with_nothing_new_writes_and_sends_nothing_and_a_grown_session_sends_its_own_blob(team):
+    remote, (alice, a), _ = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    ref = pushed_ref(alice, a)
+    first = git(None, remote, "rev-parse", ref)
+    before = tree_of(remote, ref)
+    again = run_main(alice, ["push"], cwd=a)
+    assert again.returncode == 0 and b"Nothing new to push" in again.stderr, again.stderr
+    assert b"whoever can fetch" not in again.stderr  # said at the first push only
+    assert git(None, remote, "rev-parse", ref) == first
+
+    claude_session(alice["HOME"], f"{a}/src", "c2", 2, "make f return 2", [
+        ("Edit", {"file_path": f"{a}/src/app.py", "old_string": "    return 1\n", "new_string": "    return 2\n"}),
+        ("Read", {"file_path": f"{a}/src/app.py"})])
+    grown = run_main(alice, ["push"], cwd=a)
+    assert grown.returncode == 0 and b"(1 rendered, 2 new object(s))" in grown.stderr, grown.stderr
+    after = tree_of(remote, ref)
+    assert after.keys() == before.keys()
+    assert sorted(path for path in after if after[path] != before[path])[0] == "manifest.json"
+    assert sum(after[path] != before[path] for path in after) == 2
+    assert git(None, remote, "rev-list", "--count", ref).strip() == b"1"  # rewritten, never appended
+
+
+def test_dry_run_lists_sessions_sizes_and_redactions_and_writes_nothing(team):
+    remote, (alice, a), _ = team
+    result = run_main(alice, ["push", "--dry-run"], cwd=a)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    assert "Would push 2 session(s)" in text and "dry run: nothing written" in text
+    redactions = {line.split("|")[6].strip()[:14]: line.split("|")[4].strip() for line in text.splitlines()[4:]}
+    assert redactions == {"make f return ": "0", "create the app": "1 (github 1)"}  # the planted token
+    assert git(alice, a, "for-each-ref", "refs/trajectoriz/") == b""
+    assert git(None, remote, "for-each-ref").count(b"refs/trajectoriz/") == 0
+    no_remote = run_main(alice, ["push"], cwd=a)
+    assert no_remote.returncode == 2 and b"--remote NAME" in no_remote.stderr
+
+
+def test_forget_takes_a_pushed_session_out_of_the_ref_and_out_of_every_pull(team, tmp_path):
+    remote, (alice, a), (bob, b) = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    assert run_main(bob, ["pull", "--remote", "origin"], cwd=b).returncode == 0
+    ids = sorted(r["id"] for r in records(alice, a))
+    forgotten = run_main(alice, ["forget", ids[0]], cwd=a)
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert run_main(alice, ["push"], cwd=a).returncode == 0
+    ref = pushed_ref(alice, a)
+    assert f"sessions/{ids[0]}.atif.json.zst" not in tree_of(remote, ref)
+    assert ids[0] not in git(None, remote, "cat-file", "-p", f"{ref}:manifest.json").decode()
+    assert run_main(bob, ["pull"], cwd=b).returncode == 0
+    assert [r["id"] for r in records(bob, b)] == ids[1:]
+    ci = teammate(tmp_path, "ci")
+    c = clone(ci, remote, str(tmp_path / "ci" / "build"))
+    assert run_main(ci, ["pull", "--remote", "origin"], cwd=c).returncode == 0
+    assert [r["id"] for r in records(ci, c)] == ids[1:]
+    claude_session(alice["HOME"], a, "c3", 3, "one more", [])  # a later push keeps it out too
+    assert run_main(alice, ["push"], cwd=a).returncode == 0
+    assert ids[0] not in git(None, remote, "cat-file", "-p", f"{ref}:manifest.json").decode()
+    assert run_main(bob, ["forget", ids[1]], cwd=b).returncode == 0  # a teammate's: hidden here
+    assert run_main(bob, ["pull"], cwd=b).returncode == 0
+    assert ids[1] not in [r["id"] for r in records(bob, b)] and len(records(bob, b)) == 1
+
+
+def test_ci_pulls_before_the_agent_runs_and_pushes_after_with_a_bare_home(team, tmp_path):
+    """A container-like HOME: PATH and HOME only, no git identity, no trajectoriz state."""
+    remote, (alice, a), (bob, b) = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    home = str(tmp_path / "container" / "root")
+    os.makedirs(home)
+    ci = {"PATH": os.environ["PATH"], "HOME": home, "GIT_CONFIG_NOSYSTEM": "1"}
+    c = str(tmp_path / "container" / "builds" / "proj")
+    git(ci, tmp_path, "clone", "-q", remote, c)
+    ci["PWD"] = c
+    pulled = run_main(ci, ["pull", "--remote", "origin"], cwd=c)
+    assert pulled.returncode == 0, pulled.stderr
+    assert len(records(ci, c)) == 2
+    exported = run_main(ci, ["export", "--out", f"{c}/memory"], cwd=c)
+    assert exported.returncode == 0, exported.stderr
+    index = open(f"{c}/memory/INDEX.md").read()
+    assert "Shared by" in index and git(alice, a, "config", "trajectoriz.contributor").decode().strip() in index
+    claude_session(home, c, "ci1", 9, "the nightly run", [])
+    ci["TRAJECTORIZ_CONTRIBUTOR"] = "ci"
+    pushed = run_main(ci, ["push"], cwd=c)
+    assert pushed.returncode == 0, pushed.stderr
+    assert tree_of(remote, "refs/trajectoriz/ci").keys() == {"manifest.json", f"sessions/{records(ci, c)[0]['id']}.atif.json.zst"}
+    assert run_main(bob, ["pull", "--remote", "origin"], cwd=b).returncode == 0
+    assert {r["shared_by"] for r in records(bob, b)} == {"ci", git(alice, a, "config", "trajectoriz.contributor").decode().strip()}
+
+    home = str(tmp_path / "next-container" / "root")  # the next run: a fresh container again
+    os.makedirs(home)
+    nightly = {**ci, "HOME": home, "PWD": str(tmp_path / "next-container" / "proj")}
+    git(nightly, tmp_path, "clone", "-q", remote, nightly["PWD"])
+    assert run_main(nightly, ["pull", "--remote", "origin"], cwd=nightly["PWD"]).returncode == 0
+    claude_session(home, nightly["PWD"], "ci2", 10, "the next nightly run", [])
+    assert run_main(nightly, ["push", "--remote", "origin"], cwd=nightly["PWD"]).returncode == 0
+    carried = json.loads(git(None, remote, "cat-file", "-p", "refs/trajectoriz/ci:manifest.json"))["sessions"]
+    assert sorted(s["title"] for s in carried) == ["the next nightly run", "the nightly run"]
+
+
+def test_no_planted_secret_is_in_any_pushed_object(team):
+    from test_redteam import PAYLOAD, leaks
+
+    remote, (alice, a), _ = team
+    claude_session(alice["HOME"], a, "c9", 9, f"deploy it\n{PAYLOAD}", [
+        ("Write", {"file_path": f"{a}/.env", "content": PAYLOAD}), ("Bash", {"command": f"echo '{PAYLOAD}'"})])
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    import zstandard
+
+    listed = git(None, remote, "cat-file", "--batch-all-objects", "--batch-check").decode().split("\n")
+    blobs = [line.split()[0] for line in listed if line.endswith(tuple("0123456789")) and " blob " in line]
+    found, documents = [], 0
+    for oid in blobs:
+        data = git(None, remote, "cat-file", "blob", oid)
+        if data.startswith(b"\x28\xb5\x2f\xfd"):
+            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=1 << 28)
+            documents += b"PLANTED-BY-THE-RED-TEAM" in data
+        found += leaks(data)
+    assert documents == 1 and found == []
+
+
+def test_errors_are_one_line(team, tmp_path):
+    remote, (alice, a), _ = team
+    nowhere = str(tmp_path / "not-a-repository")
+    os.makedirs(nowhere)
+    for args, cwd, said in [(["push", "--remote", "origin"], nowhere, b"not in a git work tree"),
+                            (["pull"], a, b"no remote named yet"),
+                            (["pull", "--remote", "upstream"], a, b"no remote 'upstream'")]:
+        result = run_main(alice, args, cwd=cwd)
+        assert result.returncode == 2 and said in result.stderr and result.stderr.count(b"\n") == 1, result.stderr
+    no_git = {**alice, "PATH": str(tmp_path / "empty")}
+    result = run_main(no_git, ["pull", "--remote", "origin"], cwd=a)
+    assert result.returncode == 2 and b"git is not installed" in result.stderr
+
+
+def test_a_remote_that_refuses_says_so_in_one_line(team):
+    remote, (alice, a), _ = team
+    hook = os.path.join(remote, "hooks", "pre-receive")
+    with open(hook, "w") as handle:
+        handle.write("#!/bin/sh\necho 'pushes are closed' >&2\nexit 1\n")
+    os.chmod(hook, 0o755)
+    result = run_main(alice, ["push", "--remote", "origin"], cwd=a)
+    warning, error = result.stderr.decode().splitlines()  # the first push's warning, then the error
+    assert "whoever can fetch" in warning and "Traceback" not in error
+    assert result.returncode == 2 and "refused" in error and "pushes are closed" in error, error
+    assert git(None, remote, "for-each-ref").count(b"refs/trajectoriz/") == 0
+
+
+def hostile_commit(env, cwd, manifest, blobs: dict) -> str:
+    """A commit in the repository at `cwd` whose tree holds `manifest` (JSON, or bytes as they are)
+    and sessions/NAME -> bytes."""
+    def blob(data: bytes) -> str:
+        return git(env, cwd, "hash-object", "-w", "--stdin", stdin=data).decode().strip()
+    data = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
+    sessions = "".join(f"100644 blob {blob(content)}\t{name}\n" for name, content in blobs.items())
+    inner = git(env, cwd, "mktree", stdin=sessions.encode()).decode().strip()
+    top = git(env, cwd, "mktree", stdin=f"100644 blob {blob(data)}\tmanifest.json\n040000 tree {inner}\tsessions\n"
+              .encode()).decode().strip()
+    return git(env, cwd, "commit-tree", top, "-m", "not trajectoriz").decode().strip()
+
+
+def test_hostile_refs_are_skipped_with_a_warning_and_take_no_command_down(team, monkeypatch):
+    import zstandard
+
+    from discovery import pulled
+
+    monkeypatch.setattr(pulled, "MAX_DOCUMENT", 1 << 20)
+    remote, (alice, a), (bob, b) = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    good = json.loads(git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:manifest.json"))["sessions"][0]
+    document = git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:sessions/{good['id']}.atif.json.zst")
+    pack = zstandard.ZstdCompressor().compress
+
+    def entry(short_id, **changed):
+        return {**good, "id": short_id, "native_id": short_id, **changed}
+    hostile = {
+        "cl-00000001": document,                                            # another's valid document: kept
+        "cl-00000002": pack(b"\0" * (3 << 20)),                             # a bomb: 3 MB of zeros
+        "cl-00000003": b"not zstd at all",
+        "cl-00000004": pack(b"[" * 100000 + b"]" * 100000),                 # nested past any parser
+        "cl-00000005": pack(b'{"schema_version": 1}'),                       # JSON, no document
+        "cl-00000006": document, "cl-00000007": document, "xx-00000008": document, good["id"]: document}
+    entries = [entry("cl-00000001", title="\x1b[31mred\x1b[0m kept"),
+               *(entry(f"cl-0000000{n}") for n in range(2, 6)),
+               entry("cl-00000006", cwd="../../etc"), entry("cl-00000007", agent="codex"),
+               entry("xx-00000008", agent="nobody"), entry("cl-00000009"),  # no blob for it
+               "not an entry", entry(good["id"], title="a second copy of alice's"),
+               entry("cl-0000000a", native_id=["a", "list"]), entry("cl-0000000b", agent={"a": "dict"})]
+    mallory = hostile_commit(alice, a, {"format": "trajectoriz-shared-1", "sessions": entries},
+                             {f"{name}.atif.json.zst": data for name, data in hostile.items()})
+    junk = hostile_commit(alice, a, b"\xff\xfe not json", {})
+    blob = git(alice, a, "hash-object", "-w", "--stdin", stdin=b"a blob, not a commit").decode().strip()
+    git(alice, a, "push", "-q", "origin", f"{mallory}:refs/trajectoriz/mallory", f"{junk}:refs/trajectoriz/junk",
+        f"{blob}:refs/trajectoriz/blobby", f"{mallory}:refs/trajectoriz/Upper", f"{mallory}:refs/trajectoriz/a/b")
+
+    pulled = run_main(bob, ["pull", "--remote", "origin"], cwd=b)
+    assert pulled.returncode == 0, pulled.stderr
+    said = pulled.stderr.decode()
+    assert "Traceback" not in said
+    for warned in ["refs/trajectoriz/remote/blobby: a blob, not a commit", "refs/trajectoriz/remote/Upper",
+                   "refs/trajectoriz/remote/a/b", "refs/trajectoriz/remote/junk: its manifest.json",
+                   "mallory: cl-00000002: skipped: more than", "mallory: cl-00000003: skipped: not zstd",
+                   "mallory: cl-00000004: skipped: JSON nested too deeply",
+                   "mallory: cl-00000005: skipped: not an ATIF document", "mallory: 7 of its 13 entries"]:
+        assert warned in said, (warned, said)
+    listed = {r["id"]: r for r in records(bob, b)}
+    assert sorted(listed) == sorted([r["id"] for r in records(alice, a)] + ["cl-00000001"])
+    assert listed["cl-00000001"]["shared_by"] == "mallory"
+    assert b"red" in run_main(bob, ["list"], cwd=b).stdout and b"\x1b" not in run_main(bob, ["list"], cwd=b).stdout
+    assert listed[good["id"]]["shared_by"] != "mallory"  # the first ref (by name) that has an id keeps it
+    for command in (["show", "cl-00000001"], ["list"], ["search", "--content", "return", "--local"],
+                    ["blame", "src/app.py"], ["stats", "--local"]):
+        result = run_main(bob, command, cwd=b)
+        assert result.returncode in (0, 1) and b"Traceback" not in result.stderr, (command, result.stderr)
+    stored = os.path.join(bob["XDG_CACHE_HOME"], "trajectoriz", "shared")
+    for folder, _, files in os.walk(stored):
+        assert os.stat(folder).st_mode & 0o077 == 0
+        assert all(os.stat(os.path.join(folder, f)).st_mode & 0o077 == 0 for f in files)
+    assert not os.path.exists(os.path.join(bob["HOME"], "etc"))
+
+    git(alice, a, "push", "-q", "-f", "origin", f"{mallory}:{pushed_ref(alice, a)}")  # Alice's own ref, overwritten
+    assert run_main(alice, ["pull"], cwd=a).returncode == 0
+    again = run_main(alice, ["push"], cwd=a)
+    assert again.returncode == 0 and b"Traceback" not in again.stderr, again.stderr
+    carried = json.loads(git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:manifest.json"))["sessions"]
+    assert sorted(s["id"] for s in carried) == sorted([r["id"] for r in records(alice, a) if not r["shared_by"]]
+                                                      + ["cl-00000001"])
+
+
+def test_a_teammates_sessions_are_in_the_mount_of_another_clone(team):
+    from test_memory import FUSE_PROBLEM, client, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    remote, (alice, a), (bob, b) = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    assert run_main(bob, ["pull", "--remote", "origin"], cwd=b).returncode == 0
+    point, _ = mount(bob, b)
+    try:
+        names = sorted(os.listdir(point))
+        theirs = records(bob, b)
+        assert names == sorted(["README.md", "INDEX.md", *(r["file"] for r in theirs)])
+        for r in theirs:
+            assert client("cat", os.path.join(point, r["file"])).stdout.encode() == \
+                run_main(alice, ["show", r["id"]], cwd=a).stdout
+        assert "Shared by" in client("cat", os.path.join(point, "INDEX.md")).stdout
+    finally:
+        take_down(point)
+
+
+def test_a_project_without_sessions_pushes_an_empty_ref_once(team):
+    remote, _, (bob, b) = team
+    first = run_main(bob, ["push", "--remote", "origin"], cwd=b)
+    assert first.returncode == 0 and b"Pushed 0 session(s)" in first.stderr, first.stderr
+    assert tree_of(remote, pushed_ref(bob, b)).keys() == {"manifest.json"}
+    again = run_main(bob, ["push"], cwd=b)
+    assert again.returncode == 0 and b"Nothing new to push" in again.stderr, again.stderr
