@@ -74,6 +74,8 @@ def records(env, cwd, *args) -> list:
 
 def test_pushed_sessions_are_listed_shown_searched_and_blamed_in_another_clone(team):
     remote, (alice, a), (bob, b) = team
+    nothing = run_main(bob, ["pull", "--remote", "origin"], cwd=b)  # no one pushed yet
+    assert nothing.returncode == 0 and b"Pulled 0 shared session(s)" in nothing.stderr, nothing.stderr
     pushed = run_main(alice, ["push", "--remote", "origin"], cwd=a)
     assert pushed.returncode == 0, pushed.stderr
     assert b"whoever can fetch from it can read them" in pushed.stderr
