@@ -96,7 +96,7 @@ class Setup:
         shutil.rmtree(os.path.dirname(self.clone), ignore_errors=True)
         shutil.rmtree(self.bob["XDG_CACHE_HOME"], ignore_errors=True)
         os.makedirs(os.path.dirname(self.clone))
-        git(os.path.dirname(self.clone), "clone", "-q", self.remote, self.clone, env=self.bob)
+        git(os.path.dirname(self.clone), "clone", "-q", "--no-local", self.remote, self.clone, env=self.bob)
 
 
 def pack_bytes(repository: str) -> int:

@@ -31,8 +31,9 @@ def document(session: Session, env, redact: bool = True, stamp: list | None = No
     return (doc if doc is not None else loads(data)), data
 
 
-def render(session: Session, env, redact: bool = True) -> bytes:
-    return _cached_or_rendered(session, env, redact)[0]
+def render(session: Session, env, redact: bool = True, stamp: list | None = None) -> bytes:
+    """The document's bytes (`document` without parsing them); `stamp` as there."""
+    return _cached_or_rendered(session, env, redact, stamp)[0]
 
 
 def _cached_or_rendered(session: Session, env, redact: bool,
