@@ -12,7 +12,9 @@ every push (a forgotten session is gone from it); git sends only the objects the
 Each contributor has a ref of their own, so two people never race on one. A session whose
 document did not change keeps its blob (the push state remembers the blob of each rendering),
 and the tree of a push is computed here before anything is written: when it is the tree the ref
-already has, and that commit was pushed, nothing is written and nothing sent.
+already has, and that commit was pushed (the state says so, and the last pull saw it on the
+remote: a ref deleted there is pushed again after the next pull), nothing is written and nothing
+sent.
 
 What is pulled: `git fetch --prune <remote> +refs/trajectoriz/*:refs/trajectoriz/remote/*`; each
 ref's manifest and documents are read through `git cat-file`, every one untrusted (a ref that
@@ -297,8 +299,6 @@ def pack(item: tuple, env, count: bool) -> tuple:
     """(compressed document, its size, redactions) of one session, rendered as export writes
     it (a pool worker's job); `item`: the session and its `documents.stamps`. Its redactions are
     counted (None otherwise) only when asked: a document from the cache is then parsed."""
-    import zstandard
-
     from rendering import documents
 
     session, (_, valid) = item
@@ -307,7 +307,15 @@ def pack(item: tuple, env, count: bool) -> tuple:
         redactions = dict((doc.get("extra") or {}).get("redactions") or {})
     else:
         data, redactions = documents.render(session, env, True, valid), None
-    return zstandard.ZstdCompressor(level=LEVEL).compress(data), len(data), redactions
+    return _compressor().compress(data), len(data), redactions
+
+
+@functools.lru_cache(maxsize=None)
+def _compressor():
+    """One compressor per process (making one costs more than compressing a small document)."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=LEVEL)
 
 
 def manifest_entry(session, root: str, size: int) -> dict:
@@ -354,14 +362,15 @@ def run_push(args, env) -> int:
         return 0
     ref = OWN_REFS + me
     _, manifest, tree = trees(me, packed)
-    commit, kept_tree = repo.tips().get(ref, (None, None))
+    tips = repo.tips()
+    commit, kept_tree = tips.get(ref, (None, None))
     written = 0
     if kept_tree != tree:
         written = _write(repo, ref, me, packed, manifest)
         commit = repo.tips()[ref][0]
     url = url_of(repo, remote)
     first = url not in mine["pushed"]
-    if mine["pushed"].get(url) == commit:
+    if mine["pushed"].get(url) == commit and tips.get(PULLED_REFS + me, (None,))[0] == commit:
         print(f"Nothing new to push: {len(packed)} session(s) are on {ref} at {remote}.", file=sys.stderr)
         _save_state(env, state, repo, mine, packed)
         return 0
@@ -373,6 +382,7 @@ def run_push(args, env) -> int:
         repo.git("push", "--quiet", remote, f"+{ref}:{ref}")
     except GitFailed as exc:
         raise UserError(f"the remote {remote} refused the push of {ref}: {exc}") from None
+    repo.git("update-ref", PULLED_REFS + me, commit)  # the remote has it now: as a pull would see it
     mine["pushed"][url] = commit
     _save_state(env, state, repo, mine, packed)
     print(f"Pushed {len(packed)} session(s) to {remote} as {ref} ({rendered} rendered, "

@@ -370,3 +370,14 @@ def test_a_project_without_sessions_pushes_an_empty_ref_once(team):
     assert tree_of(remote, pushed_ref(bob, b)).keys() == {"manifest.json"}
     again = run_main(bob, ["push"], cwd=b)
     assert again.returncode == 0 and b"Nothing new to push" in again.stderr, again.stderr
+
+
+def test_a_ref_the_remote_lost_is_pushed_again_after_a_pull(team):
+    remote, (alice, a), _ = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    ref = pushed_ref(alice, a)
+    git(None, remote, "update-ref", "-d", ref)  # someone deleted it there
+    assert run_main(alice, ["pull"], cwd=a).returncode == 0
+    again = run_main(alice, ["push"], cwd=a)
+    assert again.returncode == 0 and b"Pushed 2 session(s)" in again.stderr, again.stderr
+    assert len(tree_of(remote, ref)) == 3
