@@ -21,8 +21,8 @@ ref's manifest and documents are read through `git cat-file`, every one untruste
 is not a commit, a tree not ours, a name that is not a contributor's, a manifest or document too
 big, not zstd, not JSON, not a document: skipped with a warning, each read bounded); the
 documents that pass are kept, compressed as they came, in trajectoriz's cache
-(`shared/<repository>/`, 0700/0600), with a listing that discovery reads (discovery/pulled.py): the
-pulled sessions of the repository around a project are listed with the project's own, the
+(`shared/<repository>/`, 0700/0600), with a listing that discovery reads (`discovery.pulled`):
+the pulled sessions of the repository around a project are listed with the project's own, the
 contributor beside them, their working directory the same place in this clone as in the
 pusher's.
 """
