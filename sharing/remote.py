@@ -54,6 +54,7 @@ MAX_REFS = 1000                    # contributors read from one pull
 MAX_LISTED = 16 * 1024 * 1024      # bytes of `git ls-tree` output read for one ref
 MAX_MANIFEST = 64 * 1024 * 1024    # bytes of one manifest
 GIT_SECONDS = 600                  # a git command that reads objects (not the network) is killed after
+WARNINGS_SHOWN = 10                # of one ref's: the rest are counted
 
 CONTRIBUTOR = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 SHORT_ID = re.compile(r"[a-z]{2}-[0-9a-f]{8,64}")
@@ -691,7 +692,8 @@ def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
                 fresh += read_now
                 seen.add(entry["id"])
                 sessions.append([by, oid, entry])
-            warnings += [f"{PULLED_REFS}{by}: {w}" for w in said]
+            more = [f"... and {len(said) - WARNINGS_SHOWN} more"] if len(said) > WARNINGS_SHOWN else []
+            warnings += [f"{PULLED_REFS}{by}: {w}" for w in said[:WARNINGS_SHOWN] + more]
     listing = {"format": 1, "root": repo.root, "refs": refs, "sessions": sessions}
     cache.write_private(os.path.join(where, pulled.LISTING), _encode(listing))
     _remove_unlisted(where, {oid for _, oid, _ in sessions})
