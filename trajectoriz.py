@@ -84,11 +84,12 @@ def _show_parser(commands) -> None:
 
 def _search_parser(commands) -> None:
     search = commands.add_parser(
-        "search", help="find sessions by their first message, id or agent (or --content)",
+        "search", help="find sessions by their title, requests, id or agent (or --content)",
         description="Find sessions, newest first, in every project unless --local or --dir. By "
-                    "default QUERY is matched against first messages, ids and agent names, which "
-                    "needs no session to be read (fast). --content matches inside every step "
-                    "instead. The ID column is what show and the memory mount's file names use.",
+                    "default QUERY is matched against titles, first messages, every request the "
+                    "user typed (of sessions rendered once), ids and agent names, which needs no "
+                    "session to be read (fast). --content matches inside every step instead. The "
+                    "ID column is what show and the memory mount's file names use.",
         epilog=EPILOGS["search"])
     search.add_argument("query", metavar="QUERY",
                         help="words that must all occur, case-insensitive (any order, within one "

@@ -53,13 +53,13 @@ def run_list(args, env) -> int:
     if args.json:
         from core.jsonlib import orjson
 
-        write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
+        write(b"".join(orjson.dumps({**listing_record(s, f), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))
         return 0
-    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "First message"]
+    headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []), "Title"]
     where = project_column(env)
     body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
-                            *([where(s)] if project is None else []), cell(s.title, 80)]
+                            *([where(s)] if project is None else []), cell(catalog.title(s, f), 80)]
                            for s, f in rows])
     write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
     if not rows:
@@ -130,17 +130,19 @@ def known_facts(found: catalog.Catalog, sessions: list, env, translate: bool) ->
         facts.save()
 
 
-def listing_record(session) -> dict:
-    """A session as `list --json` and `search --json` print it. First message and model were
-    made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
-    printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
-    archive, its native record being gone."""
+def listing_record(session, facts: dict | None = None) -> dict:
+    """A session as `list --json` and `search --json` print it. Title, first message and model
+    were made listing text by discovery (`catalog.untrusted`; the title is its document's when
+    its `facts` are known); ids and paths are the store's, made printable (a file name that is
+    not UTF-8) and redacted too. `archived`: listed from the archive, its native record being
+    gone."""
     from discovery import archive
 
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
-              "model": session.model, "first_message": session.title,
+              "model": session.model, "title": catalog.title(session, facts),
+              "first_message": catalog.first_message(session),
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
               "archived": archive.marked(session)}
     return record

@@ -1,7 +1,8 @@
 """`trajectoriz search`: find a session, then read it (`show`, or the mount).
 
-The default mode matches what discovery already knows (first message, ids, agent) and so costs
-no more than the cached catalog. `--content` matches inside every step of the documents the
+The default mode matches what discovery already knows (title, first message, ids, agent) and
+every request the user typed in a session rendered before (its document's facts: nothing is
+parsed), and so costs little more than the cached catalog. `--content` matches inside every step of the documents the
 mount serves (messages, reasoning, tool calls and their outputs, sub-agents included), on every
 core, printing hits as they come.
 
@@ -252,23 +253,35 @@ def run_search(args, env) -> int:
     args.every_project = project is None  # the tables then say where each session ran
     if args.content:
         return content_search(args, env, query, sessions)
-    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{catalog.shown_id(s)}\n{s.agent}")]
+    from rendering import documents
+
+    facts = documents.Facts(env)
+    found = [(s, f) for s in sessions for f in (facts.latest(s),) if query.matches(listed_text(s, f))]
     shown = page(found, args.offset, args.limit)
     if args.json:
         from core.jsonlib import orjson
 
-        records = [basics.listing_record(s) for s in shown]
+        records = [basics.listing_record(s, f) for s, f in shown]
         write(b"".join(orjson.dumps(record) + b"\n" for record in records))
         more_note(len(found), args, sys.stderr)
     else:
         heading = f"## Search: {code(query.text)} — {len(found)} result(s)\n"
-        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), *where_ran(s, args, env), cell(s.title, 80)]
-                for s in shown]
-        headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "First message"]
+        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), *where_ran(s, args, env),
+                 cell(catalog.title(s, f), 80)] for s, f in shown]
+        headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Title"]
         body = "\n" + table(headers, rows) + "\n" if found else ""
         write(heading + body)
         more_note(len(found), args, sys.stdout)
     return 0 if found else 1
+
+
+def listed_text(session, facts: dict | None) -> str:
+    """What the default search matches of a session: its title, its first message, every
+    request its user typed (from its document's facts, when it was rendered once: nothing is
+    parsed for it), its ids and its agent."""
+    requests = facts.get("requests") or "" if facts else ""
+    return (f"{catalog.title(session, facts)}\n{catalog.first_message(session)}\n{session.title}\n{requests}\n"
+            f"{session.short_id}\n{catalog.shown_id(session)}\n{session.agent}")
 
 
 def page(items: list, offset: int, limit: int) -> list:

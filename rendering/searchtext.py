@@ -16,7 +16,7 @@ from __future__ import annotations
 import marshal
 
 SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
-SEARCH_TEXT_MAGIC = b"tzst2"
+SEARCH_TEXT_MAGIC = b"tzst3"  # tzst2: facts without a title, outcome, commits (issue 30)
 STEP_END = b"\xff"  # never in UTF-8: no word is found across two steps' texts
 
 

@@ -47,7 +47,7 @@ def test_list_table_shape(store):
     result = cli("list", "--all", "--steps", env=env)
     lines = result.stdout.decode().splitlines()
     assert lines[0] == "## Sessions of every project — 3 session(s)"
-    assert lines[2] == "| ID | Agent | Date | Steps | Project | First message |"
+    assert lines[2] == "| ID | Agent | Date | Steps | Project | Title |"
     row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| \S*proj-claude(-other)? \| SCENARIO claude-\d\w? in .*\|$")
     assert all(row.match(line) for line in lines[4:]), lines[4:]
 

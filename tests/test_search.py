@@ -163,12 +163,12 @@ def test_markdown_shape_escapes_pipes_and_cuts_long_text(store):
     assert lines == [
         "## Search: `tokens per trajectory` — 1 result(s)",
         "",
-        "| ID | Agent | Date | Project | First message |",
+        "| ID | Agent | Date | Project | Title |",
         "|---|---|---|---|---|",
         f"| `{record['id']}` | claude | 2026-11-29 | {project_cell(record['cwd'])} | {cut} |",
     ]
     local = run(store, "search", "--dir", record["cwd"], "tokens per trajectory").stdout.decode()
-    assert "| ID | Agent | Date | First message |" in local  # one project: no Project column
+    assert "| ID | Agent | Date | Title |" in local  # one project: no Project column
 
 
 def test_no_result_prints_the_header_and_exits_1(store):
@@ -182,7 +182,7 @@ def test_json_records(store):
     (record,) = found(store, "claude-3")
     listed = {r["id"]: r for r in sessions(store)}[record["id"]]
     assert set(record) == {"id", "agent", "date", "started", "native_id", "cwd", "model",
-                           "first_message", "file", "source", "archived"}
+                           "title", "first_message", "file", "source", "archived"}
     assert record == {k: listed[k] for k in record}
 
 
