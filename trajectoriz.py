@@ -67,7 +67,8 @@ def _show_parser(commands) -> None:
                            "message, reasoning, tool calls with arguments, and results (long ones cut, "
                            "their full length stated)")
     part = show.add_mutually_exclusive_group()
-    part.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
+    part.add_argument("--step", type=int, metavar="N", help="print only step N, as one JSON object: the step numbered N by "
+                                                                   "search --content and the cards, jq's .steps[N-1]")
     part.add_argument("--steps", metavar="A-B",
                       help="print only steps A to B (A-B, A- for A to the end, or A): read a long "
                            "session a slice at a time; the transcript ends with the command for the "

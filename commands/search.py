@@ -28,7 +28,7 @@ from core.errors import UserError
 from core.output import cell, table
 from core.timespec import when
 from discovery import catalog
-from rendering import searchtext
+from rendering import cards, searchtext
 from rendering.transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
@@ -357,11 +357,11 @@ def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:
     step, path, label, text = hit
     if args.json:
         record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-                  "step": step, "subagent": path or None, "field": label, "snippet": text,
-                  "file": catalog.file_name(session)}
+                  "step": step, "subagent": path or None, "jq": cards.jq_path(step, path), "field": label,
+                  "snippet": text, "file": catalog.file_name(session)}
         write(orjson.dumps(record) + b"\n")
         return
-    where = f"{step} (sub-agent {path})" if path else str(step)
+    where = f"{step} (sub-agent {path}: `{cards.jq_path(step, path)}`)" if path else f"{step} (`{cards.jq_path(step)}`)"
     row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), *where_ran(session, args, env),
            where, cell(text, 240)]
     headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Step", "Snippet"]

@@ -22,7 +22,6 @@ import os
 
 from agents import titles
 from core import compiledre
-from rendering import toolkinds
 
 CARD_SUFFIX = ".card.md"
 CARD_LIMIT = 8 * 1024
@@ -233,6 +232,8 @@ def _added(command: str) -> list[str]:
 def _files(trajectories: list, cwd) -> list[dict]:
     """The files written or edited, each once, with the steps that did, relative to the
     working directory when inside it."""
+    from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
+
     steps: dict = {}
     for path, trajectory in trajectories:
         for write in toolkinds.writes(trajectory):

@@ -232,12 +232,23 @@ def test_a_tool_output_is_found_by_content_only(store):
     outputs = {h["id"] for h in hits if h["field"] == "output"}
     assert len(outputs) >= 3
     for hit in hits:
-        assert set(hit) == {"id", "agent", "date", "step", "subagent", "field", "snippet", "file"}
+        assert set(hit) == {"id", "agent", "date", "step", "subagent", "jq", "field", "snippet", "file"}
         assert "readme.md" in hit["snippet"].lower() and hit["snippet"].startswith(hit["field"] + ": ")
+    for hit in hits[:8]:  # the jq path printed is the step numbered: one numbering everywhere
+        doc = json.loads(run_main(env, ["show", hit["id"]]).stdout)
+        assert at_jq_path(doc, hit["jq"])["step_id"] == hit["step"]
     for hit in [h for h in hits if h["field"] == "output" and not h["subagent"]][:5]:
         step = json.loads(run_main(env, ["show", hit["id"], "--step", str(hit["step"])]).stdout)
         outputs = [r.get("content") for r in step.get("observation", {}).get("results", [])]
         assert any("README.md" in json.dumps(o) for o in outputs)
+
+
+def at_jq_path(doc: dict, path: str):
+    """What a jq path of the form `.a[0].b[1]` names in a document."""
+    found = doc
+    for name, index in re.findall(r"\.(\w+)\[(\d+)\]", path):
+        found = found[name][int(index)]
+    return found
 
 
 def test_content_matches_per_step_with_snippets_and_sub_agents(store):
@@ -249,7 +260,8 @@ def test_content_matches_per_step_with_snippets_and_sub_agents(store):
     assert lines[:4] == [f"## Search: `survey src/web` — content of {sessions_count} session(s)", "",
                          "| ID | Agent | Date | Project | Step | Snippet |", "|---|---|---|---|---|---|"]
     rows = [line for line in lines if line.startswith("| `")]
-    assert [row.split(" | ")[4] for row in rows] == ["5", "1 (sub-agent 1)"]
+    assert [row.split(" | ")[4] for row in rows] == [
+        "5 (`.steps[4]`)", "1 (sub-agent 1: `.subagent_trajectories[0].steps[0]`)"]
     # the snippet: where it matched, then up to 50 characters before and 80 after the first word
     assert rows[0].endswith("| call: Agent description: Survey the web module subagent_type: "
                             "general-purpose prompt: Survey src/web and report… |")
