@@ -203,7 +203,8 @@ def run_export(args, env) -> int:
     removed = _remove_files(out, earlier - written) if args.delete else 0
     kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
     cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
-    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
+    documents_kept = sorted(n for n in kept if n.endswith(".atif.json"))
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, documents_kept, mounted=False))
     cache.write_private(os.path.join(out, memoryindex.INDEX), memoryindex.index(project, sessions, facts, env))
     note = f", removed {removed} an earlier export wrote" if removed else ""
     print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
@@ -221,9 +222,9 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
     progress = parallel.Progress(len(sessions), "exporting")
     written = set()
     try:
-        for session, (name, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
+        for session, (names, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
             facts.put(session, totals)
-            written.add(name)
+            written.update(names)
             progress.step()
     finally:
         progress.clear()
@@ -231,24 +232,28 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
     return written, facts
 
 
-def export_one(session, out: str, env, redact: bool) -> tuple[str, dict]:
-    """(file name, document facts) of one session written into `out` (a pool worker's job). The
-    stamp is taken before translating, so a session that changes meanwhile is re-done next time."""
-    from rendering import documents
+def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
+    """(names of the files written, document facts) of one session written into `out` (a pool
+    worker's job): its document and its card, the bytes the mount serves. The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    from rendering import cards, documents
 
     name = catalog.file_name(session)
     stamp = documents.cache_stamp(session, env, redact)
     doc, data = documents.document(session, env, redact)
+    card = cards.card_name(name)
     cache.write_private(os.path.join(out, name), data)
-    return name, documents.totals(doc, data, stamp)
+    cache.write_private(os.path.join(out, card), cards.render(doc))
+    return (name, card), documents.totals(doc, data, stamp)
 
 
 def _exported(names) -> set:
-    """The session files an earlier export wrote into a folder, as its entry in EXPORTS_FILE
-    says (bare names only: nothing outside the folder is ever named)."""
+    """The session files and cards an earlier export wrote into a folder, as its entry in
+    EXPORTS_FILE says (bare names only: nothing outside the folder is ever named)."""
     if not isinstance(names, list):
         return set()
-    return {n for n in names if isinstance(n, str) and n == os.path.basename(n) and n.endswith(".atif.json")}
+    return {n for n in names if isinstance(n, str) and n == os.path.basename(n)
+            and n.endswith((".atif.json", ".card.md"))}
 
 
 def _remove_files(out: str, names: set) -> int:

@@ -108,7 +108,7 @@ def kinds_section(names: list[str]) -> str:
 
 def agents_of(names: list[str]) -> Counter:
     """Sessions per agent, from the file names (`<date>_<agent>_<id>.atif.json`)."""
-    return Counter(name.split("_")[1] for name in names if name.count("_") >= 2)
+    return Counter(name.split("_")[1] for name in names if name.count("_") >= 2 and name.endswith(".atif.json"))
 
 
 def written_by(names: list[str]) -> str:

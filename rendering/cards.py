@@ -179,10 +179,13 @@ def _status(text: str, results: list) -> int | str:
 
 
 def _error_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    meaningful = [line for line in lines if not _EXIT.fullmatch(line) and not line.startswith("Exit code")]
-    chosen = next((line for line in meaningful if _ERROR_LINE.search(line)), meaningful[0] if meaningful else "")
-    return _cut(chosen, ERROR_CHARS)
+    """The first line of a failure's output that reads as an error (for a Python traceback, the
+    exception it ends in), else its first line."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith(("Exit code", "Error: Exit code"))]
+    at = next((i for i, line in enumerate(lines) if _ERROR_LINE.search(line)), 0)
+    if lines and lines[at].startswith("Traceback (most recent call last)"):
+        at = next((i for i in range(at + 1, len(lines)) if not lines[i][:1].isspace()), at)
+    return _cut(lines[at].strip(), ERROR_CHARS) if lines else ""
 
 
 # commits -----------------------------------------------------------------------------------------
@@ -214,8 +217,19 @@ def _committed_files(rest: str) -> list[str]:
             break  # the next commit's output
         match = _COMMIT_FILE.match(line)
         if match:
-            files.append(next(g for g in match.groups() if g).strip())
+            files.append(_renamed_to(next(g for g in match.groups() if g).strip()))
     return files
+
+
+def _renamed_to(name: str) -> str:
+    """The new name in git's rename notation: `a => b`, `dir/{a => b}/file`."""
+    if " => " not in name:
+        return name
+    if "{" in name and "}" in name:
+        head, rest = name.split("{", 1)
+        inside, tail = rest.split("}", 1)
+        return (head + inside.split(" => ", 1)[1] + tail).replace("//", "/")
+    return name.split(" => ", 1)[1]
 
 
 def _added(command: str) -> list[str]:

@@ -44,7 +44,7 @@ def wait_idle(fs, seconds: float = 30) -> None:
 
 def session_names(fs) -> list[str]:
     """The listing, in the directory's order (as `ls -l` and `grep -r` walk it)."""
-    return [entry[0] for entry in fs.readdir("/", 0) if entry[0] not in (".", "..", memoryfs.README, "INDEX.md")]
+    return [entry[0] for entry in fs.readdir("/", 0) if entry[0].endswith(".atif.json")]
 
 
 def test_a_walk_is_rendered_by_the_workers_ahead_of_it(store, monkeypatch):
@@ -172,7 +172,7 @@ def test_mounted_cold_listing_is_exact_and_unmount_leaves_no_worker(store):
     try:
         point, _ = mount(env, proj)
         seen = sizes_seen_by_ls(point)  # the first listing: every size is rendered by now
-        assert {n: s for n, s in seen.items() if n not in ("README.md", "INDEX.md")} == listed(env, proj)
+        assert {n: s for n, s in seen.items() if n.endswith(".atif.json")} == listed(env, proj)
         assert cli("memory", "--unmount", point, env=env, cwd=proj).returncode == 0
         assert workers_of(env["HOME"]) == []
     finally:
