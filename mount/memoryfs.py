@@ -196,6 +196,7 @@ class MemoryFS:
         self._thread: threading.Thread | None = None
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
+        self._index_filled: Listing | None = None  # the listing whose INDEX.md the workers were asked to fill
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
@@ -382,9 +383,18 @@ class MemoryFS:
         if (cached_listing is not listing or generation != self._facts.generation
                 or cached_watched is not watched):
             known = lambda s: (watched or {}).get(catalog.file_name(s), (None, None))[1]  # noqa: E731
-            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known)
+            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known,
+                                     self._fill_index)
             self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
+
+    def _fill_index(self, sessions: list) -> None:
+        """Have the workers render the sessions INDEX.md knows nothing of yet (once per listing),
+        newest first: the next read of INDEX.md shows what they found."""
+        listing = self._listing
+        if self._warmer is not None and self._index_filled is not listing:
+            self._index_filled = listing
+            self._warmer.warm(sessions)
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)

@@ -21,11 +21,15 @@ COMMITS_SHOWN = 5
 HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Files changed"]
 
 
-def index(project: str | None, sessions: list, facts: documents.Facts, env, known=None) -> bytes:
+def index(project: str | None, sessions: list, facts: documents.Facts, env, known=None, unknown=None) -> bytes:
     """The index of `sessions` (in their order: discovery's, newest first). `known(session)`:
-    what discovery has checked of it (`Catalog.known`, or None), which spares stat'ing its files."""
+    what discovery has checked of it (`Catalog.known`, or None), which spares stat'ing its files;
+    `unknown(sessions)` is handed the sessions whose facts are not known (the mount has them
+    rendered, on every core)."""
     known = known or (lambda s: None)
     found = [facts.get(s, documents.cache_stamp(s, env, facts.redact, known(s))) for s in sessions]
+    if unknown is not None and None in found:
+        unknown([s for s, f in zip(sessions, found) if f is None])
     elsewhere = any(_elsewhere(s.cwd, project) for s in sessions)
     headers = HEADERS + (["Directory"] if elsewhere else [])
     rows = [row(s, f, project if elsewhere else None) for s, f in zip(sessions, found)]
