@@ -183,7 +183,7 @@ def as_hit(step_id, path: str, where: tuple) -> tuple:
     return step_id, path, where[0], snippet(*where)
 
 
-def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
+def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None, taken=None):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
     facts (so that `list` and `stats` need not translate it again).
 
@@ -194,10 +194,12 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     in hand: the parent has none of the pool's results yet, and finds the first sessions' hits
     itself rather than a worker reading the documents of a whole chunk of sessions whose hits
     are mostly not printed. The document is searched when the search text is missing (and the
-    search text then written)."""
+    search text then written). `taken`: the session's `documents.stamps`, when the caller has them."""
     from rendering import documents
 
-    stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    if taken is None:
+        taken = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    stamp, kept_as = taken
     before = shown.value if shown is not None and keep is not None else None
     known = searchtext.stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
     if known is None:
@@ -322,7 +324,11 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = printed = 0
     shown = parallel.Shared()
-    work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
+    taken = kept_stamps(sessions, env, query, redact)
+    if taken is not None:  # a repeated word search: reading the kept texts here costs less than a pool
+        work = (search_session(s, env, query, end, redact, shown, stamps) for s, stamps in zip(sessions, taken))
+    else:
+        work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]
@@ -349,6 +355,21 @@ def content_search(args, env, query: Query, sessions: list) -> int:
         facts.save()
     summary(total, matched, args)
     return 0 if total else 1
+
+
+def kept_stamps(sessions: list, env, query: Query, redact: bool) -> list | None:
+    """Each session's `documents.stamps` when a word search finds the search text of every one
+    kept (a repeated search: they are then read in this process, which costs less than
+    starting a pool of workers); None as soon as one is missing."""
+    if query.pattern is not None or not redact:
+        return None
+    taken = []
+    for session in sessions:
+        stamps = searchtext.kept(session, env)
+        if stamps is None:
+            return None
+        taken.append(stamps)
+    return taken
 
 
 def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:

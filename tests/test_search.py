@@ -196,7 +196,8 @@ def test_ids_compose_with_show_and_the_mount_file_names(store, tmp_path):
     for hit in hits:
         session = catalog.find(every, hit["id"])
         assert hit["file"] == catalog.file_name(session)
-        assert [n for n in names if hit["id"] in n] == [hit["file"]]  # ls memory | grep ID
+        card = hit["file"].replace(".atif.json", ".card.md")
+        assert sorted(n for n in names if hit["id"] in n) == sorted([hit["file"], card])  # ls memory | grep ID
         shown = run_main(env, ["show", hit["id"]])
         assert json.loads(shown.stdout)["extra"]["short_id"] == hit["id"]
         assert shown.stdout == (tmp_path / "memory" / hit["file"]).read_bytes()
@@ -337,6 +338,19 @@ def test_content_output_is_the_same_on_one_core(store, monkeypatch):
     monkeypatch.setattr(parallel, "cores", lambda: 1)
     on_one = run(store, *args)
     assert on_one.stdout == on_every_core.stdout and on_one.stdout.count(b"\n| `") >= 20
+
+
+def test_a_repeated_word_search_reads_the_kept_texts_without_a_pool(store, monkeypatch):
+    """The profile of a warm `search --content` over 1,000 sessions: a pool of workers started
+    to read search texts that were all kept. Once every one is kept, none is started, and the
+    output is the first run's."""
+    import parallel
+
+    args = ("search", "--content", "note.txt \\| hello", "--limit", "0")
+    first = run(store, *args)
+    monkeypatch.setattr(parallel, "_pool", lambda *a: pytest.fail("a pool was started"))
+    again = run(store, *args)
+    assert again.stdout == first.stdout and again.stdout.count(b"\n| `") >= 20
 
 
 def test_every_option_says_what_it_does():
