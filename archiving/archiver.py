@@ -665,7 +665,7 @@ def _keep_facts(sessions: list, env) -> None:
     """The document facts of the sessions not rendered since they last changed (new ones, grown
     ones), rendered on every core: a project archived daily reads INDEX.md, `list` and cards'
     sizes without rendering anything."""
-    import documents
+    from rendering import documents
 
     facts = documents.Facts(env)
     try:

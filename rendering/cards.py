@@ -405,10 +405,3 @@ def _bounded(text: str) -> bytes:
     note = f"\n… (card cut at {CARD_LIMIT // 1024} KB: the document has the rest)\n".encode()
     cut = data[: CARD_LIMIT - len(note)].decode("utf-8", "ignore")
     return cut[: cut.rfind("\n") + 1].encode("utf-8", "surrogatepass") + note
-
-
-def card(session, env, redact: bool = True) -> bytes:
-    """The card of a session's document as the mount and `export` serve it."""
-    from rendering import documents
-
-    return render(documents.document(session, env, redact)[0])

@@ -69,8 +69,7 @@ def stored_search_text(session, env, kept_as: list, query) -> tuple[int, dict] |
 def kept(session, env) -> tuple | None:
     """The session's `documents.stamps` when the search text of its current redacted rendering
     is kept, else None."""
-    import doccache
-    import documents
+    from rendering import doccache, documents
 
     taken = documents.stamps(session, env)
     return taken if doccache.has(env, documents.cache_key(session), session.short_id, taken[1], SEARCH_TEXT) else None
