@@ -207,7 +207,7 @@ def run_export(args, env) -> int:
     cache.write_private(os.path.join(out, "README.md"), guide.readme(project, documents_kept, mounted=False))
     cache.write_private(os.path.join(out, memoryindex.INDEX), memoryindex.index(project, sessions, facts, env))
     note = f", removed {removed} an earlier export wrote" if removed else ""
-    print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
+    print(f"Exported {len(sessions)} session(s) to {out}{note}", file=sys.stderr)
     return 0
 
 
