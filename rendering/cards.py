@@ -333,14 +333,20 @@ def _heading(doc: dict, found: dict) -> str:
 
 
 def _requests_section(found: dict) -> str:
-    requests = found["requests"]
-    if not requests:
+    return _section("Requests", found["requests"], REQUESTS_SHOWN,
+                    lambda request: f"- step {request[0]}: {_one_line(request[1], REQUEST_CHARS)}",
+                    ": `jq -r '.steps[] | select(.source == \"user\") | .message' FILE`")
+
+
+def _section(title: str, items: list, shown: int, line, hint: str = "") -> str:
+    """A card's section: its title with the count, a line per item, the first `shown` of them,
+    then how many more (and `hint`, where they are); none without items."""
+    if not items:
         return ""
-    lines = [f"- step {step}: {_one_line(text, REQUEST_CHARS)}" for step, text in requests[:REQUESTS_SHOWN]]
-    more = len(requests) - REQUESTS_SHOWN
-    if more > 0:
-        lines.append(f"- … {more} more: `jq -r '.steps[] | select(.source == \"user\") | .message' FILE`")
-    return f"## Requests ({len(requests)})\n\n" + "\n".join(lines) + "\n"
+    lines = [line(item) for item in items[:shown]]
+    if len(items) > shown:
+        lines.append(f"- … {len(items) - shown} more{hint}")
+    return f"## {title} ({len(items)})\n\n" + "\n".join(lines) + "\n"
 
 
 def _commits_section(found: dict) -> str:
@@ -356,14 +362,9 @@ def _commits_section(found: dict) -> str:
 
 
 def _files_section(found: dict) -> str:
-    files = found["files"]
-    if not files:
-        return ""
-    lines = [f"- {_one_line(f['path'], 160)} (step {', '.join(f['steps'][:6])}{', …' if len(f['steps']) > 6 else ''})"
-             for f in files[:FILES_SHOWN]]
-    if len(files) > FILES_SHOWN:
-        lines.append(f"- … {len(files) - FILES_SHOWN} more")
-    return f"## Files written or edited ({len(files)})\n\n" + "\n".join(lines) + "\n"
+    return _section("Files written or edited", found["files"], FILES_SHOWN,
+                    lambda f: f"- {_one_line(f['path'], 160)} (step {', '.join(f['steps'][:6])}"
+                              f"{', …' if len(f['steps']) > 6 else ''})")
 
 
 def _commands_section(found: dict) -> str:
