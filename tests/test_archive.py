@@ -283,7 +283,7 @@ def test_a_second_run_with_nothing_new_archives_and_writes_nothing(tmp_path):
 def test_an_archive_run_keeps_the_facts_of_what_it_archived(tmp_path, monkeypatch):
     """A project archived daily reads its titles, steps and outcomes (INDEX.md, `list`) without
     rendering: the run rendered what was new, and a second run renders nothing."""
-    import documents
+    from rendering import documents
 
     env = by_agent("claude").build(tmp_path)
     archive_json(env)

@@ -344,7 +344,7 @@ def test_a_repeated_word_search_reads_the_kept_texts_without_a_pool(store, monke
     """The profile of a warm `search --content` over 1,000 sessions: a pool of workers started
     to read search texts that were all kept. Once every one is kept, none is started, and the
     output is the first run's."""
-    import parallel
+    from core import parallel
 
     args = ("search", "--content", "note.txt \\| hello", "--limit", "0")
     first = run(store, *args)
