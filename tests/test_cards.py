@@ -162,3 +162,28 @@ def test_show_and_the_card_agree_on_step_numbers(tmp_path):
     listed = json.loads(cli("list", "--all", "--json", env=env).stdout.splitlines()[0])
     step = json.loads(run_main(env, ["show", listed["id"], "--step", "24"]).stdout)
     assert step["step_id"] == 24 and step["message"].startswith("make里的命令如何使用")
+
+
+def test_index_names_the_directory_of_a_session_run_outside_the_projects_root(tmp_path):
+    """A session run in a worktree of the project (`.claude/worktrees/x`) is the project's, and
+    INDEX.md says where it ran; one run at the root leaves the cell empty."""
+    project = tmp_path / "proj"
+    worktree = project / ".claude" / "worktrees" / "x"
+    worktree.mkdir(parents=True)
+    (project / ".git").mkdir()
+    env = base_env(tmp_path)
+    folder = claude_home(env, [])
+    for n, cwd in enumerate((str(project), str(worktree))):
+        records = [record("user", 0, f"task {n}: fix the parser", cwd=cwd),
+                   record("assistant", 1, [{"type": "text", "text": "Fixed."}], cwd=cwd)]
+        with open(os.path.join(folder, f"c0ffee00-0000-4000-8000-00000000000{n}.jsonl"), "w") as handle:
+            handle.writelines(json.dumps({**r, "sessionId": f"c0ffee00-0000-4000-8000-00000000000{n}"}) + "\n"
+                              for r in records)
+    out = tmp_path / "out"
+    assert cli("export", "--dir", str(project), "--out", str(out), env=env).returncode == 0
+    lines = (out / "INDEX.md").read_text().splitlines()
+    assert lines[4].endswith("| Directory |")
+    rows = {line.split(" | ")[4]: line for line in lines if line.startswith("| `")}
+    assert rows["task 1: fix the parser"].endswith("| .claude/worktrees/x |")
+    assert rows["task 0: fix the parser"].endswith("|  |")
+    assert all(" | completed | " in row for row in rows.values())
