@@ -35,7 +35,12 @@ def task_text(text: str) -> str:
     """The words of a user's request that carry a task, "" when it carries none."""
     if not isinstance(text, str):
         return ""
-    words = _PLACEHOLDER.sub(" ", _without_context(text[:TEXT_READ])).strip()
+    words = text[:TEXT_READ]
+    if "<" in words:  # (most requests hold no tag nor placeholder: no pattern is run over them)
+        words = _without_context(words)
+    if "[" in words:
+        words = _PLACEHOLDER.sub(" ", words)
+    words = words.strip()
     if not words or words.startswith(_NO_TASK_OPENINGS) or _SLASH_COMMAND.fullmatch(words):
         return ""
     bare = words.strip(" \t\n.!?,;:~…。！？，").lower()
