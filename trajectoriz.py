@@ -67,7 +67,8 @@ def _show_parser(commands) -> None:
                            "message, reasoning, tool calls with arguments, and results (long ones cut, "
                            "their full length stated)")
     part = show.add_mutually_exclusive_group()
-    part.add_argument("--step", type=int, metavar="N", help="print only step N (1-based), as one JSON object")
+    part.add_argument("--step", type=int, metavar="N", help="print only step N, as one JSON object: the step numbered N by "
+                                                                   "search --content and the cards, jq's .steps[N-1]")
     part.add_argument("--steps", metavar="A-B",
                       help="print only steps A to B (A-B, A- for A to the end, or A): read a long "
                            "session a slice at a time; the transcript ends with the command for the "
@@ -84,11 +85,12 @@ def _show_parser(commands) -> None:
 
 def _search_parser(commands) -> None:
     search = commands.add_parser(
-        "search", help="find sessions by their first message, id or agent (or --content)",
+        "search", help="find sessions by their title, requests, id or agent (or --content)",
         description="Find sessions, newest first, in every project unless --local or --dir. By "
-                    "default QUERY is matched against first messages, ids and agent names, which "
-                    "needs no session to be read (fast). --content matches inside every step "
-                    "instead. The ID column is what show and the memory mount's file names use.",
+                    "default QUERY is matched against titles, first messages, every request the "
+                    "user typed (of sessions rendered once), ids and agent names, which needs no "
+                    "session to be read (fast). --content matches inside every step instead. The "
+                    "ID column is what show and the memory mount's file names use.",
         epilog=EPILOGS["search"])
     search.add_argument("query", metavar="QUERY",
                         help="words that must all occur, case-insensitive (any order, within one "

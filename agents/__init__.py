@@ -1,6 +1,6 @@
 """The agent stores trajectoriz reads: one module per store, each with the interface described
 in `agents/base.py`. Any module in this package that defines `translate` is an agent, so adding
-an agent is adding its file; helper modules (`base`, `sqlite_ro`) define no `translate`.
+an agent is adding its file; helper modules (`base`, `sqlite_ro`, `titles`) define no `translate`.
 
 May import `redaction`, `atif` and `core`; nothing that discovers, renders or serves sessions.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 
-_HELPERS = ("base", "sqlite_ro")
+_HELPERS = ("base", "sqlite_ro", "titles")
 _loaded: dict | None = None
 
 

@@ -23,6 +23,7 @@ from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_st
                          read_json_object, read_whole, reading, text_of, visible_paths, windows_path)
 from atif.build import image_part, metrics, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text
+from agents.titles import task_text
 
 NAME = "claude"
 PREFIX = "cl"
@@ -107,16 +108,18 @@ def scan(source: str, env) -> list[Session]:
     native_id = native_id_of(source)
     session = Session(agent=NAME, native_id=native_id, source=source, extra={"format": "jsonl"})
     queued = ""  # the first prompt enqueued, for a session that recorded no user record of it
+    task = ""  # the first prompt that carries a task (titles.py), when the first one carries none
 
     def worth_parsing(line: bytes) -> bool:
         """Whether a record could still fill a field: once the time, directory and version are
-        known, only an assistant's (the model) or a user's or queued prompt (the title), whose
-        type the line names (a request blob of tens of kilobytes before the first answer is
-        then skipped unparsed)."""
+        known, only an assistant's (the model), a user's or queued prompt (the first message,
+        the first task) or the agent's title, whose type the line names (a request blob of tens
+        of kilobytes before the first answer is then skipped unparsed)."""
         if session.started is None or session.cwd is None or "version" not in session.extra:
             return True
         return ((session.model is None and (b'"assistant"' in line or b'"modelId"' in line))
-                or (not session.title and (b'"user"' in line or (not queued and b'"queue-operation"' in line))))
+                or (not task and (b'"user"' in line or b'-title"' in line
+                                  or (not queued and b'"queue-operation"' in line))))
 
     for record in head_records(source, wanted=worth_parsing):
         if session.started is None:
@@ -130,17 +133,34 @@ def scan(source: str, env) -> list[Session]:
             model = starting_model(record) or (as_str(message.get("model")) if record.get("type") == "assistant" else None)
             if model and model != "<synthetic>":
                 session.model = model
-        if record.get("type") == "user" and not session.title and not record.get("isSidechain"):
-            session.title = one_line(prompt_text(text_of(message.get("content"), "\n"), record))
+        if record.get("type") == "user" and not task and not record.get("isSidechain") \
+                and not _tool_results(message.get("content")):
+            prompt = prompt_text(text_of(message.get("content"), "\n"), record)
+            session.title = session.title or one_line(prompt)
+            task = one_line(task_text(prompt))
         if record.get("type") == "queue-operation" and record.get("operation") == "enqueue":
             queued = queued or prompt_text(text_of(record.get("content"), "\n"), record)
-        if session.started and session.cwd and session.title and session.model:
+        if record.get("type") in ("custom-title", "ai-title"):
+            session.extra["native_title"] = native_title(record)
+        if session.started and session.cwd and task and session.model:
             break
     if session.started is None:
         reading.open_ended = True  # the time of the last write: an append changes it
         session.started = storefs.stat(source).st_mtime
     session.title = session.title or one_line(queued)
+    if task and task != session.title:
+        session.extra["task"] = task
     return [session]
+
+
+def _tool_results(content) -> bool:
+    """Whether a user record's content is what tools returned (no prompt of the user's)."""
+    return isinstance(content, list) and any(as_dict(block).get("type") == "tool_result" for block in content)
+
+
+def native_title(record: dict) -> str | None:
+    """The title Claude Code gave a session (ai-title) or the user did (custom-title)."""
+    return as_str(record.get("customTitle") or record.get("aiTitle") or record.get("title"))
 
 
 def recorded_cwd(record: dict) -> str | None:
@@ -340,7 +360,7 @@ class _Translation:
         elif kind == "summary" and isinstance(record.get("summary"), str):
             self.b.extra.setdefault("native_title", record["summary"])
         elif kind in ("custom-title", "ai-title"):
-            title = as_str(record.get("customTitle") or record.get("aiTitle") or record.get("title"))
+            title = native_title(record)
             if title:
                 self.b.extra["native_title"] = title
         elif kind not in SKIPPED_TYPES and kind is not None:

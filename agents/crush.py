@@ -115,7 +115,7 @@ def scan(source: str, env) -> list[Session]:
             agent=NAME, native_id=str(record["id"]), source=source,
             started=epoch(record["created_at"]), cwd=record["workspace_cwd"] or project,
             title=one_line(title), model=row[-1], locator=str(record["id"]),
-            extra={"format": "sqlite"}))
+            extra={"format": "sqlite", "native_title": record["title"]}))
     return found
 
 

@@ -94,7 +94,8 @@ def scan_database(path: str, env) -> list[Session]:
             started=utc_epoch(record["created_at"]), cwd=record["working_dir"] or None,
             title=one_line(first_text(row[-1]) or record["name"] or record["description"] or ""),
             model=model_of(record), locator=str(record["id"]),
-            extra={"format": "sqlite", "session_type": record["session_type"] or "user"}))
+            extra={"format": "sqlite", "session_type": record["session_type"] or "user",
+                   "native_title": record["description"]}))
     return found
 
 
@@ -140,7 +141,7 @@ def scan_legacy(path: str) -> Session:
         started=utc_epoch(meta.get("created_at")) or epoch(created),
         cwd=as_str(meta.get("working_dir")),
         title=one_line(text_blocks(as_list(first_user.get("content"))) or as_str(meta.get("description")) or ""),
-        locator=stem, extra={"format": "legacy-jsonl"})
+        locator=stem, extra={"format": "legacy-jsonl", "native_title": as_str(meta.get("description"))})
 
 
 # reading messages ------------------------------------------------------------------------------

@@ -415,7 +415,7 @@ def listed(family: Family, source: str, row: dict, first_text, model, kind: str)
     return Session(agent=family.agent, native_id=row["id"], source=source,
                    started=epoch(row["created"]), cwd=as_str(row["directory"]) or as_str(row["worktree"]),
                    title=one_line(as_str(first_text) or as_str(row["title"]) or ""), model=as_str(model),
-                   locator=row["id"], extra={"format": kind})
+                   locator=row["id"], extra={"format": kind, "native_title": as_str(row["title"])})
 
 
 def model_id(message: dict) -> str | None:

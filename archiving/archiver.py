@@ -656,10 +656,24 @@ def run_archive(args, env) -> int:
         finally:
             progress.clear()
         summary, totals = writer.summary, archive_totals(writer.index)
+    _keep_facts(sessions, env)
     for problem in summary.problems:
         print(f"trajectoriz: warning: {problem}", file=sys.stderr)
     _print_summary(args, summary, totals, env)
     return 0
+
+
+def _keep_facts(sessions: list, env) -> None:
+    """The document facts of the sessions not rendered since they last changed (new ones, grown
+    ones), rendered on every core: a project archived daily reads INDEX.md, `list` and cards'
+    sizes without rendering anything."""
+    from rendering import documents
+
+    facts = documents.Facts(env)
+    try:
+        facts.of_all(sessions)
+    finally:
+        facts.save()
 
 
 def archive_totals(index: dict) -> dict:

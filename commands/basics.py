@@ -53,18 +53,18 @@ def run_list(args, env) -> int:
     if args.json:
         from core.jsonlib import orjson
 
-        write(b"".join(orjson.dumps({**listing_record(s), "steps": f and f["steps"], "bytes": f and f["size"]})
+        write(b"".join(orjson.dumps({**listing_record(s, f), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))
         return 0
     from discovery import pulled
 
     shared = any(pulled.marked(s) for s, _ in rows)  # a column of who shared each, when some are
     headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []),
-               *(["Shared by"] if shared else []), "First message"]
+               *(["Shared by"] if shared else []), "Title"]
     where = project_column(env)
     body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
                             *([where(s)] if project is None else []),
-                            *([pulled.contributor_of(s) or ""] if shared else []), cell(s.title, 80)]
+                            *([pulled.contributor_of(s) or ""] if shared else []), cell(catalog.title(s, f), 80)]
                            for s, f in rows])
     write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
     if not rows:
@@ -135,18 +135,20 @@ def known_facts(found: catalog.Catalog, sessions: list, env, translate: bool) ->
         facts.save()
 
 
-def listing_record(session) -> dict:
-    """A session as `list --json` and `search --json` print it. First message and model were
-    made listing text by discovery (`catalog.untrusted`); ids and paths are the store's, made
-    printable (a file name that is not UTF-8) and redacted too. `archived`: listed from the
-    archive, its native record being gone; `shared_by`: the contributor whose push it was
-    pulled from (discovery/pulled.py), None for this machine's own."""
+def listing_record(session, facts: dict | None = None) -> dict:
+    """A session as `list --json` and `search --json` print it. Title, first message and model
+    were made listing text by discovery (`catalog.untrusted`; the title is its document's when
+    its `facts` are known); ids and paths are the store's, made printable (a file name that is
+    not UTF-8) and redacted too. `archived`: listed from the archive, its native record being
+    gone; `shared_by`: the contributor whose push it was pulled from (discovery/pulled.py), None
+    for this machine's own."""
     from discovery import archive, pulled
 
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
-              "model": session.model, "first_message": session.title,
+              "model": session.model, "title": catalog.title(session, facts),
+              "first_message": catalog.first_message(session),
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
               "archived": archive.marked(session), "shared_by": pulled.contributor_of(session)}
     return record
@@ -207,10 +209,11 @@ def run_export(args, env) -> int:
     removed = _remove_files(out, earlier - written) if args.delete else 0
     kept = written if args.delete else written | {n for n in earlier if os.path.exists(os.path.join(out, n))}
     cache.save(env, EXPORTS_FILE, {**exports, out: sorted(kept)})
-    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, sorted(kept), mounted=False))
+    documents_kept = sorted(n for n in kept if n.endswith(".atif.json"))
+    cache.write_private(os.path.join(out, "README.md"), guide.readme(project, documents_kept, mounted=False))
     cache.write_private(os.path.join(out, memoryindex.INDEX), memoryindex.index(project, sessions, facts, env))
     note = f", removed {removed} an earlier export wrote" if removed else ""
-    print(f"Exported {len(written)} session(s) to {out}{note}", file=sys.stderr)
+    print(f"Exported {len(sessions)} session(s) to {out}{note}", file=sys.stderr)
     return 0
 
 
@@ -225,9 +228,9 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
     progress = parallel.Progress(len(sessions), "exporting")
     written = set()
     try:
-        for session, (name, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
+        for session, (names, totals) in zip(sessions, parallel.ordered(export_one, sessions, (out, env, redact))):
             facts.put(session, totals)
-            written.add(name)
+            written.update(names)
             progress.step()
     finally:
         progress.clear()
@@ -235,24 +238,28 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
     return written, facts
 
 
-def export_one(session, out: str, env, redact: bool) -> tuple[str, dict]:
-    """(file name, document facts) of one session written into `out` (a pool worker's job). The
-    stamp is taken before translating, so a session that changes meanwhile is re-done next time."""
-    from rendering import documents
+def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
+    """(names of the files written, document facts) of one session written into `out` (a pool
+    worker's job): its document and its card, the bytes the mount serves. The stamp is taken
+    before translating, so a session that changes meanwhile is re-done next time."""
+    from rendering import cards, documents
 
     name = catalog.file_name(session)
     stamp = documents.cache_stamp(session, env, redact)
     doc, data = documents.document(session, env, redact)
+    card = cards.card_name(name)
     cache.write_private(os.path.join(out, name), data)
-    return name, documents.totals(doc, data, stamp)
+    cache.write_private(os.path.join(out, card), cards.render(doc))
+    return (name, card), documents.totals(doc, data, stamp)
 
 
 def _exported(names) -> set:
-    """The session files an earlier export wrote into a folder, as its entry in EXPORTS_FILE
-    says (bare names only: nothing outside the folder is ever named)."""
+    """The session files and cards an earlier export wrote into a folder, as its entry in
+    EXPORTS_FILE says (bare names only: nothing outside the folder is ever named)."""
     if not isinstance(names, list):
         return set()
-    return {n for n in names if isinstance(n, str) and n == os.path.basename(n) and n.endswith(".atif.json")}
+    return {n for n in names if isinstance(n, str) and n == os.path.basename(n)
+            and n.endswith((".atif.json", ".card.md"))}
 
 
 def _remove_files(out: str, names: set) -> int:

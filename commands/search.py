@@ -1,7 +1,8 @@
 """`trajectoriz search`: find a session, then read it (`show`, or the mount).
 
-The default mode matches what discovery already knows (first message, ids, agent) and so costs
-no more than the cached catalog. `--content` matches inside every step of the documents the
+The default mode matches what discovery already knows (title, first message, ids, agent) and
+every request the user typed in a session rendered before (its document's facts: nothing is
+parsed), and so costs little more than the cached catalog. `--content` matches inside every step of the documents the
 mount serves (messages, reasoning, tool calls and their outputs, sub-agents included), on every
 core, printing hits as they come.
 
@@ -27,7 +28,7 @@ from core.errors import UserError
 from core.output import cell, table
 from core.timespec import when
 from discovery import catalog
-from rendering import searchtext
+from rendering import cards, searchtext
 from rendering.transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
@@ -182,7 +183,7 @@ def as_hit(step_id, path: str, where: tuple) -> tuple:
     return step_id, path, where[0], snippet(*where)
 
 
-def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
+def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None, taken=None):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
     facts (so that `list` and `stats` need not translate it again).
 
@@ -193,10 +194,12 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     in hand: the parent has none of the pool's results yet, and finds the first sessions' hits
     itself rather than a worker reading the documents of a whole chunk of sessions whose hits
     are mostly not printed. The document is searched when the search text is missing (and the
-    search text then written)."""
+    search text then written). `taken`: the session's `documents.stamps`, when the caller has them."""
     from rendering import documents
 
-    stamp, kept_as = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    if taken is None:
+        taken = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    stamp, kept_as = taken
     before = shown.value if shown is not None and keep is not None else None
     known = searchtext.stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
     if known is None:
@@ -252,23 +255,35 @@ def run_search(args, env) -> int:
     args.every_project = project is None  # the tables then say where each session ran
     if args.content:
         return content_search(args, env, query, sessions)
-    found = [s for s in sessions if query.matches(f"{s.title}\n{s.short_id}\n{catalog.shown_id(s)}\n{s.agent}")]
+    from rendering import documents
+
+    facts = documents.Facts(env)
+    found = [(s, f) for s in sessions for f in (facts.latest(s),) if query.matches(listed_text(s, f))]
     shown = page(found, args.offset, args.limit)
     if args.json:
         from core.jsonlib import orjson
 
-        records = [basics.listing_record(s) for s in shown]
+        records = [basics.listing_record(s, f) for s, f in shown]
         write(b"".join(orjson.dumps(record) + b"\n" for record in records))
         more_note(len(found), args, sys.stderr)
     else:
         heading = f"## Search: {code(query.text)} — {len(found)} result(s)\n"
-        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), *where_ran(s, args, env), cell(s.title, 80)]
-                for s in shown]
-        headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "First message"]
+        rows = [[f"`{s.short_id}`", s.agent, catalog.local_date(s), *where_ran(s, args, env),
+                 cell(catalog.title(s, f), 80)] for s, f in shown]
+        headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Title"]
         body = "\n" + table(headers, rows) + "\n" if found else ""
         write(heading + body)
         more_note(len(found), args, sys.stdout)
     return 0 if found else 1
+
+
+def listed_text(session, facts: dict | None) -> str:
+    """What the default search matches of a session: its title, its first message, every
+    request its user typed (from its document's facts, when it was rendered once: nothing is
+    parsed for it), its ids and its agent."""
+    requests = facts.get("requests") or "" if facts else ""
+    return (f"{catalog.title(session, facts)}\n{catalog.first_message(session)}\n{session.title}\n{requests}\n"
+            f"{session.short_id}\n{catalog.shown_id(session)}\n{session.agent}")
 
 
 def page(items: list, offset: int, limit: int) -> list:
@@ -309,7 +324,11 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = printed = 0
     shown = parallel.Shared()
-    work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
+    taken = kept_stamps(sessions, env, query, redact)
+    if taken is not None:  # a repeated word search: reading the kept texts here costs less than a pool
+        work = (search_session(s, env, query, end, redact, shown, stamps) for s, stamps in zip(sessions, taken))
+    else:
+        work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]
@@ -338,17 +357,32 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     return 0 if total else 1
 
 
+def kept_stamps(sessions: list, env, query: Query, redact: bool) -> list | None:
+    """Each session's `documents.stamps` when a word search finds the search text of every one
+    kept (a repeated search: they are then read in this process, which costs less than
+    starting a pool of workers); None as soon as one is missing."""
+    if query.pattern is not None or not redact:
+        return None
+    taken = []
+    for session in sessions:
+        stamps = searchtext.kept(session, env)
+        if stamps is None:
+            return None
+        taken.append(stamps)
+    return taken
+
+
 def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:
     from core.jsonlib import orjson
 
     step, path, label, text = hit
     if args.json:
         record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-                  "step": step, "subagent": path or None, "field": label, "snippet": text,
-                  "file": catalog.file_name(session)}
+                  "step": step, "subagent": path or None, "jq": cards.jq_path(step, path), "field": label,
+                  "snippet": text, "file": catalog.file_name(session)}
         write(orjson.dumps(record) + b"\n")
         return
-    where = f"{step} (sub-agent {path})" if path else str(step)
+    where = f"{step} (sub-agent {path}: `{cards.jq_path(step, path)}`)" if path else f"{step} (`{cards.jq_path(step)}`)"
     row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), *where_ran(session, args, env),
            where, cell(text, 240)]
     headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Step", "Snippet"]

@@ -22,13 +22,14 @@ import sys
 
 
 # The catalog's index of discovered sessions (marshal: its format is the interpreter's).
-INDEX_FILE = f"index-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+INDEX_FILE = f"index-v5-py{sys.version_info[0]}{sys.version_info[1]}.bin"
 # What older releases left in the cache with text that was not redacted (first messages in
 # the index, documents redacted by older rules) or with markers that are a digest of the
 # secret alone (up to index-v3, documents-v2, facts-v3: redaction/markerkey.py): removed the first time
-# a process looks.
+# a process looks; and what newer formats replaced (index-v4, catalog-v1 and facts-v4 have no
+# titles, cards' facts: issue 30).
 OBSOLETE = ("index-v1", "index-v2-", "index-v3-", "documents-v1", "documents-v2", "facts-v1", "facts-v2",
-            "facts-v3")
+            "facts-v3", "index-v4-", "catalog-v1", "facts-v4-")
 
 
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600

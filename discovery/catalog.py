@@ -22,6 +22,7 @@ from collections import namedtuple
 from datetime import datetime
 
 import agents
+from agents import titles
 from agents.base import reading, Session, TITLE_CHARACTERS
 from core import cache, mounts, safepath, storefs
 from core.errors import UserError
@@ -596,11 +597,38 @@ def untrusted(session: Session) -> Session:
         redacted_id = listing_text(session.native_id)
         if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
             session.extra = {**session.extra, "shown_id": redacted_id}
-        session.title = listing_title(session.title if isinstance(session.title, str) else "")
+        titled(session)
         session.model = listing_text(session.model) if isinstance(session.model, str) else None
     if warnings:
         session.extra = {**session.extra, "discovery_warnings": warnings}
     return session
+
+
+def titled(session: Session) -> None:
+    """The session's title (titles.py) from what its scan found: the agent's own title
+    (`extra.native_title`), the first request carrying a task (`extra.task`, when not the first
+    message) and the first message (`title`), which stays in `extra.first_message` when the
+    title is another text. Listing texts: redacted, cut."""
+    extra = session.extra
+    first = session.title if isinstance(session.title, str) else ""
+    title = titles.title_of(extra.get("native_title"), [first, extra.get("task")])
+    session.title = listing_title(title)
+    if "native_title" in extra or "task" in extra or title != first:
+        session.extra = {k: v for k, v in extra.items() if k not in ("native_title", "task")}
+        if title != first:
+            session.extra["first_message"] = listing_title(first)
+
+
+def title(session: Session, facts: dict | None = None) -> str:
+    """What a session was about: the title its document gave (`documents.totals`) when its
+    facts are known, else the one its scan found."""
+    found = facts.get("title") if facts else None
+    return printable(found) if isinstance(found, str) and found else session.title
+
+
+def first_message(session: Session) -> str:
+    """The session's first message as the user wrote it (listing text), which its title may not be."""
+    return session.extra.get("first_message", session.title)
 
 
 def markers_of(session: Session):

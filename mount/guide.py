@@ -31,16 +31,28 @@ def readme(project: str | None, names: list[str], mounted: bool) -> bytes:
     return f"""# Trajectory memory of {title}
 
 This directory holds the past coding-agent sessions of {whose} ({len(names)} session(s)):
-one file per session, {written_by(names)}, all translated into one format.
+one document and one card per session, {written_by(names)}, all translated into one format.
 {origin}
 
-Start with `INDEX.md`: one line per session, newest first, with its file name, date, agent,
-model and first request, and (once the session was rendered) its steps, tool calls and the files
-it changed. Then open the one file it points to.
+## How to answer a question from here
+
+1. Find the sessions: `INDEX.md` has one line per session, newest first: its file name, date,
+   agent, title (what it was about), and, once the session was rendered, its steps, outcome
+   (`completed`, `interrupted`, `API or auth error`, `no answer`), the commits it made (short
+   hashes), the files it changed, and the directory it ran in when not the project's root.
+   Or search (below): titles and every request the user typed, or `--content` for every step.
+2. Read the session's card, `<date>_<agent>_<id>.card.md` (a page, 2 KB typically): every
+   request of the user with its step, the outcome, each commit (hash, branch, subject, files),
+   the files written or edited, the commands run (each failure with its exit status and first
+   error line), tokens and model, and the start of the final answer.
+3. Only for details, open the session's `.atif.json` with jq (recipes below): step N of the card,
+   of `search --content` and of `trajectoriz show ID --step N` is `.steps[N-1]`; sub-agent S's
+   step N (`S:N` on a card) is `.subagent_trajectories[S-1].steps[N-1]`.
 
 ## File names
 
     <date>_<agent>_<id>.atif.json      e.g. 2026-06-10_claude_cl-eb1c6529.atif.json
+    <date>_<agent>_<id>.card.md        the session's card, beside it
 
 - `date`: the day the session started (local time).
 - `agent`: the agent that recorded it ({", ".join(sorted(agents_of(names))) or "claude, codex, ..."}).
@@ -54,14 +66,15 @@ trajectoriz is run here as `{me}` (below: `trajectoriz`).
 Each file is one JSON document in ATIF v1.7 (Agent Trajectory Interchange Format):
 
 - `.session_id`, `.agent.name`, `.agent.model_name`: the session and who ran it.
-- `.steps[i]`: the conversation in order. `.steps[i].source` is `user`, `agent` or `system`;
+- `.steps[i]`: the conversation in order; its `.step_id` is i+1, the step number everything here
+  prints. `.steps[i].source` is `user`, `agent` or `system`;
   `.steps[i].message` is the text (the user's prompt, the agent's answer); `.steps[i].timestamp`.
 - `.steps[i].reasoning_content`: the agent's reasoning, when it was recorded.
 - `.steps[i].tool_calls[]`: `.function_name` and `.arguments` of each tool the agent called, as
   the agent recorded them; `.extra.kind` says what it does in the same words for every agent
   (`shell`, `read`, `write`, `edit`, `search`, `fetch`, `task`, `plan`, `other`), `.extra.command`
   is a shell call's command line, `.extra.paths` the files it read, wrote or edited (absolute;
-  for a shell call, the files its `>`, `>>`, `tee`, `mv` and `cp` write). Aider has no tool
+  for a shell call, the files its `>`, `>>`, heredocs, `tee`, `mv`, `cp` and `sed -i` write). Aider has no tool
   calls: a step reporting `.extra.applied_edits` names the files written in `.extra.paths`.
 - `.steps[i].observation.results[]`: what the tools returned, in `.content`, joined to the call
   by `.source_call_id` (= the call's `.tool_call_id`).
@@ -76,18 +89,19 @@ Secrets that looked like API keys, tokens or passwords were replaced by `«REDAC
 
 ## Finding a session without reading them all
 
-    {me} search{scope} "words from the first prompt"   # fast: first messages, ids, agents
-    {me} search{scope} --content "error text"          # slower: every message and tool output
+    {me} search{scope} "words the user typed"   # fast: titles, requests, ids, agents
+    {me} search{scope} --content "error text"   # slower: every step; prints each hit's jq path
     {me} blame path/to/file.py:42                   # the sessions that wrote that line, and why
-    ls | grep <id>                                       # then read that one file
+    ls | grep <id>                                       # its card and its document
 
 {"`--local` keeps the search to this project: an id found without it may belong to another project, and its file is not here." if project else "Without `--local`, search looks at every project, as this directory does."}
 Reading every file (`grep -r` over this directory) {reading_all};
-prefer the search above, then open one file.
+prefer INDEX.md, the search above and the cards, then open one file.
 
 ## jq recipes
 
-    jq -r '.steps[] | select(.source == "user") | .message' FILE        # what the user asked
+    jq -r '.steps[] | select(.source == "user") | "\\(.step_id): \\(.message)"' FILE   # what the user asked, at which step
+    jq '.steps[13]' FILE                                                # step 14 (step N is .steps[N-1])
     jq -r '.steps[-1].message' FILE                                     # how it ended
     jq -r '.steps[].tool_calls[]? | .function_name' FILE | sort | uniq -c   # tools used
     jq -r '.steps[].tool_calls[]? | select(.extra.kind=="shell") | .extra.command' FILE  # commands run
@@ -108,7 +122,7 @@ def kinds_section(names: list[str]) -> str:
 
 def agents_of(names: list[str]) -> Counter:
     """Sessions per agent, from the file names (`<date>_<agent>_<id>.atif.json`)."""
-    return Counter(name.split("_")[1] for name in names if name.count("_") >= 2)
+    return Counter(name.split("_")[1] for name in names if name.count("_") >= 2 and name.endswith(".atif.json"))
 
 
 def written_by(names: list[str]) -> str:

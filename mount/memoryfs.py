@@ -77,7 +77,7 @@ from archiving import archiver
 from core import cache
 from discovery import archive, catalog
 from mount import guide, memoryindex, warmup
-from rendering import documents
+from rendering import cards, documents
 
 README = "README.md"
 RESCAN_SECONDS = 2.0
@@ -105,9 +105,11 @@ class Listing:
 
     def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
         self.files = {catalog.file_name(s): s for s in sessions}
+        self.cards = {cards.card_name(name): name for name in self.files}  # card -> its document's name
         self.position = {name: i for i, name in enumerate(self.files)}
         self.readme = guide.readme(project, list(self.files), mounted=True)
-        self.entries = [*DIRECTORY_ENTRIES, *((name, FILE_MODE, 0) for name in self.files)]  # readdir's
+        self.entries = [*DIRECTORY_ENTRIES, *((n, FILE_MODE, 0) for name, card in zip(self.files, self.cards)
+                                              for n in (name, card))]  # readdir's
         same = previous is not None and list(previous.files) == list(self.files)  # an offset is a position
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
@@ -194,6 +196,7 @@ class MemoryFS:
         self._thread: threading.Thread | None = None
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
+        self._index_filled: Listing | None = None  # the listing whose INDEX.md the workers were asked to fill
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
@@ -315,6 +318,8 @@ class MemoryFS:
             return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
         if path[1:] == memoryindex.INDEX:
             return self._attrs(FILE_MODE, len(self._index(listing)), listing.changed_ns)
+        if path[1:] in listing.cards:
+            return self._card_attrs(listing, listing.cards[path[1:]])
         session = self._session(listing, path)
         walk = self._walk(listing, path[1:])
         stamp = documents.cache_stamp(session, self._env)
@@ -328,6 +333,26 @@ class MemoryFS:
         if mtime_ns is not None and not _recent(mtime_ns) and self._steady_at(path[1:], stamp):
             self._keep(path[1:], (size, mtime_ns))
         return self._attrs(FILE_MODE, size, mtime_ns or listing.changed_ns)
+
+    def _card_attrs(self, listing: Listing, document: str) -> dict:
+        """A card's size from its document's facts when they are known, else made now (a card
+        is never kept by the kernel: its answer has no attribute timeout)."""
+        session = self._session(listing, "/" + document)
+        stamp = documents.cache_stamp(session, self._env)
+        facts = self._facts.get(session, stamp)
+        if facts is not None and isinstance(facts.get("card_size"), int):
+            size = facts["card_size"]
+        else:
+            stamp, data = self._card(listing, document)
+            size = len(data)
+        return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+
+    def _card(self, listing: Listing, document: str) -> tuple[list, bytes]:
+        """The card of a document (cards.py) and the stamp of the bytes it was made from."""
+        from atif.serialize import loads
+
+        stamp, data = self._render(listing, self._session(listing, "/" + document), 0)
+        return stamp, cards.render(loads(data))
 
     def _steady_at(self, name: str, stamp: list) -> bool:
         """Whether the answer is of the files the last two discoveries found unchanged: a
@@ -358,9 +383,18 @@ class MemoryFS:
         if (cached_listing is not listing or generation != self._facts.generation
                 or cached_watched is not watched):
             known = lambda s: (watched or {}).get(catalog.file_name(s), (None, None))[1]  # noqa: E731
-            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known)
+            data = memoryindex.index(self._project, list(listing.files.values()), self._facts, self._env, known,
+                                     self._fill_index)
             self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
+
+    def _fill_index(self, sessions: list) -> None:
+        """Have the workers render the sessions INDEX.md knows nothing of yet (once per listing),
+        newest first: the next read of INDEX.md shows what they found."""
+        listing = self._listing
+        if self._warmer is not None and self._index_filled is not listing:
+            self._index_filled = listing
+            self._warmer.warm(sessions)
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)
@@ -463,6 +497,9 @@ class MemoryFS:
         if name in (README, memoryindex.INDEX):
             data = version = listing.readme if name == README else self._index(listing)
             mtime_ns = listing.changed_ns
+        elif name in listing.cards:
+            stamp, data = self._card(listing, listing.cards[name])
+            version, mtime_ns = [*stamp, "card"], stamp_mtime_ns(stamp) or listing.changed_ns
         else:
             session = self._session(listing, path)
             stamp, data = self._render(listing, session, self._walk(listing, name))

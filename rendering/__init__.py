@@ -1,6 +1,7 @@
 """A session made into what readers see: its ATIF document (`documents`), the cache of rendered
 documents and their facts (`doccache`), the flat text content search reads (`searchtext`),
-what each tool call does (`toolkinds`) and the markdown transcript (`transcript`).
+what each tool call does (`toolkinds`), the markdown transcript (`transcript`) and a
+session's card (`cards`).
 
 May import `discovery` and everything below it (`agents`, `atif`, `redaction`, `core`).
 """

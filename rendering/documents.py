@@ -20,7 +20,8 @@ from core.version import VERSION
 from discovery import archive, catalog, pulled
 from rendering import toolkinds
 
-FACTS_FILE = f"facts-v4-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
+SHORT_HASH = 7  # of a commit, in INDEX.md
+FACTS_FILE = f"facts-v5-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
@@ -125,7 +126,7 @@ def _translated(session: Session, env) -> dict:
         doc = failure_document(session, module, f"{type(exc).__name__}: {exc}")
     toolkinds.annotate(doc, session.agent, session.cwd)
     ours = {"short_id": session.short_id, "agent": session.agent, "source": session.source,
-            "cwd": session.cwd, "title": session.title or None}
+            "cwd": session.cwd, "title": catalog.first_message(session) or None}
     extra = {k: v for k, v in ours.items() if v is not None}
     extra.update(doc.get("extra") or {})
     found_first = session.extra.get("discovery_warnings") or []
@@ -171,12 +172,19 @@ def totals(doc: dict, data: bytes, stamp: list) -> dict:
     again: its size and steps, the totals `stats` adds up (tokens and cost from
     `final_metrics`, tool calls counted with the sub-agents', like the tokens), and the files its
     tool calls wrote (`blame`, INDEX.md)."""
+    from rendering import cards
+
     fm = doc.get("final_metrics") or {}
+    card = cards.facts(doc)
     return {"stamp": stamp, "size": len(data), "steps": len(doc["steps"]),
             "tool_calls": tool_calls(doc), "prompt": fm.get("total_prompt_tokens"),
             "completion": fm.get("total_completion_tokens"), "cached": fm.get("total_cached_tokens"),
             "cost": fm.get("total_cost_usd"),
-            "files": sorted({path for write in toolkinds.writes(doc) for path in write["paths"]})}
+            "files": sorted({path for write in toolkinds.writes(doc) for path in write["paths"]}),
+            "title": card["title"], "outcome": card["outcome"],
+            "commits": [commit["hash"][:SHORT_HASH] for commit in card["commits"]],
+            "requests": cards.request_text(card),
+            "card_size": len(cards.render(doc, card))}
 
 
 def tool_calls(doc: dict) -> int:
@@ -215,6 +223,14 @@ class Facts:
     def get(self, session: Session, stamp: list) -> dict | None:
         found = self.entries.get(cache_key(session))
         return found if found and found.get("stamp") == stamp else None
+
+    def latest(self, session: Session) -> dict | None:
+        """The facts of the session's latest redacted rendering, of its current version or
+        not: a session only grows, and what its user asked stays asked (what a search of the
+        requests and titles prints is always redacted)."""
+        found = self.entries.get(cache_key(session))
+        stamp = found.get("stamp") if isinstance(found, dict) else None
+        return found if isinstance(stamp, list) and stamp and stamp[-1] is True else None
 
     def put(self, session: Session, facts: dict) -> dict:
         self.entries[cache_key(session)] = facts

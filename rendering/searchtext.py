@@ -16,7 +16,7 @@ from __future__ import annotations
 import marshal
 
 SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
-SEARCH_TEXT_MAGIC = b"tzst2"
+SEARCH_TEXT_MAGIC = b"tzst3"  # tzst2: facts without a title, outcome, commits (issue 30)
 STEP_END = b"\xff"  # never in UTF-8: no word is found across two steps' texts
 
 
@@ -64,6 +64,15 @@ def stored_search_text(session, env, kept_as: list, query) -> tuple[int, dict] |
 
     data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT)
     return search_text_count(data, query) if data is not None else None
+
+
+def kept(session, env) -> tuple | None:
+    """The session's `documents.stamps` when the search text of its current redacted rendering
+    is kept, else None."""
+    from rendering import doccache, documents
+
+    taken = documents.stamps(session, env)
+    return taken if doccache.has(env, documents.cache_key(session), session.short_id, taken[1], SEARCH_TEXT) else None
 
 
 def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query) -> bytes | None:

@@ -113,7 +113,7 @@ _PATCH_FILE = compiledre.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*
                                  re.M)
 _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")
-_WRITERS = ("tee", "mv", "cp")
+_WRITERS = ("tee", "mv", "cp", "sed")
 _UNQUOTED = str.maketrans("", "", "'\"\\")  # what shlex removes from a word: quotes, backslashes
 _SHELL_WRAPPERS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh")
 
@@ -180,7 +180,7 @@ def command_of(arguments: dict) -> str | None:
 
 def shell_writes(command: str) -> list[str]:
     """The files a command line writes: the targets of `>` and `>>`, the files of `tee`, the
-    destination of `mv`, `git mv` and `cp` (unparsable quoting: none)."""
+    destination of `mv`, `git mv` and `cp`, the files `sed -i` edits (unparsable quoting: none)."""
     command = command[:MAX_PARSED]
     if ">" not in command and not any(word in command.translate(_UNQUOTED) for word in _WRITERS):
         return []  # most commands: no redirection, and no writer even once its quotes are gone
@@ -215,7 +215,29 @@ def _written_by(words: list[str]) -> list[str]:
         return arguments
     if words[:1] in (["mv"], ["cp"]) and len(arguments) >= 2:
         return arguments[-1:]
+    if words[:1] == ["sed"]:
+        return _edited_by_sed(words[1:])
     return []
+
+
+def _edited_by_sed(arguments: list[str]) -> list[str]:
+    """The files `sed -i` edits in place: its operands after the script (the first operand,
+    unless `-e` or `-f` gave it)."""
+    in_place = any(w == "--in-place" or w.startswith("--in-place=") or (w.startswith("-") and not w.startswith("--")
+                                                                         and "i" in w[1:]) for w in arguments)
+    if not in_place:
+        return []
+    operands, scripted, skip = [], False, False
+    for word in arguments:
+        if skip:
+            skip = False
+        elif word in ("-e", "-f", "--expression", "--file"):
+            scripted = skip = True
+        elif word.startswith(("--expression=", "--file=")):
+            scripted = True
+        elif not word.startswith("-"):
+            operands.append(word)
+    return operands if scripted else operands[1:]
 
 
 def patch_paths(arguments: dict) -> list[str]:

@@ -111,6 +111,7 @@ def header(session, doc: dict, trajectory: dict, part: str | None, first: int, l
                  f"`{session.short_id}` — {session.agent}")
     total = len(trajectory.get("steps") or [])
     shown = f"{total} (showing {first}–{last})" if (first, last) != (1, total) else str(total)
+    shown += f"; step N is `{'.subagent_trajectories[K-1]' if part else ''}.steps[N-1]` in the document"
     title_text = (doc.get("extra") or {}).get("title")  # redacted, unlike session.title
     facts = [("First message", cell(title_text, 200)),
              ("Agent", " ".join(str(v) for v in (agent.get("name"), agent.get("version"))

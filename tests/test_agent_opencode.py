@@ -122,7 +122,8 @@ def test_sessions_are_scoped_by_their_directory(tmp_path):
     mine = catalog.Scope("/tmp/agents/proj-opencode").filter(sessions)
     other = catalog.Scope("/tmp/agents/proj-opencode-other").filter(sessions)
     assert len(mine) == 2 and len(other) == 1
-    assert other[0].title.startswith('"SCENARIO opencode-3 in /tmp/agents/proj-opencode-other')
+    assert catalog.first_message(other[0]).startswith('"SCENARIO opencode-3 in /tmp/agents/proj-opencode-other')
+    assert other[0].title == "Scenario session"  # the title opencode gave it
     assert all(s.locator == s.native_id and s.model == "fakellm/fake-model" for s in sessions)
 
 
@@ -321,7 +322,8 @@ def test_json_tree_child_session_is_embedded(tmp_path):
                           "metadata": {"sessionId": "ses_c"}}})
     env = base_env(tmp_path, str(tmp_path / "home"))
     [session] = catalog.discover(env, ["opencode"], use_cache=False).sessions
-    assert session.native_id == "ses_p" and session.title == "go ses_p"
+    assert session.native_id == "ses_p" and catalog.first_message(session) == "go ses_p"
+    assert session.title == "ses_p"  # the store's own title
     doc = documents.translate(session, env)
     assert_valid(doc)
     assert doc["steps"][1]["observation"]["results"][0]["subagent_trajectory_ref"][0]["trajectory_id"] == "ses_c"

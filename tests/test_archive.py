@@ -280,6 +280,19 @@ def test_a_second_run_with_nothing_new_archives_and_writes_nothing(tmp_path):
     assert (after.st_ino, after.st_mtime_ns) == (index.st_ino, index.st_mtime_ns)
 
 
+def test_an_archive_run_keeps_the_facts_of_what_it_archived(tmp_path, monkeypatch):
+    """A project archived daily reads its titles, steps and outcomes (INDEX.md, `list`) without
+    rendering: the run rendered what was new, and a second run renders nothing."""
+    from rendering import documents
+
+    env = by_agent("claude").build(tmp_path)
+    archive_json(env)
+    rows = [json.loads(line) for line in ok(env, "list", "--all", "--json").splitlines()]
+    assert rows and all(r["steps"] and r["bytes"] for r in rows)
+    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("rendered again"))
+    assert archive_json(env)["unchanged"] == len(rows)  # in this process: nothing rendered
+
+
 def test_an_append_adds_about_the_appended_bytes_to_the_archive(tmp_path):
     """A transcript grown by 2 MB of new records: the archive grows by about their compressed
     size, not by a new copy of the whole 40 MB transcript (random text: it does not compress)."""
@@ -675,7 +688,7 @@ def test_a_mounted_memory_serves_archived_sessions_as_it_served_them_live(tmp_pa
     delete_natively(env, sessions, [])
     point, _ = mount(env, project, "--dir", project)
     try:
-        names = sorted(n for n in os.listdir(point) if n not in ("README.md", "INDEX.md"))
+        names = sorted(n for n in os.listdir(point) if n.endswith(".atif.json"))
         assert names == sorted(before)
         assert {n: open(os.path.join(point, n), "rb").read() for n in names} == before
         listing = client("ls", "-l", point)

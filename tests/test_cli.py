@@ -47,7 +47,7 @@ def test_list_table_shape(store):
     result = cli("list", "--all", "--steps", env=env)
     lines = result.stdout.decode().splitlines()
     assert lines[0] == "## Sessions of every project — 3 session(s)"
-    assert lines[2] == "| ID | Agent | Date | Steps | Project | First message |"
+    assert lines[2] == "| ID | Agent | Date | Steps | Project | Title |"
     row = re.compile(r"^\| `cl-[0-9a-f]{8}` \| claude \| 2026-11-29 \| \d+ \| \S*proj-claude(-other)? \| SCENARIO claude-\d\w? in .*\|$")
     assert all(row.match(line) for line in lines[4:]), lines[4:]
 
@@ -59,7 +59,8 @@ def test_show_export_and_ids_compose(store, tmp_path):
     exported = cli("export", "--all", "--out", str(out), env=env)
     assert exported.returncode == 0, exported.stderr
     names = sorted(os.listdir(out))
-    assert names == sorted(["README.md", "INDEX.md"] + [r["file"] for r in records])
+    documents = [r["file"] for r in records]  # and each one's card beside it
+    assert names == sorted(["README.md", "INDEX.md"] + documents + [d.replace(".atif.json", ".card.md") for d in documents])
     for record in records:
         assert re.fullmatch(r"2026-11-29_claude_cl-[0-9a-f]{8}\.atif\.json", record["file"])
         shown = cli("show", record["id"], env=env)
@@ -91,7 +92,7 @@ def test_export_adds_and_updates_and_removes_only_with_delete(store, tmp_path):
     assert set(sessions) <= set(os.listdir(out)), "export removed a file without --delete"
     assert "3 session(s)" in (out / "README.md").read_text()
     done = cli("export", "--all", "--delete", "--out", str(out), env=env)
-    assert done.returncode == 0 and b"removed 1" in done.stderr
+    assert done.returncode == 0 and b"removed 2" in done.stderr  # the deleted session's document and card
     left = sorted(n for n in os.listdir(out) if n.endswith(".atif.json"))
     assert len(left) == 3 and "2026-01-01_claude_cl-00000000.atif.json" in left
     assert (out / "notes.txt").read_text() == "mine"
@@ -121,7 +122,7 @@ def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, mo
         assert run_main(here, ["export", "--all", "--out", str(out)]).returncode == 0
         rows = [json.loads(line) for line in run_main(here, ["list", "--all", "--json"]).stdout.splitlines()]
         done[cores] = {n: (out / n).read_bytes() for n in os.listdir(out)}, rows
-    assert len(done[1][0]) == 5 and all(r["steps"] for r in done[1][1])  # 3 sessions, README and INDEX
+    assert len(done[1][0]) == 8 and all(r["steps"] for r in done[1][1])  # 3 sessions, 3 cards, README, INDEX
     assert done[2] == done[1]
 
 

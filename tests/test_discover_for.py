@@ -68,7 +68,7 @@ def test_loading_one_agent_imports_that_agent_only():
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import agents; agents.load('claude'); "
             "print(sorted(m for m in sys.modules if m.startswith('agents.')))")
     done = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['agents.base', 'agents.claude']"
+    assert done.stdout.strip() == "['agents.base', 'agents.claude', 'agents.titles']"  # and the helpers it uses
 
 
 def claude_store(tmp_path, names: list[str], folders=("-tmp-agents-proj-claude",)) -> dict:

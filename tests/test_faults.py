@@ -363,7 +363,8 @@ def test_the_mount_serves_every_file_of_a_damaged_store(tmp_path):
     point = os.path.join(proj, "memory")
     try:
         mount(env, proj)
-        assert set(client("ls", point).stdout.split()) == set(listed) | {"README.md", "INDEX.md"}
+        cards = {name.replace(".atif.json", ".card.md") for name in listed}
+        assert set(client("ls", point).stdout.split()) == set(listed) | cards | {"README.md", "INDEX.md"}
         for name, record in listed.items():
             served = client("cat", os.path.join(point, name))
             assert served.returncode == 0, served.stderr

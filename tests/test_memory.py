@@ -30,7 +30,7 @@ import pytest
 from core import cache, mounts
 from discovery import archive, catalog
 from mount import memory, memoryfs, memoryindex
-from rendering import documents
+from rendering import cards, documents
 from helpers import LIVE, ROOT, base_env, cli, needs
 
 GIT = shutil.which("git")
@@ -157,14 +157,19 @@ def test_listing_sizes_and_bytes_match_show(store):
     assert len(wanted) >= 2
     entries = fs.readdir("/", 0)
     assert [e[0] for e in entries[:4]] == [".", "..", memoryfs.README, memoryindex.INDEX]
-    assert sorted(e[0] for e in entries[4:]) == sorted(wanted)
+    assert sorted(e[0] for e in entries[4:]) == sorted([*wanted, *map(cards.card_name, wanted)])
     assert fs.getattr("/")["st_mode"] == memoryfs.DIR_MODE
     for name, session in wanted.items():
+        card = cards.card_name(name)  # its size before its document was rendered: made to answer
+        assert fs.getattr("/" + card)["st_size"] == len(cards.render(documents.translate(session, env)))
         rendered = documents.render(session, env)
         attrs = fs.getattr("/" + name)
         assert attrs["st_mode"] == memoryfs.FILE_MODE and attrs["st_size"] == len(rendered)
         assert attrs["st_blocks"] * 512 >= len(rendered)
         assert read_all(fs, name)[0] == rendered
+        card_bytes = read_all(fs, card)[0]  # its size from the document's facts now
+        assert card_bytes == cards.render(documents.translate(session, env)) and fs.getattr("/" + card)["st_size"] == len(card_bytes)
+        assert card_bytes.startswith(b"# SCENARIO ") and b"- Outcome: completed" in card_bytes
     readme, _ = read_all(fs, memoryfs.README)
     assert fs.getattr("/" + memoryfs.README)["st_size"] == len(readme)
     assert f"({len(wanted)} session(s))" in readme.decode() and "generates when a file is read" in readme.decode()
@@ -174,7 +179,7 @@ def test_listing_translates_nothing(store, monkeypatch):
     env, proj, _ = store
     fs = new_fs(env, proj)
     monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("listing translated"))
-    assert len(fs.readdir("/", 0)) == 4 + len(expected_sessions(env, proj))
+    assert len(fs.readdir("/", 0)) == 4 + 2 * len(expected_sessions(env, proj))  # documents and cards
 
 
 def index_rows(data: bytes) -> dict:
@@ -196,11 +201,10 @@ def test_index_lists_every_session_and_renders_none(store, monkeypatch):
     rows = index_rows(index)
     assert list(rows) == [n for n in (catalog.file_name(s) for s in catalog.discover(env).sessions) if n in wanted]
     doc = documents.translate(wanted[first], env)
-    calls = sum(len(s.get("tool_calls") or ()) for s in doc["steps"])
-    assert rows[first][3:5] == [str(len(doc["steps"])), str(calls)]
-    assert others and all(rows[n][3:5] == ["", ""] and rows[n][6] == "" for n in others)
+    assert rows[first][2] == str(len(doc["steps"])) and rows[first][4] == "completed"
+    assert others and all(rows[n][2] == rows[n][4] == rows[n][6] == "" for n in others)
     assert rows[first][6] == "note.txt"  # it wrote it, in its cwd
-    assert all(r[1] == wanted[n].agent and r[5].startswith("SCENARIO") for n, r in rows.items())
+    assert all(r[1] == wanted[n].agent and r[3].startswith("SCENARIO") for n, r in rows.items())
 
 
 def test_writes_fail_with_erofs(store):
@@ -560,7 +564,8 @@ def test_ls_shows_this_projects_sessions_with_the_sizes_show_prints(mounted):
     env, point = mounted.env, mounted.point
     seen = sizes_seen_by_ls(point)
     wanted = listed(env, mounted.proj)
-    assert len(wanted) >= 2 and {n: s for n, s in seen.items() if n not in ("README.md", "INDEX.md")} == wanted
+    assert len(wanted) >= 2 and {n: s for n, s in seen.items() if n.endswith(".atif.json")} == wanted
+    assert {n for n in seen if n.endswith(".card.md")} == {cards.card_name(n) for n in wanted}  # one each
     assert not set(seen) & set(listed(env, mounted.proj2))  # proj-2 shares the prefix, not the project
     for name, size in wanted.items():
         shown = cli("show", name, env=env)
@@ -578,8 +583,9 @@ def test_tools_read_complete_correct_content(mounted):
     counts = client("wc", "-c", *files).stdout.splitlines()
     assert [int(line.split()[0]) for line in counts[:-1]] == [wanted[n] for n in sorted(wanted)]
     done = client("grep", "-r", "-l", "SCENARIO-DONE", point).stdout.split()
-    assert sorted(done) == files
-    assert sorted(client("rg", "-l", "SCENARIO-DONE", point).stdout.split()) == files
+    card_files = [cards.card_name(f) for f in files]  # which quote the final answer
+    assert sorted(done) == sorted(files + card_files)
+    assert sorted(client("rg", "-l", "SCENARIO-DONE", point).stdout.split()) == sorted(files + card_files)
     ids = client("jq", "-r", ".extra.short_id", *files).stdout.split()
     assert ids == [n.rsplit("_", 1)[1][: -len(".atif.json")] for n in sorted(wanted)]
     loaded = client("python3", "-c", "import json, sys; print(sum(len(json.load(open(f))['steps']) for f in sys.argv[1:]))", *files)
@@ -588,7 +594,8 @@ def test_tools_read_complete_correct_content(mounted):
     assert client("cp", files[0], copy).returncode == 0
     assert open(copy, "rb").read() == cli("show", sorted(wanted)[0], env=env).stdout
     os.remove(copy)
-    total = sum(wanted.values()) + sum(os.path.getsize(os.path.join(point, n)) for n in ("README.md", "INDEX.md"))
+    total = sum(wanted.values()) + sum(os.path.getsize(os.path.join(point, n)) for n in ("README.md", "INDEX.md")) \
+        + sum(len(client("cat", f).stdout.encode()) for f in card_files)
     assert int(client("du", "-s", "-b", point).stdout.split()[0]) == total
     big = max(wanted.values())
     found = client("find", point, "-size", f"+{big - 1}c", "-name", "*.atif.json").stdout.split()
@@ -691,8 +698,9 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
     assert [r["archived"] for r in records if r["file"] == added] == [True]
     assert cli("forget", added, env=env).returncode == 0  # gone for good
     assert wait_for(lambda: added not in client("ls", point).stdout.split(), 10)
-    assert sizes_seen_by_ls(point) == {**listed(env, proj), **{n: os.path.getsize(os.path.join(point, n))
-                                                               for n in ("README.md", "INDEX.md")}}
+    seen = sizes_seen_by_ls(point)
+    assert {n: size for n, size in seen.items() if not n.endswith(".card.md")} == {
+        **listed(env, proj), **{n: os.path.getsize(os.path.join(point, n)) for n in ("README.md", "INDEX.md")}}
 
 
 @needs_fuse
@@ -704,7 +712,9 @@ def test_index_is_the_same_in_the_mount_and_in_an_export(mounted, tmp_path):
     assert cli("export", "--dir", proj, "--out", str(tmp_path / "out"), env=env).returncode == 0
     exported = (tmp_path / "out" / "INDEX.md").read_bytes()
     assert client("cat", os.path.join(point, "INDEX.md")).stdout.encode() == exported
-    assert sorted(index_rows(exported)) == names and all(r[3] for r in index_rows(exported).values())
+    assert sorted(index_rows(exported)) == names and all(r[2] and r[4] for r in index_rows(exported).values())
+    for card in map(cards.card_name, names):  # the cards too, byte for byte
+        assert client("cat", os.path.join(point, card)).stdout.encode() == (tmp_path / "out" / card).read_bytes()
 
 
 def archived_ids(env) -> set:

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from mount import memoryfs, warmup
+from mount import memoryfs, memoryindex, warmup
 from rendering import documents
 from helpers import ROOT, cli
-from test_memory import (append_user_message, claude_sessions, expected_sessions, listed, make_store, mount,
-                         needs_fuse, read_all, sizes_seen_by_ls, take_down)
+from test_memory import (append_user_message, claude_sessions, expected_sessions, index_rows, listed, make_store,
+                         mount, needs_fuse, read_all, sizes_seen_by_ls, take_down)
 
 WORKER = [sys.executable, os.path.join(ROOT, "trajectoriz.py")]
 
@@ -44,7 +44,7 @@ def wait_idle(fs, seconds: float = 30) -> None:
 
 def session_names(fs) -> list[str]:
     """The listing, in the directory's order (as `ls -l` and `grep -r` walk it)."""
-    return [entry[0] for entry in fs.readdir("/", 0) if entry[0] not in (".", "..", memoryfs.README, "INDEX.md")]
+    return [entry[0] for entry in fs.readdir("/", 0) if entry[0].endswith(".atif.json")]
 
 
 def test_a_walk_is_rendered_by_the_workers_ahead_of_it(store, monkeypatch):
@@ -86,6 +86,22 @@ def test_a_walk_backwards_is_rendered_ahead_of_it_too(store, monkeypatch):
         no_translation_here(monkeypatch)
         found = [first] + [read_all(fs, name)[0] for name in names[1:]]
         assert found == [shown(env, name) for name in names]
+    finally:
+        fs.destroy("/")
+
+
+def test_the_first_read_of_the_index_has_the_workers_fill_it(store, monkeypatch):
+    """INDEX.md's first read renders nothing here: the workers render the sessions it knows
+    nothing of, and the next read has every session's steps and outcome."""
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
+    try:
+        no_translation_here(monkeypatch)
+        first = index_rows(read_all(fs, memoryindex.INDEX)[0])
+        assert first and all(row[2] == row[4] == "" for row in first.values())
+        wait_idle(fs)
+        filled = index_rows(read_all(fs, memoryindex.INDEX)[0])
+        assert list(filled) == list(first) and all(row[2] and row[4] == "completed" for row in filled.values())
     finally:
         fs.destroy("/")
 
@@ -172,7 +188,7 @@ def test_mounted_cold_listing_is_exact_and_unmount_leaves_no_worker(store):
     try:
         point, _ = mount(env, proj)
         seen = sizes_seen_by_ls(point)  # the first listing: every size is rendered by now
-        assert {n: s for n, s in seen.items() if n not in ("README.md", "INDEX.md")} == listed(env, proj)
+        assert {n: s for n, s in seen.items() if n.endswith(".atif.json")} == listed(env, proj)
         assert cli("memory", "--unmount", point, env=env, cwd=proj).returncode == 0
         assert workers_of(env["HOME"]) == []
     finally:

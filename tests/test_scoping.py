@@ -161,7 +161,8 @@ def test_the_mount_shows_exactly_the_projects_sessions(tmp_path):
     point = str(tmp_path / "memory")
     try:
         mount(env, str(project), point)
-        assert set(client("ls", point).stdout.split()) == wanted | {"README.md", "INDEX.md"}
+        cards = {name.replace(".atif.json", ".card.md") for name in wanted}
+        assert set(client("ls", point).stdout.split()) == wanted | cards | {"README.md", "INDEX.md"}
         assert client("grep", "-r", "-l", "-F", str(sibling), point).stdout == ""
     finally:
         take_down(point)

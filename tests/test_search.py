@@ -163,12 +163,12 @@ def test_markdown_shape_escapes_pipes_and_cuts_long_text(store):
     assert lines == [
         "## Search: `tokens per trajectory` — 1 result(s)",
         "",
-        "| ID | Agent | Date | Project | First message |",
+        "| ID | Agent | Date | Project | Title |",
         "|---|---|---|---|---|",
         f"| `{record['id']}` | claude | 2026-11-29 | {project_cell(record['cwd'])} | {cut} |",
     ]
     local = run(store, "search", "--dir", record["cwd"], "tokens per trajectory").stdout.decode()
-    assert "| ID | Agent | Date | First message |" in local  # one project: no Project column
+    assert "| ID | Agent | Date | Title |" in local  # one project: no Project column
 
 
 def test_no_result_prints_the_header_and_exits_1(store):
@@ -182,7 +182,7 @@ def test_json_records(store):
     (record,) = found(store, "claude-3")
     listed = {r["id"]: r for r in sessions(store)}[record["id"]]
     assert set(record) == {"id", "agent", "date", "started", "native_id", "cwd", "model",
-                           "first_message", "file", "source", "archived", "shared_by"}
+                           "title", "first_message", "file", "source", "archived", "shared_by"}
     assert record == {k: listed[k] for k in record}
 
 
@@ -196,7 +196,8 @@ def test_ids_compose_with_show_and_the_mount_file_names(store, tmp_path):
     for hit in hits:
         session = catalog.find(every, hit["id"])
         assert hit["file"] == catalog.file_name(session)
-        assert [n for n in names if hit["id"] in n] == [hit["file"]]  # ls memory | grep ID
+        card = hit["file"].replace(".atif.json", ".card.md")
+        assert sorted(n for n in names if hit["id"] in n) == sorted([hit["file"], card])  # ls memory | grep ID
         shown = run_main(env, ["show", hit["id"]])
         assert json.loads(shown.stdout)["extra"]["short_id"] == hit["id"]
         assert shown.stdout == (tmp_path / "memory" / hit["file"]).read_bytes()
@@ -232,12 +233,23 @@ def test_a_tool_output_is_found_by_content_only(store):
     outputs = {h["id"] for h in hits if h["field"] == "output"}
     assert len(outputs) >= 3
     for hit in hits:
-        assert set(hit) == {"id", "agent", "date", "step", "subagent", "field", "snippet", "file"}
+        assert set(hit) == {"id", "agent", "date", "step", "subagent", "jq", "field", "snippet", "file"}
         assert "readme.md" in hit["snippet"].lower() and hit["snippet"].startswith(hit["field"] + ": ")
+    for hit in hits[:8]:  # the jq path printed is the step numbered: one numbering everywhere
+        doc = json.loads(run_main(env, ["show", hit["id"]]).stdout)
+        assert at_jq_path(doc, hit["jq"])["step_id"] == hit["step"]
     for hit in [h for h in hits if h["field"] == "output" and not h["subagent"]][:5]:
         step = json.loads(run_main(env, ["show", hit["id"], "--step", str(hit["step"])]).stdout)
         outputs = [r.get("content") for r in step.get("observation", {}).get("results", [])]
         assert any("README.md" in json.dumps(o) for o in outputs)
+
+
+def at_jq_path(doc: dict, path: str):
+    """What a jq path of the form `.a[0].b[1]` names in a document."""
+    found = doc
+    for name, index in re.findall(r"\.(\w+)\[(\d+)\]", path):
+        found = found[name][int(index)]
+    return found
 
 
 def test_content_matches_per_step_with_snippets_and_sub_agents(store):
@@ -249,7 +261,8 @@ def test_content_matches_per_step_with_snippets_and_sub_agents(store):
     assert lines[:4] == [f"## Search: `survey src/web` — content of {sessions_count} session(s)", "",
                          "| ID | Agent | Date | Project | Step | Snippet |", "|---|---|---|---|---|---|"]
     rows = [line for line in lines if line.startswith("| `")]
-    assert [row.split(" | ")[4] for row in rows] == ["5", "1 (sub-agent 1)"]
+    assert [row.split(" | ")[4] for row in rows] == [
+        "5 (`.steps[4]`)", "1 (sub-agent 1: `.subagent_trajectories[0].steps[0]`)"]
     # the snippet: where it matched, then up to 50 characters before and 80 after the first word
     assert rows[0].endswith("| call: Agent description: Survey the web module subagent_type: "
                             "general-purpose prompt: Survey src/web and report… |")
@@ -325,6 +338,19 @@ def test_content_output_is_the_same_on_one_core(store, monkeypatch):
     monkeypatch.setattr(parallel, "cores", lambda: 1)
     on_one = run(store, *args)
     assert on_one.stdout == on_every_core.stdout and on_one.stdout.count(b"\n| `") >= 20
+
+
+def test_a_repeated_word_search_reads_the_kept_texts_without_a_pool(store, monkeypatch):
+    """The profile of a warm `search --content` over 1,000 sessions: a pool of workers started
+    to read search texts that were all kept. Once every one is kept, none is started, and the
+    output is the first run's."""
+    from core import parallel
+
+    args = ("search", "--content", "note.txt \\| hello", "--limit", "0")
+    first = run(store, *args)
+    monkeypatch.setattr(parallel, "_pool", lambda *a: pytest.fail("a pool was started"))
+    again = run(store, *args)
+    assert again.stdout == first.stdout and again.stdout.count(b"\n| `") >= 20
 
 
 def test_every_option_says_what_it_does():

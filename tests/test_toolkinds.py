@@ -175,7 +175,9 @@ def test_a_name_in_another_case_has_its_kind():
 @pytest.mark.parametrize("command, written", [
     ("echo hi > a.txt", ["a.txt"]), ('t"ee" b.txt', ["b.txt"]), ("c\\p a b", ["b"]),
     ("m'v' x y", ["y"]), ("git mv x y", ["y"]), ("ls -la; cat notes", []), ("cp", []),
-    ("grep -r tee src", [])])
+    ("grep -r tee src", []), ("sed -i 's/a/b/' x.py y.py", ["x.py", "y.py"]), ("sed -n 1,5p x.py", []),
+    ("sed -i.bak -e 's/a/b/' -e 's/c/d/' x.py", ["x.py"]), ("sed 's/a/b/' x.py > y.py", ["y.py"]),
+    ("cat > notes.md <<'EOF'\nhello\nEOF", ["notes.md"])])
 def test_shell_writes_sees_writers_through_their_quotes(command, written):
     """The quick test that spares parsing most commands must not miss a quoted writer."""
     assert toolkinds.shell_writes(command) == written

@@ -42,7 +42,7 @@ def test_every_step_with_its_messages_reasoning_calls_and_results(store):
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
     assert text.startswith(f"# Session `{ident}` — claude\n")
-    assert f"- Steps: {len(doc['steps'])}\n" in text
+    assert f"- Steps: {len(doc['steps'])}; step N is `.steps[N-1]` in the document\n" in text
     assert headings(text) == [s["step_id"] for s in doc["steps"]]
     for step in doc["steps"]:
         assert f"## Step {step['step_id']} · {step['source']}" in text
@@ -67,7 +67,7 @@ def test_slices_follow_one_another_to_the_end(store):
         text = show(store, ident, "--markdown", *command).stdout.decode()
         part = headings(text)
         assert len(part) <= 3 and part == list(range(part[0], part[-1] + 1))
-        assert f"- Steps: {total} (showing {part[0]}–{part[-1]})" in text
+        assert f"- Steps: {total} (showing {part[0]}–{part[-1]}); step N is `.steps[N-1]`" in text
         seen += part
         following = re.search(r"Next: `trajectoriz show (\S+) --markdown --steps (\S+)`_$", text.rstrip())
         command = None
