@@ -354,10 +354,14 @@ def test_a_teammates_sessions_are_in_the_mount_of_another_clone(team):
     try:
         names = sorted(os.listdir(point))
         theirs = records(bob, b)
-        assert names == sorted(["README.md", "INDEX.md", *(r["file"] for r in theirs)])
+        from rendering.cards import card_name
+
+        assert names == sorted(["README.md", "INDEX.md", *(r["file"] for r in theirs),
+                                *(card_name(r["file"]) for r in theirs)])
         for r in theirs:
             assert client("cat", os.path.join(point, r["file"])).stdout.encode() == \
                 run_main(alice, ["show", r["id"]], cwd=a).stdout
+            assert "## Requests (" in client("cat", os.path.join(point, card_name(r["file"]))).stdout
         assert "Shared by" in client("cat", os.path.join(point, "INDEX.md")).stdout
     finally:
         take_down(point)
