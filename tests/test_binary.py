@@ -96,6 +96,7 @@ def both(binary, store, *args):
 SAME_AS_SOURCE = [
     ["--version"], ["--help"], ["--man"], ["list"], ["list", "--all", "--json"], ["search", "note"],
     ["search", "--content", "SCENARIO-DONE", "--json"], ["stats", "--json"], ["agents", "--json"],
+    ["--completion", "zsh"], ["complete-ids"],
 ]
 
 
