@@ -3,13 +3,13 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-runtime.txt | cksum | cut -d' ' -f1)
 
 .PHONY: venv test demo bench clean conformance build release release-check man bench-startup
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-runtime.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --ignore-requires-python \
