@@ -8,9 +8,10 @@ outside, on the bundled example store; where the host has FUSE, a real mount fro
 Debian works, served on the C library that fits (Debian 11: the program's own, with Debian 11's
 libfuse loaded into it; Debian 12: the host's).
 
-`make release-check` runs this file (TRAJECTORIZ_RELEASE_CHECK=1): debootstrap takes about a
-minute per Debian the first time (kept in pyi-work/rootfs/), so it is not part of CI, which
-runs the busybox root in tests/test_binary.py.
+`make release-check` runs this file (TRAJECTORIZ_RELEASE_CHECK=1; TRAJECTORIZ_RELEASE_ARCHES names
+the machines whose files `make release` built, this one's by default): debootstrap takes about a
+minute per Debian the first time, ten for the arm64 one (kept in pyi-work/rootfs/), so it is
+not part of CI, which runs the busybox root in tests/test_binary.py.
 """
 
 from __future__ import annotations
@@ -128,8 +129,9 @@ program=$1 point=$2
 "$program" memory "$point" >/dev/null
 pid=$("$program" memory --status "$point" | sed -n 's/.*server pid \([0-9]*\).*/\1/p')
 echo "exe $(readlink /proc/$pid/exe)"
+tr '\0' '\n' < /proc/$pid/cmdline | head -n 2 | sed 's/^/argument /'
 awk '{print $6}' /proc/$pid/maps | grep -E '/lib(fuse|c\.so)' | sort -u | sed 's/^/mapped /'
-grep -rl SCENARIO "$point" | wc -l | sed 's/^ */found /'
+grep -rl SCENARIO "$point" | grep -c '\.atif\.json$' | sed 's/^/found /'  # INDEX.md holds it too
 "$program" memory --unmount "$point" >/dev/null
 grep -c " $point " /proc/self/mountinfo | sed 's/^/left /' || true
 """
@@ -149,6 +151,8 @@ def test_a_mount_works_where_the_host_has_fuse(case, store, tmp_path):
     assert done.returncode == 0, (done.stdout, done.stderr)
     said = done.stdout.decode()
     exe = re.search(r"^exe (.*)$", said, re.M).group(1)
+    if os.path.basename(exe).startswith("qemu-"):  # emulated: binfmt_misc gave qemu the program's path
+        exe = re.findall(r"^argument (.*)$", said, re.M)[1]
     mapped = re.findall(r"^mapped (.*)$", said, re.M)
     app = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app")
     exported = tmp_path / "exported"
@@ -163,3 +167,21 @@ def test_a_mount_works_where_the_host_has_fuse(case, store, tmp_path):
         assert os.path.basename(exe) == "trajectoriz" and libc and all(m.startswith(app) for m in libc)
     else:  # glibc 2.36: the mount switched to the host's C library
         assert os.path.basename(exe) == "trajectoriz-host-libc" and libc and not any(m.startswith(app) for m in libc)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_build_readme_states_the_floor_of_each_release(machine, tmp_path):
+    """objdump over every ELF of the release file (the host's reads either machine's), against
+    what build/README.md says of that machine's file (tests/test_binary.py checks this host's)."""
+    import glibc_floor
+    import ownlibc
+
+    measured = glibc_floor.measure_any(release_copy(machine, tmp_path))
+    carried = measured["carried"]
+    assert not carried["lacking"] and ownlibc.ABIS[machine][0] in carried["files"]
+    if machine == platform.machine():
+        return
+    text = " ".join(open(os.path.join(ROOT, "build", "README.md"), encoding="utf-8").read().split())
+    stated = re.search(rf"glibc floor \({machine}\): none: the release carries glibc (\S+?), and needs Linux "
+                       r"(\S+) or later.*?host's C library it needs glibc (\S+) or later", text)
+    assert stated and stated.groups() == (carried["glibc"], carried["kernel"], measured["host_glibc_floor"])
