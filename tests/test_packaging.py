@@ -19,7 +19,7 @@ import zipfile
 import pytest
 
 from helpers import ROOT, cli
-from version import VERSION
+from core.version import VERSION
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 import demo  # noqa: E402  (stages the example store the way `make demo` does)
@@ -64,7 +64,8 @@ def test_the_wheel_depends_on_the_pinned_runtime_packages_and_has_both_commands(
         names = archive.namelist()
     assert re.findall(r"^Requires-Dist: (.*)$", metadata, re.M) == runtime_pins()
     assert "trajectoriz = trajectoriz:main" in scripts and "trajectoriz-cli = trajectoriz:main" in scripts
-    assert "agents/claude.py" in names and "atif/validate.py" in names
+    assert {"trajectoriz.py", "agents/claude.py", "atif/validate.py", "commands/completion.py",
+            "core/version.py"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "bench/", "build/", "conformance/", "examples/"))]
 
 
