@@ -14,9 +14,7 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 
-SHELLS = ("bash", "zsh", "fish")
 PROGRAMS = ("trajectoriz", "trajectoriz-cli")
-IDS_COMMAND = "complete-ids"  # what the scripts run to get ids: no parser, no help (trajectoriz.main)
 
 # metavar -> what completes it
 KINDS = {"ID": "ids", "FILE": "files", "DIR": "dirs", "P": "dirs", "MOUNTPOINT": "dirs", "NAME": "agents"}
