@@ -3,13 +3,13 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-runtime.txt | cksum | cut -d' ' -f1)
 
 .PHONY: venv test demo bench clean conformance build release release-check man bench-startup
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-runtime.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --ignore-requires-python \
@@ -44,12 +44,23 @@ build: venv
 	$(PY) build/pack.py $(PACK_FLAGS)
 	$(PY) build/manpage.py --output dist/trajectoriz.1
 
-release: PACK_FLAGS = --release
-release: build
+# Both machines' files unless ARCH= names one (x86_64 or aarch64): this machine's is built here, the
+# other's under emulation (build/cross.py: qemu-user-static and an arm64 Debian root; needs root).
+HOST_ARCH := $(shell uname -m)
+RELEASE_ARCHES := $(or $(ARCH),x86_64 aarch64)
+
+release: venv
+ifneq ($(filter $(HOST_ARCH),$(RELEASE_ARCHES)),)
+	$(MAKE) build PACK_FLAGS=--release
 	$(PY) build/glibc_floor.py dist/trajectoriz
+endif
+ifneq ($(filter-out $(HOST_ARCH),$(RELEASE_ARCHES)),)
+	$(PY) build/cross.py --release $(filter-out $(HOST_ARCH),$(RELEASE_ARCHES))
+endif
 
 release-check: release
-	TRAJECTORIZ_RELEASE_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_release.py
+	TRAJECTORIZ_RELEASE_CHECK=1 TRAJECTORIZ_RELEASE_ARCHES="$(RELEASE_ARCHES)" \
+		$(PY) -m pytest -q -p no:cacheprovider tests/test_release.py
 
 man: venv
 	$(PY) build/manpage.py

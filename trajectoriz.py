@@ -32,6 +32,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                         help="print this program's manual page (roff, the text `man` reads; through "
                              "`man -l -` when the output is a terminal) and exit: the single-file "
                              "executable carries it")
+    parser.add_argument("--completion", choices=("bash", "zsh", "fish"), metavar="SHELL",
+                        help="print the completion script of SHELL (bash, zsh or fish) and exit: "
+                             "commands, options, and the session ids of the current project")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser,
                                      description="Run `trajectoriz COMMAND --help` for the options of each.")
     for name, add in COMMANDS.items():
@@ -479,6 +482,7 @@ HANDLERS = {
     "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
     "forget": ("archiving.forget", "run_forget"), "push": ("sharing.remote", "run_push"),
     "pull": ("sharing.remote", "run_pull"),
+    "complete-ids": ("commands.completion", "run_ids"),  # what the completion scripts run: no parser, no help
 }
 
 
@@ -495,6 +499,8 @@ def main(argv=None) -> int:
         from mount import warmup
 
         return warmup.run_worker(os.environ)
+    if argv[:1] == ["complete-ids"]:
+        return run(argparse.Namespace(command="complete-ids"))
     parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's own parser: its usage, not the whole program's
@@ -504,9 +510,18 @@ def main(argv=None) -> int:
         from commands import manual
 
         return manual.run()
+    if args.completion:
+        from commands import completion
+
+        return completion.run_script(args.completion, build_parser())
     if not args.command:
         parser.print_help()
         return EXIT_ERROR
+    return run(args)
+
+
+def run(args) -> int:
+    """The command `args` names, its failures said in one line."""
     from core.errors import UserError
 
     try:

@@ -149,7 +149,8 @@ def unpacked(single: str, into: str) -> str:
         data = handle.read()
     skip = int(re.search(rb"\nskip=(\d+)\n", data[:8192]).group(1))
     with tarfile.open(fileobj=io.BytesIO(data[skip - 1:]), mode="r:gz") as tar:
-        tar.extractall(into, filter="data")
+        # Python before 3.11.4 (Debian 12's 3.11.2, which build/cross.py builds with) has no filter
+        tar.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         top = tar.getnames()[0].split("/")[0]
     return os.path.join(into, top)
 

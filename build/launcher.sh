@@ -1,7 +1,7 @@
 #!/bin/sh
 # trajectoriz @VERSION@ (@PLATFORM@) as one file: this launcher, then the program (a PyInstaller
 # onedir bundle, with its own loader and C library) as a gzip-compressed tar. The first run
-# checks what unpacking needs (the tools below, Linux x86_64, the whole file, its SHA-256, a
+# checks what unpacking needs (the tools below, Linux @MACHINE@, the whole file, its SHA-256, a
 # folder it can write and run programs from), unpacks the program once into
 #   ${XDG_CACHE_HOME:-~/.cache}/trajectoriz/app/@ID@
 # (or ${TMPDIR:-/tmp}/trajectoriz-<uid>/app when that cannot be used), points the program at its
@@ -27,7 +27,7 @@ needs_glibc=@NEEDS_GLIBC@ # empty: the program carries its own C library
 interp_at=@INTERP_AT@     # where the program names its loader (ELF PT_INTERP): @INTERP_ROOM@ bytes
 interp_room=@INTERP_ROOM@
 rpath_at=@RPATH_AT@       # a NUL here cuts our C library's folder off the program's RPATH
-loader=_internal/libc/ld-linux-x86-64.so.2
+loader=_internal/libc/@LOADER@
 interpreter=$loader
 [ -n "$interp_at" ] || interpreter=trajectoriz  # a build on the host's C library: the program itself
 self=$0
@@ -64,7 +64,7 @@ done
 [ -z "$missing" ] || fail "cannot unpack the program: this system lacks$missing"
 [ -r "$self" ] || fail "cannot read my own file ($0) to unpack the program"
 machine="$(uname -s 2>/dev/null) $(uname -m 2>/dev/null)"
-[ "$machine" = "Linux x86_64" ] || fail "this file is for Linux x86_64; this machine is $machine"
+[ "$machine" = "Linux @MACHINE@" ] || fail "this file is for Linux @MACHINE@; this machine is $machine"
 
 # at_least HAVE WANT: dotted versions, compared part by part (2.31 < 2.35, 5.10.0-21 >= 3.2)
 at_least() {
@@ -127,7 +127,7 @@ unpack() {
         why="unpacking into $1 failed (disk full?)"
     elif [ -n "$interp_at" ] && ! { cp "$tmp/$id/trajectoriz" "$tmp/$id/trajectoriz-host-libc" &&
             poke "$tmp/$id/trajectoriz" "$interp_at" "$real/$loader" &&
-            poke "$tmp/$id/trajectoriz-host-libc" "$interp_at" /lib64/ld-linux-x86-64.so.2 &&
+            poke "$tmp/$id/trajectoriz-host-libc" "$interp_at" @HOST_LOADER@ &&
             poke "$tmp/$id/trajectoriz-host-libc" "$rpath_at" ""; } 2>/dev/null; then
         why="unpacking into $1 failed (disk full?)"
     elif ! ln -s "$real/$interpreter" "$tmp/$id/.interpreter" 2>/dev/null; then

@@ -1,17 +1,18 @@
-"""Give the onedir bundle its own loader and C library, so that it runs on any Linux x86_64:
+"""Give the onedir bundle its own loader and C library, so that it runs on any Linux of its machine
+(x86_64, or aarch64 when built under emulation: build/cross.py):
 an older glibc than the build host's, or none at all (musl, a busybox-only container).
 
 build/pack.py calls `prepare` on a copy of dist/trajectoriz-app (PyInstaller's output stays as it
 is). Afterwards the bundle holds:
 
-- `_internal/libc/`: the build host's glibc (its loader ld-linux-x86-64.so.2, libc, libm,
+- `_internal/libc/`: the build host's glibc (its loader, ld-linux-x86-64.so.2 or ld-linux-aarch64.so.1; libc, libm,
   libpthread, libdl, ...) and libgcc_s (which glibc loads to unwind a thread that exits), named by
   their sonames, plus `host-glibc-floor`: the newest glibc version any other ELF of the bundle
   asks for (build/glibc_floor.py measures it);
 - `trajectoriz`: PyInstaller's bootloader (with the program's archive) whose program interpreter
   (PT_INTERP) is a placeholder of INTERP_ROOM bytes and whose DT_RPATH is
   `$ORIGIN/_internal:$ORIGIN/_internal/libc`. The launcher (build/launcher.sh) writes the
-  absolute path of the unpacked `_internal/libc/ld-linux-x86-64.so.2` into the placeholder once,
+  absolute path of the unpacked `_internal/libc/<loader>` into the placeholder once,
   when it unpacks: the kernel then starts our loader, which takes our libc through the RPATH,
   and every process of the program (a re-executed mount server, render workers) runs on it.
   The launcher also makes `trajectoriz-host-libc` from it, with the standard interpreter and the
@@ -31,14 +32,19 @@ ld.so.cache, and loads into either C library (it needs one at most as new as the
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import struct
 import subprocess
 import sys
 
 LIBC_DIR = os.path.join("_internal", "libc")
-LOADER = "ld-linux-x86-64.so.2"
-HOST_LOADER = "/lib64/" + LOADER  # the x86_64 ABI's interpreter path, the one every glibc host has
+# machine (uname -m) -> its glibc loader's name, the interpreter path its ABI fixes (the one every
+# glibc host of that machine has), and Debian's multiarch folder name for its libraries
+ABIS = {"x86_64": ("ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2", "x86_64-linux-gnu"),
+        "aarch64": ("ld-linux-aarch64.so.1", "/lib/ld-linux-aarch64.so.1", "aarch64-linux-gnu")}
+MACHINE = platform.machine()  # the build's: a build under emulation (build/cross.py) is for the emulated one
+LOADER, HOST_LOADER, MULTIARCH = ABIS.get(MACHINE, ABIS["x86_64"])
 # The C library's own sonames (what a bundled ELF may need from it) and what glibc itself loads.
 GLIBC_SONAMES = (LOADER, "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
                  "libutil.so.1", "libresolv.so.2", "libanl.so.1")
@@ -85,7 +91,7 @@ def _host_library_folders() -> list[str]:
     for line in listed.splitlines():
         if "libc.so.6 =>" in line:
             folders.append(os.path.dirname(line.split("=>")[1].split("(")[0].strip()))
-    return folders + ["/lib64", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/x86_64-linux-gnu"]
+    return folders + ["/lib64", f"/lib/{MULTIARCH}", "/usr/lib64", f"/usr/lib/{MULTIARCH}"]
 
 
 def needed(path: str) -> list[str]:

@@ -5,7 +5,7 @@ is the bundle's id, `<version>-<content hash>`: the folder the launcher unpacks 
 in the user's cache. A PyInstaller onedir bundle needs a glibc at least as new as the build
 host's; the packed one carries its own loader and C library instead (build/ownlibc.py, on a
 copy of the bundle: dist/trajectoriz-app stays as PyInstaller made it), so that it runs on any
-Linux x86_64. A PyInstaller onefile binary would unpack itself on every run (bench/STARTUP.md
+Linux of the build's machine (x86_64; aarch64 built under emulation, build/cross.py). A PyInstaller onefile binary would unpack itself on every run (bench/STARTUP.md
 has the numbers).
 
     python build/pack.py [--release] [--host-libc] [--bundle DIR] [--output FILE]
@@ -41,8 +41,9 @@ LAUNCHER = os.path.join(ROOT, "build", "launcher.sh")
 MARKER = ".trajectoriz-app"  # names an unpacked bundle; see build/rthook_app.py
 
 
-def platform_tag() -> str:
-    return f"{platform.system()}-{platform.machine()}".lower()
+def platform_tag(machine: str | None = None) -> str:
+    """linux-x86_64, linux-aarch64: this machine's, or `machine`'s."""
+    return f"{platform.system()}-{machine or platform.machine()}".lower()
 
 
 def bundle_files(bundle: str) -> list[str]:
@@ -113,7 +114,8 @@ def launcher(app_id: str, data: bytes, facts: dict) -> bytes:
     the whole file's length, which both depend on the header's own length."""
     template = open(LAUNCHER, encoding="utf-8").read()
     values = {"@VERSION@": VERSION, "@PLATFORM@": platform_tag(), "@ID@": app_id,
-              "@SHA256@": hashlib.sha256(data).hexdigest()}
+              "@SHA256@": hashlib.sha256(data).hexdigest(), "@MACHINE@": ownlibc.MACHINE,
+              "@LOADER@": ownlibc.LOADER, "@HOST_LOADER@": ownlibc.HOST_LOADER}
     values.update({f"@{key.upper()}@": str(value) for key, value in facts.items()})
     for key, value in values.items():
         template = template.replace(key, value)
@@ -134,8 +136,8 @@ def write_executable(path: str, parts: list[bytes]) -> None:
     os.replace(tmp, path)
 
 
-def release_name() -> str:
-    return f"trajectoriz-{VERSION}-{platform_tag()}"
+def release_name(machine: str | None = None) -> str:
+    return f"trajectoriz-{VERSION}-{platform_tag(machine)}"
 
 
 def release(single: str, into: str = DIST) -> str:

@@ -17,6 +17,8 @@ Needs root (chroot, mount), unshare (util-linux); debootstrap for the Debian one
 from __future__ import annotations
 
 import os
+import platform
+import re
 import shutil
 import subprocess
 
@@ -57,10 +59,10 @@ def missing() -> str | None:
     return None
 
 
-def busybox(root: str) -> str:
-    """`root` holding a static busybox and links to its applets, /tmp, and mount points for
-    /proc and /dev."""
-    source = static_busybox()
+def busybox(root: str, source: str | None = None) -> str:
+    """`root` holding a static busybox (the host's, else `source`: another machine's, run
+    through emulation) and links to its applets, /tmp, and mount points for /proc and /dev."""
+    source = source or static_busybox()
     if source is None:
         raise RuntimeError("no static busybox (apt-get install busybox-static)")
     for folder in ("bin", "proc", "dev", "tmp", "root"):
@@ -75,9 +77,36 @@ def busybox(root: str) -> str:
     return root
 
 
-def debootstrap(suite: str, include: tuple = ("fuse3",)) -> str:
-    """pyi-work/rootfs/<suite>: a minimal Debian of that release, made once."""
-    target = os.path.join(CACHE, suite)
+DEBIAN_ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}  # machine (uname -m) -> Debian's name
+
+
+def emulation_missing(machine: str) -> str | None:
+    """Why programs for `machine` cannot run on this one, or None: they run natively, or through
+    qemu-user-static's handler in binfmt_misc (mounted here first where it is not). The handler
+    must have the F flag, so that qemu is found from inside a root file system without a copy."""
+    if platform.machine() == machine:
+        return None
+    folder = "/proc/sys/fs/binfmt_misc"
+    if not os.path.exists(os.path.join(folder, "register")) and os.geteuid() == 0:
+        subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", folder], capture_output=True)
+    entry = os.path.join(folder, f"qemu-{machine}")
+    if not os.path.exists(entry) and shutil.which("update-binfmts"):
+        subprocess.run(["update-binfmts", "--enable", f"qemu-{machine}"], capture_output=True)
+    try:
+        with open(entry, encoding="utf-8") as handle:
+            said = handle.read()
+    except OSError:
+        return f"no emulator for {machine} (apt-get install qemu-user-static binfmt-support; needs root)"
+    if not said.startswith("enabled") or not re.search(r"^flags: \w*F", said, re.M):
+        return f"{entry} is not enabled with the F flag (update-binfmts --enable qemu-{machine})"
+    return None
+
+
+def debootstrap(suite: str, include: tuple = ("fuse3",), arch: str | None = None) -> str:
+    """pyi-work/rootfs/<suite>: a minimal Debian of that release, made once; for another
+    architecture (Debian's name: arm64), <suite>-<arch>, its programs run by qemu-user-static
+    through binfmt_misc (`emulation_missing` says what is missing for it)."""
+    target = os.path.join(CACHE, f"{suite}-{arch}" if arch else suite)
     if os.path.exists(os.path.join(target, ".complete")):
         return target
     if not shutil.which("debootstrap"):
@@ -85,8 +114,8 @@ def debootstrap(suite: str, include: tuple = ("fuse3",)) -> str:
     partial = target + ".partial"
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(CACHE, exist_ok=True)
-    made = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(include)}", suite,
-                           partial, MIRROR], capture_output=True, text=True)
+    made = subprocess.run(["debootstrap", "--variant=minbase", *([f"--arch={arch}"] if arch else []),
+                           f"--include={','.join(include)}", suite, partial, MIRROR], capture_output=True, text=True)
     if made.returncode != 0:
         raise RuntimeError(f"debootstrap {suite} failed: {made.stdout[-2000:]}{made.stderr[-2000:]}")
     shutil.rmtree(target, ignore_errors=True)

@@ -138,7 +138,9 @@ def write(path: str | None, made: dict | None = None) -> None:
         return
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
-        payload = marshal.dumps(made)
+        # version 2: no references, whose flags follow each object's reference count at that moment
+        # (two builds from the same sources wrote other bytes), so that the bundle is reproducible
+        payload = marshal.dumps(made, 2)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as file:
             file.write(sha256(_tag().encode() + payload).digest() + payload)

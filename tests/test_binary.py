@@ -96,6 +96,7 @@ def both(binary, store, *args):
 SAME_AS_SOURCE = [
     ["--version"], ["--help"], ["--man"], ["list"], ["list", "--all", "--json"], ["search", "note"],
     ["search", "--content", "SCENARIO-DONE", "--json"], ["stats", "--json"], ["agents", "--json"],
+    ["--completion", "zsh"], ["complete-ids"],
 ]
 
 
@@ -622,24 +623,26 @@ def install_section() -> str:
 
 
 def test_the_install_section_works_as_shown(binary, tmp_path):
-    """The release file and its .sha256 (as `make release` writes them), then each command of the
-    section's first block run as shown, from a shell in the download folder."""
+    """The release file and its .sha256 (as `make release` writes them), then the section's first
+    block run as shown, by one shell in the download folder (`uname -m` picks the file)."""
     section = install_section()
+    for machine in ("x86_64", "aarch64"):
+        name = pack.release_name(machine)
+        assert f"`{name}`" in section and f"`{name}.sha256`" in section
     name = pack.release_name()
-    assert f"`{name}`" in section and f"`{name}.sha256`" in section
     downloads = tmp_path / "Downloads"
     downloads.mkdir()
     pack.release(binary, into=str(downloads))
     block = re.search(r"\n\n((?:    .*\n)+)", section).group(1)
     commands = [line[4:] for line in block.splitlines() if line.strip()]
-    assert commands[0] == f"sha256sum -c {name}.sha256" and commands[-1] == "trajectoriz --version"
+    assert commands[0] == f"file={pack.release_name('$(uname -m)')}" and commands[-1] == "trajectoriz --version"
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "PATH": f"{home}/.local/bin:/usr/bin:/bin", "TMPDIR": str(tmp_path)}
-    for command in commands:
-        done = subprocess.run(["sh", "-c", command], cwd=downloads, env=env, capture_output=True, timeout=120)
-        assert done.returncode == 0, (command, done.stderr)
-    assert done.stdout.decode() == f"trajectoriz {pack.VERSION}\n"
+    done = subprocess.run(["sh", "-e", "-c", "\n".join(commands)], cwd=downloads, env=env, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == f"{name}: OK\ntrajectoriz {pack.VERSION}\n"
     assert os.listdir(downloads) == [f"{name}.sha256"]  # the program moved onto PATH
     page = home / ".local" / "share" / "man" / "man1" / "trajectoriz.1"
     assert page.read_text().startswith(".TH TRAJECTORIZ")
