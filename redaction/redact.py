@@ -95,11 +95,13 @@ from collections import namedtuple
 
 from atif.serialize import limit_depth, MAX_DEPTH
 from core import compiledre
+from redaction import presented
 
 SEPARATOR = "\x00"
 LONGEST = 1024  # a pattern's open repeat reads at most this much: a rejected candidate is cheap
 ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 WORD = ALNUM | frozenset(b"_")
+LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")  # what continues a word in lower case
 TOKEN = WORD | frozenset(b"-")
 EOL = rb"(?:\r?\n|\\r\\n|\\n)"
 SPACE = rb"(?:[ \t\r\n]|\\[nrt])+"
@@ -234,11 +236,12 @@ def is_expression(value: bytes, after: bytes) -> bool:
 
 
 def is_variable(value: bytes) -> bool:
-    """An identifier in snake_case or camelCase, or a word such as `None` or `str`."""
+    """An identifier in snake_case or camelCase made of words (`user_password`, `dbPass2`; not
+    `y8p0aOW9mkOhzHr` nor `S3cure_Pa55`), or a word such as `None` or `str`."""
     if value.lower() in NOT_SECRETS:
         return True
     return _IDENTIFIER.fullmatch(value) is not None and (
-        b"_" in value.strip(b"_") or _CAMEL.search(value) is not None)
+        b"_" in value.strip(b"_") or _CAMEL.search(value) is not None) and _WORDY.fullmatch(value) is not None
 
 
 def is_path(value: bytes) -> bool:
@@ -284,11 +287,12 @@ def is_password(assigned: Assignment) -> bool:
 # for the same span.
 
 class Token(namedtuple("Token", "kind rest exact random before back prefix_len",
-                        defaults=(None, False, ALNUM, 0, 0))):
+                        defaults=(None, False, LOWER, 0, 0))):
     """A secret with a known shape: the match is the secret, with the `back` characters before
     it (its prefix up to the pass's anchor). `exact`: the shape in the original case; `random`:
     what follows the first `prefix_len` characters must look random; `before`: what may not
-    precede it. (The rules are named tuples: `dataclasses` costs every first discovery its
+    precede it in the original text (by default a small letter or a digit: `task-…` is no `sk-`
+    key, `KEY_sk-…` and `MYKEYsk-…` are; None for a prefix distinctive enough alone). (The rules are named tuples: `dataclasses` costs every first discovery its
     import.)"""
     __slots__ = ()
 
@@ -527,9 +531,11 @@ def _authorization(data, match, group):
 # alternative that matches at a place is the one vetted.
 PASSES: dict[bytes, list] = {
     b"k": [
-        Token("anthropic", rb"-ant-(?<=sk-ant-)[a-z0-9_-]{20,}", random=True, back=1, prefix_len=7),
-        Token("openrouter", rb"-or-(?<=sk-or-)[a-z0-9_-]{20,}", random=True, back=1, prefix_len=6),
-        Token("openai", rb"-(?<=sk-)(?!ant-|or-)(?:proj-|svcacct-|admin-|none-)?[a-z0-9_-]{20,}",
+        Token("anthropic", rb"-ant-(?<=sk-ant-)[a-z0-9_-]{20,}", random=True, back=1, prefix_len=7, before=None),
+        Token("openrouter", rb"-or-(?<=sk-or-)[a-z0-9_-]{20,}", random=True, back=1, prefix_len=6, before=None),
+        Token("openai", rb"-(?<=sk-)(?:proj|svcacct|admin)-[a-z0-9_-]{20,}", rb"sk-[a-z]+-[A-Za-z0-9_-]+",
+              random=True, before=None, back=1, prefix_len=3),
+        Token("openai", rb"-(?<=sk-)(?!ant-|or-)(?:none-)?[a-z0-9_-]{20,}", rb"sk-[A-Za-z0-9_-]+",
               random=True, back=1, prefix_len=3),
         Token("newrelic", rb"-(?<=nrak-)[a-z0-9]{27}(?![a-z0-9])", rb"NRAK-[A-Z0-9]{27}", back=3),
         Token("postman", rb"-(?<=pmak-)[a-f0-9]{24}-[a-f0-9]{34}(?![a-z0-9])", rb"PMAK-[a-f0-9]{24}-[a-f0-9]{34}",
@@ -552,20 +558,20 @@ PASSES: dict[bytes, list] = {
               prefix_len=2),
     ],
     b"g": [
-        Token("github", rb"h[pousr]_[a-z0-9]{30,}", rb"gh[pousr]_[A-Za-z0-9]{30,}"),
-        Token("github", rb"ithub_pat_[a-z0-9_]{22,}", rb"github_pat_[A-Za-z0-9_]{22,}"),
+        Token("github", rb"h[pousr]_[a-z0-9]{30,}", rb"gh[pousr]_[A-Za-z0-9]{30,}", before=None),
+        Token("github", rb"ithub_pat_[a-z0-9_]{22,}", rb"github_pat_[A-Za-z0-9_]{22,}", before=None),
         Token("gitlab", rb"l(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[a-z0-9_-]{20,}", random=True,
-              prefix_len=3),
+              before=None, prefix_len=3),
         Token("grafana", rb"lsa_[a-z0-9]{32}_[a-f0-9]{8}(?![a-z0-9])"),
         Token("grafana", rb"lc_[a-z0-9+/]{32,}={0,3}", random=True, prefix_len=4),
-        Token("gitlab", rb"r1348941[a-z0-9_-]{20,}", rb"GR1348941[A-Za-z0-9_-]{20,}"),
+        Token("gitlab", rb"r1348941[a-z0-9_-]{20,}", rb"GR1348941[A-Za-z0-9_-]{20,}", before=None),
         Token("google_oauth", rb"ocspx-[a-z0-9_-]{28}(?![a-z0-9_-])", rb"GOCSPX-[A-Za-z0-9_-]{28}"),
         Token("sendgrid", rb"\.(?<=sg\.)[a-z0-9_-]{22}\.[a-z0-9_-]{43}(?![a-z0-9_-])",
               rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", back=1),
     ],
     b"x": [
-        Token("slack", rb"ox[abposre]-[a-z0-9-]{10,}", rb"xox[abposre]-[A-Za-z0-9-]{10,}"),
-        Token("slack", rb"app-[0-9]-[a-z0-9-]{20,}", rb"xapp-[0-9]-[A-Za-z0-9-]{20,}"),
+        Token("slack", rb"ox[abposre]-[a-z0-9-]{10,}", rb"xox[abposre]-[A-Za-z0-9-]{10,}", before=None),
+        Token("slack", rb"app-[0-9]-[a-z0-9-]{20,}", rb"xapp-[0-9]-[A-Za-z0-9-]{20,}", before=None),
         Token("xai", rb"ai-[a-z0-9]{40,}", random=True, prefix_len=4),
         Token("perplexity", rb"-(?<=pplx-)[a-z0-9]{32,}", random=True, back=3, prefix_len=5),
     ],
@@ -577,7 +583,7 @@ PASSES: dict[bytes, list] = {
     ],
     b"y": [
         Token("google_oauth", rb"a29\.[a-z0-9_-]{20,}", random=True, prefix_len=5),
-        Token("pypi", rb"pi-age(?<=pypi-age)[a-z0-9_-]{50,}", rb"pypi-AgE[A-Za-z0-9_-]{50,}", back=1),
+        Token("pypi", rb"pi-age(?<=pypi-age)[a-z0-9_-]{50,}", rb"pypi-AgE[A-Za-z0-9_-]{50,}", back=1, before=None),
         Token("tavily", rb"-(?<=tvly-)(?:dev-|prod-)?[a-z0-9]{20,}", random=True, back=3, prefix_len=5),
         Token("sentry", rb"s_(?<=sntrys_)[a-z0-9+/=_]{50,}", random=True, back=4, prefix_len=7),
         Token("sentry", rb"u_(?<=sntryu_)[a-f0-9]{64}(?![a-z0-9])", back=4),
@@ -601,7 +607,7 @@ PASSES: dict[bytes, list] = {
         Assigned(rb"(?=[\\\"' \t:=])(?<=auth)" + NAME_END + SEP + VALUE),  # a class first: cheap at each h
         Token("huggingface", rb"f_[a-z0-9]{30,}", rb"hf_[A-Za-z0-9]{30,}"),
         Token("vault", rb"v[sbr]\.[a-z0-9_-]{24,}", rb"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
-        Token("heroku", rb"rku-[a-z0-9_-]{50,}", rb"HRKU-[A-Za-z0-9_-]{50,}"),
+        Token("heroku", rb"rku-[a-z0-9_-]{50,}", rb"HRKU-[A-Za-z0-9_-]{50,}", before=None),
         Token("slack", rb"ooks\.slack\.com/(?:services|workflows|triggers)/[a-z0-9/_-]{20,}", before=None),
         Token("stripe", rb"sec_(?<=whsec_)[a-z0-9+/]{24,}", random=True, back=1, prefix_len=6),
         Token("linear", rb"_(?<=lin_oauth_)[a-f0-9]{64}(?![a-z0-9])", back=8),
@@ -654,10 +660,10 @@ PASSES: dict[bytes, list] = {
 # Passes over the original text, for prefixes of capitals (rare there).
 CASED_PASSES: dict[bytes, list] = {
     b"A": [
-        Token("google", rb"Iza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-        Token("aws", rb"(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
-        Token("age", rb"GE-SECRET-KEY-1[0-9A-Z]{58}(?![0-9A-Za-z])"),
-        Token("atlassian", rb"TATT3[A-Za-z0-9_=-]{100,}"),
+        Token("google", rb"Iza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", before=None),
+        Token("aws", rb"(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Za-z])", before=None),
+        Token("age", rb"GE-SECRET-KEY-1[0-9A-Z]{58}(?![0-9A-Za-z])", before=None),
+        Token("atlassian", rb"TATT3[A-Za-z0-9_=-]{100,}", before=None),
     ],
 }
 # Rules too costly to run over every text (their first character is a class), run only within
@@ -706,8 +712,20 @@ ALL_PASSES = _all_passes()
 # ---------------------------------------------------------------------------------------------
 # Finding and replacing.
 
-def found_spans(data: bytes) -> list:
-    """Every accepted span in `data` (UTF-8, NUL between strings), overlaps resolved."""
+def found_spans(data: bytes, known: dict | None = None) -> list:
+    """Every secret in `data` (UTF-8, NUL between strings) as its reader sees it (presented.py:
+    line numbers, colours and escapes taken off), and every other mention of one of them or of
+    `known` ({secret: kind}, found elsewhere in the session): non-overlapping spans of `data`."""
+    shown, back = presented.view(data)
+    spans = matched_spans(shown)
+    secrets = {**(known or {}), **{shown[start:end]: kind for start, end, kind, _ in spans}}
+    if secrets:
+        spans += mentions(shown, secrets)
+    return back(resolved(spans, shown))
+
+
+def matched_spans(data: bytes) -> list:
+    """What the rules accept in `data`, as (start, end, kind, specific), overlaps left."""
     low = data.lower()
     spans = []
     for cased, anchor, pattern, by_group in ALL_PASSES:
@@ -716,7 +734,20 @@ def found_spans(data: bytes) -> list:
             spans += pass_spans(text, data, low, pattern, by_group)
     for word, kind, pattern in NEAR_WORDS:
         spans += near_spans(data, low, word, kind, pattern)
-    return resolved(spans, data)
+    return spans
+
+
+MENTIONED = 6  # a secret this long or longer is looked for everywhere else in its session
+
+
+def mentions(data: bytes, secrets: dict) -> list:
+    """Every mention in `data` of a secret of `secrets` that stands alone (no letter or digit
+    glued to it): a password a rule found in a URL is a secret where a reply quotes it bare."""
+    values = sorted((value for value in secrets if len(value) >= MENTIONED), key=len, reverse=True)
+    if not values:
+        return []
+    pattern = re.compile(rb"(?<![A-Za-z0-9])(?:" + b"|".join(map(re.escape, values)) + rb")(?![A-Za-z0-9])")
+    return [(found.start(), found.end(), secrets[found.group()], 0) for found in pattern.finditer(data)]
 
 
 def near_spans(data: bytes, low: bytes, word: bytes, kind: str, pattern: re.Pattern) -> list:
@@ -736,7 +767,7 @@ def pass_spans(text: bytes, data: bytes, low: bytes, pattern: re.Pattern, by_gro
     spans, pos = [], 0
     while (match := pattern.search(text, pos)) is not None:
         rule = by_group[match.lastgroup]
-        if rule.before is not None and not starts_word(low, match.start() - rule.back, rule.before):
+        if rule.before is not None and not starts_word(data, match.start() - rule.back, rule.before):
             pos = match.start() + 1
             continue
         accepted = rule.spans(data, match, match.lastgroup)
@@ -783,10 +814,10 @@ def _replaced(piece: bytes, spans: list, offset: int, counts: dict) -> str:
     return "".join(out)
 
 
-def redacted_strings(strings: list, data: bytes, is_ascii: bool) -> tuple[dict, dict]:
-    """{string: redacted string} for the strings joined in `data` that hold a secret, and the
-    count per kind."""
-    spans = found_spans(data)
+def redacted_strings(strings: list, data: bytes, is_ascii: bool, known: dict | None = None) -> tuple[dict, dict]:
+    """{string: redacted string} for the strings joined in `data` that hold a secret (or a
+    mention of one of `known`), and the count per kind."""
+    spans = found_spans(data, known)
     if not spans:
         return {}, {}
     sizes = map(len, strings) if is_ascii else (len(s.encode("utf-8", "surrogatepass")) for s in strings)
@@ -842,12 +873,13 @@ def _cleaned(value, redact: bool) -> tuple[object, dict]:
         data = joined.encode("utf-8")
     counts = {}
     if redact:
-        redacted, counts = redacted_strings(strings, data, len(data) == len(joined))
+        in_context = {} if isinstance(value, str) else _found_in_context(value)
+        known = {secret: kind for spans in in_context.values() for secret, kind in spans}
+        redacted, counts = redacted_strings(strings, data, len(data) == len(joined), known)
         for old, new in changed.items():  # a repaired string that also held a secret
             changed[old] = redacted.pop(new, new)
         changed.update(redacted)
-        if not isinstance(value, str):
-            _redact_in_context(value, changed, counts)
+        _redact_in_context(in_context, changed, counts)
     if not changed:
         return value, counts
     return (changed.get(value, value) if isinstance(value, str) else _rebuilt(value, changed)), counts
@@ -856,28 +888,39 @@ def _cleaned(value, redact: bool) -> tuple[object, dict]:
 CONTEXT_LIMIT = 4096  # an argument vector's strings, each, at most: longer ones are text, not arguments
 
 
-def _redact_in_context(value, changed: dict, counts: dict) -> None:
+def _found_in_context(value) -> dict:
     """Secrets that only their place in the tree shows: the string value of a secret-named key
     (`{"password": "..."}`, an `env` object's `API_KEY`, a `headers` object's `Authorization`),
     read as the JSON text `"key": "value"`; and an argument of a command recorded as a vector
-    of strings (`["sshpass", "-p", "..."]`), read as the command line they make. What is found
-    there is replaced in the string that holds it (every occurrence of that string: it is a
-    secret wherever it appears). Strings the pass over each string changed are left as they
-    are."""
+    of strings (`["sshpass", "-p", "..."]`), read as the command line they make. {string of
+    the tree: [(secret in it, kind)]}."""
+    found: dict = {}
     for segments in _contexts(value):
         texts = [text for text, _ in segments]
         data = "".join(texts).encode("utf-8", "surrogatepass")
         spans = found_spans(data)
-        if not spans:
-            continue
         offset = 0
         for text, real in segments:
             size = len(text.encode("utf-8", "surrogatepass"))
-            inside = [(max(a, offset), min(b, offset + size), kind) for a, b, kind in spans
+            inside = [(data[max(a, offset):min(b, offset + size)], kind) for a, b, kind in spans
                       if a < offset + size and b > offset]
-            if real and inside and text not in changed:
-                changed[text] = _replaced(data[offset:offset + size], inside, offset, counts)
+            if real and inside:
+                found.setdefault(text, []).extend(inside)
             offset += size
+    return found
+
+
+def _redact_in_context(found: dict, changed: dict, counts: dict) -> None:
+    """The secrets `_found_in_context` found replaced in the strings that hold them, where the
+    pass over every string (which looked for their mentions everywhere) left one as it was
+    (every occurrence of that string: it is a secret wherever it appears)."""
+    for text, secrets in found.items():
+        if text in changed:
+            continue
+        data = text.encode("utf-8", "surrogatepass")
+        spans = [(m.start(), m.end(), kind, 0) for secret, kind in secrets for m in re.finditer(re.escape(secret), data)]
+        if spans:
+            changed[text] = _replaced(data, resolved(spans, data), 0, counts)
 
 
 def _contexts(value):
