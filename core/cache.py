@@ -19,17 +19,32 @@ import os
 import stat
 import sys
 
+from core.version import RULES
+
+
+# The caches that hold redacted text, each named `<family>-v<format>-r<rules>[-py<X><Y>][.ext]`.
+FAMILIES = ("index-v", "documents-v", "facts-v", "catalog-v")
+
+
+def named(family: str, python: bool = False, ext: str = "") -> str:
+    """The name of a cache of `family` ("index-v4") under the current redaction rules, with
+    the Python version where its format is the interpreter's (marshal)."""
+    tag = f"-py{sys.version_info[0]}{sys.version_info[1]}" if python else ""
+    return f"{family}-r{RULES}{tag}{ext}"
+
+
+def is_obsolete(name: str) -> bool:
+    """A cache of a family that holds redacted text, made under other rules than these (or
+    before caches were named after them: index-v1 to v5, documents-v1 to v3, facts-v1 to v5,
+    catalog-v1 and v2, some with unredacted first messages or markers that are a digest of the
+    secret alone, some of older formats): what older rules let through must not survive an
+    upgrade. A new format of a family is named with `named` too (a name without the rules'
+    version would be removed at every start)."""
+    return name.startswith(FAMILIES) and name.split(".")[0].split("-")[2:3] != [f"r{RULES}"]
 
 
 # The catalog's index of discovered sessions (marshal: its format is the interpreter's).
-INDEX_FILE = f"index-v5-py{sys.version_info[0]}{sys.version_info[1]}.bin"
-# What older releases left in the cache with text that was not redacted (first messages in
-# the index, documents redacted by older rules) or with markers that are a digest of the
-# secret alone (up to index-v3, documents-v2, facts-v3: redaction/markerkey.py): removed the first time
-# a process looks; and what newer formats replaced (index-v4, catalog-v1 and facts-v4 have no
-# titles, cards' facts: issue 30).
-OBSOLETE = ("index-v1", "index-v2-", "index-v3-", "documents-v1", "documents-v2", "facts-v1", "facts-v2",
-            "facts-v3", "index-v4-", "catalog-v1", "facts-v4-")
+INDEX_FILE = named("index-v5", python=True, ext=".bin")
 
 
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
@@ -103,7 +118,7 @@ def _ancestors_trusted(path: str) -> bool:
 
 def _remove_obsolete(path: str) -> None:
     try:
-        names = [name for name in os.listdir(path) if name.startswith(OBSOLETE)]
+        names = [name for name in os.listdir(path) if is_obsolete(name)]
     except OSError:
         return
     if not names:

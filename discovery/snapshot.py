@@ -25,7 +25,7 @@ from core import cache, mounts, storefs
 from core.hashes import sha256
 from core.version import VERSION
 
-FOLDER = "catalog-v2"
+FOLDER = cache.named("catalog-v2")
 KEEP = 8
 MAGIC = b"tzcat\x01\n\x00"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the program's root

@@ -13,7 +13,7 @@ and replaces in the original (a span that covers a layer replaces it too). What 
 - line-number gutters at a line's start (after a newline, an escaped one at any depth, or a
   NUL, which separates strings): up to 8 spaces or tabs, an optional `file:` of grep, a number
   of up to 7 digits (a Telegram bot's id, 8 to 10 digits before a colon, is not one), and a tab
-  (raw or escaped), `→`, `│`, `|` or `:`;
+  (`→` and `│` too, raw or escaped), `|` or `:`;
 - ANSI escape sequences (CSI, OSC, two-character escapes), raw or JSON-escaped (`\\u001b`);
 - JSON string escapes at any depth: a run of backslashes before `n`, `r`, `t`, `"`, `'`, `/`
   becomes that character, `\\u00XX` the ASCII character it names.
@@ -28,7 +28,7 @@ from core import compiledre
 
 _NUMBER = rb"[0-9]{1,7}"
 _GREP_FILE = rb"(?:(?=[A-Za-z0-9_-]{0,200}[./])[A-Za-z0-9_./-]{1,400}+:)?"  # possessive: no backtracking
-_SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\xe2\x94\x82 ?| ?\| ?|:(?![:/=]))"
+_SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\\+u2192|(?:\xe2\x94\x82|\\+u2502) ?| ?\| ?|:(?![:/=]))"
 GUTTER = rb"[ \t]{0,8}" + _GREP_FILE + _NUMBER + _SEPARATOR
 _ANSI_REST = (rb"(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]"
               rb"|\][^\x07\x1b\x00\\]{0,512}(?:\x07|\x1b\\|\\+u0007|\\+u001[bB]\\+\\)"

@@ -27,7 +27,7 @@ from core import cache
 from core.hashes import sha256
 from core.jsonlib import orjson
 
-FOLDER = "documents-v3"  # v1 and v2 held documents redacted by older rules (cache.OBSOLETE)
+FOLDER = cache.named("documents-v3")  # older ones hold documents redacted by older rules (cache.is_obsolete)
 LIMIT_BYTES = 2 * 1024 ** 3
 SUFFIXES = (".json", ".search")  # the document, its searchable text
 REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)

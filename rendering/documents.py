@@ -21,7 +21,7 @@ from discovery import archive, catalog, pulled
 from rendering import toolkinds
 
 SHORT_HASH = 7  # of a commit, in INDEX.md
-FACTS_FILE = f"facts-v5-py{sys.version_info[0]}{sys.version_info[1]}.bin"  # marshal (cache._decode): keys are paths, which need not be UTF-8
+FACTS_FILE = cache.named("facts-v5", python=True, ext=".bin")  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:

@@ -129,10 +129,10 @@ def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, mo
 def test_a_listing_translates_nothing(store, monkeypatch):
     """The Steps column comes from documents rendered before, never from rendering: before,
     `list` translated every session of the listing to count its steps."""
-    from rendering import documents
+    from rendering import doccache, documents
 
     env, _ = store
-    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "documents-v3")
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", doccache.FOLDER)
     monkeypatch.setattr(documents, "_translated", lambda *a: pytest.fail("list translated a session"))
     rows = [json.loads(line) for line in run_main(env, ["list", "--all", "--json"]).stdout.splitlines()]
     assert len(rows) == 3 and all(r["steps"] is None and r["bytes"] is None for r in rows)

@@ -93,6 +93,7 @@ def kept_by_every_command(tmp_path) -> tuple[list[str], list[str]]:
 
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import demo
+    from rendering import doccache
 
     env, project = demo.stage(str(tmp_path))
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
@@ -101,7 +102,7 @@ def kept_by_every_command(tmp_path) -> tuple[list[str], list[str]]:
                  ["export", "--out", str(tmp_path / "out")], ["archive"]):
         assert run_main(env, args, cwd=project).returncode in (0, 1), args
     cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
-    documents = [os.path.join("documents-v3", n) for n in os.listdir(os.path.join(cache, "documents-v3"))]
+    documents = [os.path.join(doccache.FOLDER, n) for n in os.listdir(os.path.join(cache, doccache.FOLDER))]
     point = os.path.join(project, "memory")
     names = os.listdir(cache) + documents + [memory._state_name(point), memory._log_name(point), "app"]
     data = os.path.join(env["XDG_DATA_HOME"], "trajectoriz")
@@ -115,7 +116,7 @@ def test_files_names_every_file_and_folder_trajectoriz_keeps(tmp_path):
     undocumented = [n for n in cache + archive
                     if not any(fnmatch.fnmatch(os.path.basename(n), p) for p in patterns)]
     assert undocumented == []
-    assert {"documents-v3", "app", "mirrors"} <= set(patterns)
+    assert {"documents-v3-r*", "app", "mirrors"} <= set(patterns)
 
 
 def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
@@ -125,7 +126,7 @@ def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
     assert "small" not in section.lower()
     assert f"at most {doccache.LIMIT_BYTES // 1024 ** 3} GiB together" in section
     assert re.search(r"\.I \$\{XDG_DATA_HOME:-~/\.local/share\}/trajectoriz/archive/ .* no bound", section)
-    for name in ("index-v5-py*.bin", "facts-v5-py*.bin", "exports-v1-py*.bin"):
+    for name in ("index-v5-r*-py*.bin", "facts-v5-r*-py*.bin", "exports-v1-py*.bin"):
         entry = section[section.index(f".I {name}"):].split(".TP")[0]
         assert re.search(r"about \d|one entry per", entry), name  # what it grows with
 

@@ -116,6 +116,34 @@ def test_what_older_releases_left_unredacted_is_removed(tmp_path):
     assert not os.path.exists(os.path.join(cache, "documents-v2"))
 
 
+def test_caches_made_under_other_redaction_rules_are_removed_on_first_use(tmp_path):
+    """A leak that weaker rules let into a cache must not survive an upgrade: every cache that
+    holds redacted text is named after the rules' version (the previous release's names had
+    none), and one made under other rules is removed the first time a process looks."""
+    from core import cache as cache_module
+    from core.version import RULES
+    from discovery import snapshot
+    from rendering import doccache, documents
+
+    env, project = secret_store(tmp_path)
+    cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
+    older = [name.replace(f"-r{RULES}", f"-r{RULES - 1}") for name in (cache_module.INDEX_FILE, documents.FACTS_FILE)]
+    older += ["index-v4-py311.bin", "facts-v4-py311.bin"]
+    older_folders = [doccache.FOLDER.replace(f"-r{RULES}", f"-r{RULES - 1}"), "documents-v3", "catalog-v1",
+                     snapshot.FOLDER.replace(f"-r{RULES}", f"-r{RULES - 1}")]
+    for folder in older_folders:
+        os.makedirs(os.path.join(cache, folder))
+        older.append(os.path.join(folder, "0" * 40 + ".json"))
+    for name in older:
+        with open(os.path.join(cache, name), "wb") as handle:
+            handle.write(TOKEN.encode())
+    assert cli("list", env=env, cwd=project).returncode == 0
+    assert cli("export", "--out", str(tmp_path / "out"), env=env, cwd=project).returncode == 0
+    assert [name for name in older + older_folders if os.path.exists(os.path.join(cache, name))] == []
+    kept = set(os.listdir(cache))
+    assert {cache_module.INDEX_FILE, doccache.FOLDER, documents.FACTS_FILE, snapshot.FOLDER} <= kept, kept
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the cache folder to another user")
 def test_a_cache_folder_another_user_owns_is_never_used(tmp_path):
     """XDG_CACHE_HOME in a shared folder, where another user made `trajectoriz` first: what

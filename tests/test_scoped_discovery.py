@@ -107,12 +107,14 @@ def listing(env, cwd, *args) -> list:
 
 
 def test_a_projects_first_listing_is_the_listing_every_project_gives(store):
+    from discovery import snapshot
+
     env, projects = store
     first = {p: listing(env, str(projects / p)) for p in PROJECTS}
     again = {p: listing(env, str(projects / p)) for p in PROJECTS}
     listing(env, str(projects / PROJECTS[0]), "--all")
     for project in PROJECTS:
-        shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "catalog-v2"), ignore_errors=True)
+        shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", snapshot.FOLDER), ignore_errors=True)
         listing(env, str(projects / project), "--all")  # a snapshot of every store from there
         after = listing(env, str(projects / project))
         assert first[project] == again[project] == after and first[project], project
