@@ -28,7 +28,7 @@ from core import compiledre
 
 _NUMBER = rb"[0-9]{1,7}"
 _GREP_FILE = rb"(?:(?=[A-Za-z0-9_-]{0,200}[./])[A-Za-z0-9_./-]{1,400}+:)?"  # possessive: no backtracking
-_SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\\+u2192|(?:\xe2\x94\x82|\\+u2502) ?| ?\| ?|:(?![:/=]))"
+_SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\\+u2192| ?(?:\xe2\x94\x82|\\+u2502) ?| ?\| ?|:(?![:/=]))"
 GUTTER = rb"[ \t]{0,8}" + _GREP_FILE + _NUMBER + _SEPARATOR
 _ANSI_REST = (rb"(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]"
               rb"|\][^\x07\x1b\x00\\]{0,512}(?:\x07|\x1b\\|\\+u0007|\\+u001[bB]\\+\\)"
