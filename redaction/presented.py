@@ -27,17 +27,19 @@ from bisect import bisect_right
 from core import compiledre
 
 _NUMBER = rb"[0-9]{1,7}"
-_GREP_FILE = rb"(?:(?=[A-Za-z0-9_-]{0,200}[./])[A-Za-z0-9_./-]{1,400}+:)?"  # possessive: no backtracking
+_GREP_FILE = rb"(?:[A-Za-z0-9_-]{0,200}+[./][A-Za-z0-9_./-]{0,400}+:)?"  # possessive: a line's first word read once
 _SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\\+u2192| ?(?:\xe2\x94\x82|\\+u2502) ?| ?\| ?|:(?![:/=]))"
 GUTTER = rb"[ \t]{0,8}" + _GREP_FILE + _NUMBER + _SEPARATOR
 _ANSI_REST = (rb"(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]"
               rb"|\][^\x07\x1b\x00\\]{0,512}(?:\x07|\x1b\\|\\+u0007|\\+u001[bB]\\+\\)"
               rb"|[@-Z^_])")
-LAYERS = compiledre.compile(
-    rb"(?P<line>\n|\x00|\\+r\\+n|\\+n)" + GUTTER
-    + rb"|(?:\x1b|\\+u001[bB])" + _ANSI_REST
-    + rb"|\\+(?P<char>[nrt\"'/])"
-    + rb"|\\+u00(?P<hex>[0-7][0-9a-fA-F])")
+# Three passes, each led by a literal or a small set of bytes so that the engine skips to where
+# it may match (one alternation of all of them reads every byte several times over).
+RAW_LINES = compiledre.compile(rb"[\n\x00]" + GUTTER)  # a newline, or a string's start (NUL), and a gutter
+RAW_ESCAPES = compiledre.compile(rb"\x1b" + _ANSI_REST)
+ESCAPED = compiledre.compile(
+    rb"\\+(?:(?P<line>(?:r\\+)?n)" + GUTTER + rb"|u001[bB]" + _ANSI_REST
+    + rb"|(?P<char>[nrt\"'/])|u00(?P<hex>[0-7][0-9a-fA-F]))")
 GUTTER_FIRST = compiledre.compile(GUTTER)
 _CHARACTERS = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 
@@ -45,30 +47,37 @@ _CHARACTERS = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 def view(data: bytes) -> tuple[bytes, object]:
     """`data` with its presentation layers off, and a function from spans of it
     ((start, end, …) tuples) to the same spans of `data`."""
-    first = GUTTER_FIRST.match(data)
-    pieces, marks, pos = [], [], 0  # marks: (start in view, its end, start in data, its end)
-    size = 0
-    if first is not None:
-        marks.append((0, 0, 0, first.end()))
-        pos = first.end()
-    for found in LAYERS.finditer(data, pos):
-        start, end = found.span()
-        replacement = _replacement(found)
-        pieces.append(data[pos:start])
+    layers = _layers(data)
+    if not layers:
+        return data, _unchanged
+    pieces, marks, pos, size = [], [], 0, 0  # marks: (start in view, its end, start in data, its end)
+    for start, end, replacement in layers:
+        if start < pos:
+            continue  # inside a layer taken off already (a gutter's escaped tab)
+        pieces += [data[pos:start], replacement]
         size += start - pos
         marks.append((size, size + len(replacement), start, end))
-        pieces.append(replacement)
         size += len(replacement)
         pos = end
-    if not marks:
-        return data, _unchanged
     pieces.append(data[pos:])
     return b"".join(pieces), _Back(marks)
 
 
+def _layers(data: bytes) -> list:
+    """(start, end, what the reader sees instead) of every layer, in order."""
+    first = GUTTER_FIRST.match(data)
+    found = [(0, first.end(), b"")] if first is not None else []
+    found += [(m.start(), m.end(), data[m.start():m.start() + 1]) for m in RAW_LINES.finditer(data)]
+    if b"\x1b" in data:
+        found += [(m.start(), m.end(), b"") for m in RAW_ESCAPES.finditer(data)]
+    if b"\\" in data:
+        found += [(m.start(), m.end(), _replacement(m)) for m in ESCAPED.finditer(data)]
+    return sorted(found)
+
+
 def _replacement(found) -> bytes:
     if found.group("line") is not None:
-        return b"\x00" if found.group("line") == b"\x00" else b"\n"
+        return b"\n"
     char = found.group("char")
     if char is not None:
         return _CHARACTERS.get(char, char)
