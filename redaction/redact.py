@@ -411,15 +411,36 @@ def _key_kind(words: list) -> str:
 
 
 def _private_key(data, match, group):
-    """A key block: BEGIN to END; with no END line, BEGIN and the key's lines only."""
+    """A key block: BEGIN to END; with no END line, BEGIN and the key's lines only. Lines that
+    something other than a gutter dresses (`> ` of a quote, a diff's mark, a prefix of the
+    tool's) still make a block where an END line follows within KEY_SPAN and a run of key
+    characters stands between."""
     start, begin = match.start(), match.end(f"{group}_begin")
     if match.start(f"{group}_end") >= 0:
         lines_end, end = key_lines_end(data, begin, match.start(f"{group}_end")), match.end(f"{group}_end")
     else:
         lines_end = end = key_lines_end(data, begin, match.end())
+        dressed = _dressed_block_end(data, begin)
+        if dressed:
+            return [(start, dressed, "private_key", 1)]
     if not lines_end or is_placeholder(data[begin:lines_end].strip(b" \t\r\n\\")):
         return []  # no key lines, or `XXXX`
     return [(start, end, "private_key", 1)]
+
+
+KEY_SPAN = 16384  # bytes from a BEGIN line to its END line, at most (an RSA 8192 key is ~6.5 KB)
+_KEY_END = compiledre.compile(rb"-----END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----", re.I)
+_KEY_RUN = compiledre.compile(rb"[A-Za-z0-9+/]{40,}")
+_KEY_BODY = compiledre.compile(rb"[A-Za-z0-9+/]{16,}={0,2}")  # a key's line, its last one too
+
+
+def _dressed_block_end(data: bytes, begin: int) -> int:
+    """The end of the END line that closes a block whose lines are dressed, or 0."""
+    limit = data.find(b"\x00", begin, begin + KEY_SPAN)
+    found = _KEY_END.search(data, begin, limit if limit >= 0 else begin + KEY_SPAN)
+    if found is None or _KEY_RUN.search(data, begin, found.start()) is None:
+        return 0
+    return found.end()
 
 
 _KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
@@ -719,6 +740,9 @@ def found_spans(data: bytes, known: dict | None = None) -> list:
     shown, back = presented.view(data)
     spans = matched_spans(shown)
     secrets = {**(known or {}), **{shown[start:end]: kind for start, end, kind, _ in spans}}
+    for start, end, kind, _ in spans:
+        if kind == "private_key":  # its lines too: a tool may quote one alone (a path made of it)
+            secrets.update((line, kind) for line in _KEY_BODY.findall(shown, start, end))
     if secrets:
         spans += mentions(shown, secrets)
     return back(resolved(spans, shown))

@@ -100,18 +100,18 @@ def is_prose(text: str) -> bool:
     return len(text) >= 8 and (" " in text or "\n" in text)
 
 
-def plant_tree(value):
+def plant_tree(value, payload: str = PAYLOAD):
     """Every prose string of a JSON value with the payload appended; JSON held in a string
     planted inside and encoded again."""
     if isinstance(value, dict):
-        return {key: plant_tree(item) for key, item in value.items()}
+        return {key: plant_tree(item, payload) for key, item in value.items()}
     if isinstance(value, list):
-        return [plant_tree(item) for item in value]
+        return [plant_tree(item, payload) for item in value]
     if isinstance(value, str):
         inner = as_json(value)
         if inner is not None:
-            return json.dumps(plant_tree(inner))
-        return value + "\n" + PAYLOAD if is_prose(value) else value
+            return json.dumps(plant_tree(inner, payload))
+        return value + "\n" + payload if is_prose(value) else value
     return value
 
 
@@ -125,15 +125,15 @@ def as_json(text: str):
     return found if isinstance(found, (dict, list)) else None
 
 
-def plant_jsonl(data: str) -> str:
+def plant_jsonl(data: str, payload: str = PAYLOAD) -> str:
     lines = []
     for line in data.split("\n"):
         parsed = as_json(line.strip()) if line.strip() else None
-        lines.append(json.dumps(plant_tree(parsed)) if parsed is not None else line)
+        lines.append(json.dumps(plant_tree(parsed, payload)) if parsed is not None else line)
     return "\n".join(lines)
 
 
-def plant_sqlite(path: str) -> int:
+def plant_sqlite(path: str, payload: str = PAYLOAD) -> int:
     connection = sqlite3.connect(path)
     planted = 0
     tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
@@ -142,7 +142,7 @@ def plant_sqlite(path: str) -> int:
         for column in [c[1] for c in connection.execute(f'PRAGMA table_info("{table}")')]:
             values = [r[0] for r in connection.execute(f'SELECT DISTINCT "{column}" FROM "{table}"')]
             for value in values:  # by value: a WITHOUT ROWID table has no rowid to name a row by
-                planted_value = plant_value(value)
+                planted_value = plant_value(value, payload)
                 if planted_value is not None:
                     connection.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE "{column}" = ?', (planted_value, value))
                     planted += 1
@@ -151,7 +151,7 @@ def plant_sqlite(path: str) -> int:
     return planted
 
 
-def plant_value(value):
+def plant_value(value, payload: str = PAYLOAD):
     """A SQLite value with the payload planted, of the same storage class; None to leave it."""
     if isinstance(value, bytes):
         try:
@@ -159,16 +159,16 @@ def plant_value(value):
         except UnicodeDecodeError:
             return None
         inner = as_json(text)
-        return json.dumps(plant_tree(inner)).encode() if inner is not None else None
+        return json.dumps(plant_tree(inner, payload)).encode() if inner is not None else None
     if isinstance(value, str):
         inner = as_json(value)
         if inner is not None:
-            return json.dumps(plant_tree(inner))
-        return value + "\n" + PAYLOAD if is_prose(value) else None
+            return json.dumps(plant_tree(inner, payload))
+        return value + "\n" + payload if is_prose(value) else None
     return None
 
 
-def plant_store(root: str, anchor: str) -> int:
+def plant_store(root: str, anchor: str, payload: str = PAYLOAD) -> int:
     """Plant the payload into every store file under `root`; the number of files changed."""
     changed = 0
     for folder, _, names in os.walk(root):
@@ -176,26 +176,26 @@ def plant_store(root: str, anchor: str) -> int:
             path = os.path.join(folder, name)
             if name.endswith(("-wal", "-shm", ".lock")) or os.path.islink(path):
                 continue
-            changed += plant_file(path, anchor)
+            changed += plant_file(path, anchor, payload)
     return changed
 
 
-def plant_file(path: str, anchor: str) -> int:
+def plant_file(path: str, anchor: str, payload: str = PAYLOAD) -> int:
     with open(path, "rb") as handle:
         data = handle.read()
     if data.startswith(b"SQLite format 3\x00"):
-        return 1 if plant_sqlite(path) else 0
+        return 1 if plant_sqlite(path, payload) else 0
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return 0
     whole = as_json(text.strip())
     if whole is not None:
-        planted = json.dumps(plant_tree(whole), indent=1)
+        planted = json.dumps(plant_tree(whole, payload), indent=1)
     elif path.endswith(".jsonl"):
-        planted = plant_jsonl(text)
+        planted = plant_jsonl(text, payload)
     elif anchor in text:
-        planted = text.replace(anchor, anchor + "\n" + PAYLOAD + "\n")
+        planted = text.replace(anchor, anchor + "\n" + payload + "\n")
     else:
         return 0
     if planted == text:
