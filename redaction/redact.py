@@ -1,11 +1,14 @@
 """Secrets that past sessions printed never go back into a model's context.
 
 Every document passes through `clean_tree()` before it is serialized: each string of it, dict
-keys included, is read as the agent's reader saw it (a tool output's second line starts after a
-real newline, not after the two characters `\\n` of its JSON escape), and each secret found is
-replaced by `«REDACTED:<kind>:<first 8 hex of sha256(secret as UTF-8)>»` (the hash lets two
-mentions of one secret be matched without revealing it). `redact_text()` does the same to one
-string. Both return their input itself when nothing is found.
+keys included, is read as the agent's reader saw it (presented.py: line-number gutters, terminal
+escapes and JSON escaping at any depth taken off, with a map back to the original), and each
+secret found is replaced, in the original, by `«REDACTED:<kind>:<first 8 hex of sha256(secret as UTF-8)>»` (the hash lets two
+mentions of one secret be matched without revealing it). A secret found once is a secret at
+every other mention of it in the document, its session (of 6 characters or more, standing
+alone: a password a rule found in a URL, quoted bare in a reply; each line of a key found).
+`redact_text()` does the same to one string. Both return their input itself when nothing is
+found.
 
 | kind | what it matches |
 |---|---|
@@ -42,15 +45,17 @@ string. Both return their input itself when nothing is found.
 | groq, xai, perplexity, replicate, tavily | `gsk_…`, `xai-…`, `pplx-…`, `r8_` + 37, `tvly-…` |
 | doppler, atlassian, heroku, newrelic, pulumi | `dp.pt.…`, `ATATT3…`, `HRKU-…`, `NRAK-…`, `pul-` + 40 hex |
 | planetscale, square, supabase, notion | `pscale_tkn_…`, `sq0atp-…`/`sq0csp-…`, `sbp_` + 40 hex, `ntn_…`/`secret_` + 43 |
-| private_key | a PEM, OpenSSH or PGP private key block; with no END line, its BEGIN line and key lines only |
+| private_key | a PEM, OpenSSH or PGP private key block, through gutters and indentation; with no END line, its BEGIN line and key lines only; lines dressed otherwise (`> `, `+`) up to an END line within 16 KB |
 | jwt | `eyJ….eyJ….…` (three base64url parts) |
 | url_password | the password of `scheme://user:password@host`, also URL-encoded (`%3A%2F%2Fuser%3Apw%40`) |
 | authorization | the credentials of an `Authorization:` header or field (`Bearer`, `Basic`, `token`, …) |
 | password | the value of a password-like name (`password`, `passwd`, `pwd`, `passphrase`, `DB_PASS`, `Password=…;`), of `mysql`/`mysqldump`/`mariadb -p…`, `sshpass -p`, `docker login -p`, `curl -u user:…`, a `.netrc` entry |
 | assignment | the value of another secret's name (`API_KEY`, `apiKey`, `client_secret`, `access_token`, `auth`, `credentials`, `--token …`) |
 
-A token with a prefix counts where it starts a word (no letter or digit before it, or an escape
-such as `\\n`) and has its vendor's length and alphabet; a placeholder (`sk_live_xxxx…`,
+A token with a prefix counts where no small letter or digit comes before it (`task-…` holds no
+`sk-` key; `KEY_sk-…` and `MYKEYsk-…` do), anywhere where its prefix is distinctive alone
+(`AKIA`, `ghp_`, `github_pat_`, `sk-proj-`, `sk-ant-`, `xoxb-`, `glpat-`, …: `KEY_AKIA…`,
+`MYghp_…`), and has its vendor's length and alphabet; a placeholder (`sk_live_xxxx…`,
 `AKIAIOSFODNN7EXAMPLE`) does not. An assignment is a name, an optional closing quote, `=`, `:`,
 `:=` or `=>` (a space after a `--flag`), and a value, quoted or not. The name's last word decides:
 `token`, `secret`, `password`, `passwd`, `pwd`, `auth`, `credentials`, and `key` after `api`,
@@ -64,7 +69,8 @@ part of an ARN (`…:secret:…`). How the value is judged:
   `os.environ[…]`) are code.
 - password-like names: a quoted literal is a secret (but not a constant's label such as
   `FORCE_CHANGE_PASSWORD`, nor a sentence); an unquoted value too unless it is code: a call, a
-  subscript, a dotted name, a snake_case or camelCase variable, a type or keyword (`str`,
+  subscript, a dotted name, a snake_case or camelCase variable made of words (`dbPass2`, not
+  `y8p0aOW9mkOhzHr`), a type or keyword (`str`,
   `None`); a lone word only where it ends its line after `: ` or a bare `=` (YAML, INI, .env),
   not after ` = ` (code) nor in prose (`pwd: expected bytes`).
 - never secrets: placeholders (`$VAR`, `${VAR}`, `<your key>`, `***`, `{{ x }}`, `…`, values
