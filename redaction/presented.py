@@ -13,8 +13,9 @@ and replaces in the original (a span that covers a layer replaces it too). What 
 - line-number gutters at a line's start (after a newline, an escaped one at any depth, or a
   NUL, which separates strings): up to 8 spaces or tabs, an optional `file:` of grep, a number
   of up to 7 digits (a Telegram bot's id, 8 to 10 digits before a colon, is not one), and a tab
-  (`→` and `│` too, raw or escaped), `|` or `:`;
-- ANSI escape sequences (CSI, OSC, two-character escapes), raw or JSON-escaped (`\\u001b`);
+  (`→` and `│` too, raw or escaped), `|`, `:` or `-` (grep's context lines);
+- ANSI escape sequences (CSI, OSC, two-character escapes), raw, JSON-escaped (`\\u001b`) or as a
+  shell or a program's string writes them (`\\x1b`, `\\033`, `\\e[`);
 - JSON string escapes at any depth: a run of backslashes before `n`, `r`, `t`, `"`, `'`, `/`
   becomes that character, `\\u00XX` the ASCII character it names.
 Text without any of them costs one search and comes back as the same object.
@@ -28,7 +29,7 @@ from core import compiledre
 
 _NUMBER = rb"[0-9]{1,7}"
 _GREP_FILE = rb"(?:[A-Za-z0-9_-]{0,200}+[./][A-Za-z0-9_./-]{0,400}+:)?"  # possessive: a line's first word read once
-_SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\\+u2192| ?(?:\xe2\x94\x82|\\+u2502) ?| ?\| ?|:(?![:/=]))"
+_SEPARATOR = rb"(?:\t|\\+t|\xe2\x86\x92|\\+u2192| ?(?:\xe2\x94\x82|\\+u2502) ?| ?\| ?|:(?![:/=])|-(?=[^\s\x000-9]))"
 GUTTER = rb"[ \t]{0,8}" + _GREP_FILE + _NUMBER + _SEPARATOR
 _ANSI_REST = (rb"(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]"
               rb"|\][^\x07\x1b\x00\\]{0,512}(?:\x07|\x1b\\|\\+u0007|\\+u001[bB]\\+\\)"
@@ -38,7 +39,7 @@ _ANSI_REST = (rb"(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]"
 RAW_LINES = compiledre.compile(rb"[\n\x00]" + GUTTER)  # a newline, or a string's start (NUL), and a gutter
 RAW_ESCAPES = compiledre.compile(rb"\x1b" + _ANSI_REST)
 ESCAPED = compiledre.compile(
-    rb"\\+(?:(?P<line>(?:r\\+)?n)" + GUTTER + rb"|u001[bB]" + _ANSI_REST
+    rb"\\+(?:(?P<line>(?:r\\+)?n)" + GUTTER + rb"|(?:u001[bB]|x1[bB]|033|e(?=\[))" + _ANSI_REST
     + rb"|(?P<char>[nrt\"'/])|u00(?P<hex>[0-7][0-9a-fA-F]))")
 GUTTER_FIRST = compiledre.compile(GUTTER)
 _CHARACTERS = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}

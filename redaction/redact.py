@@ -71,8 +71,9 @@ part of an ARN (`…:secret:…`). How the value is judged:
   `FORCE_CHANGE_PASSWORD`, nor a sentence); an unquoted value too unless it is code: a call, a
   subscript, a dotted name, a snake_case or camelCase variable made of words (`dbPass2`, not
   `y8p0aOW9mkOhzHr`), a type or keyword (`str`,
-  `None`); a lone word only where it ends its line after `: ` or a bare `=` (YAML, INI, .env),
-  not after ` = ` (code) nor in prose (`pwd: expected bytes`).
+  `None`); a lone word only where it ends its line or a clause (` ;`, ` ,`, ` |` after it) after
+  `: ` or a bare `=` (YAML, INI, .env), not after ` = ` (code) nor in prose (`pwd: expected
+  bytes`).
 - never secrets: placeholders (`$VAR`, `${VAR}`, `<your key>`, `***`, `{{ x }}`, `…`, values
   with `your`, `example`, `xxxx`, `changeme`, `redacted`), paths, URLs, ARNs, values of fewer than
   four distinct characters, and words that stand for themselves (`password`, `secret`, `test`).
@@ -227,7 +228,7 @@ _DOTTED = compiledre.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]
 _LABEL = compiledre.compile(rb"[A-Za-z]+(?:[-_][A-Za-z]+)+")
 _SECRET_WORD = compiledre.compile(rb"pass|secret|token|key", re.I)
 _TOKEN_CHARACTERS = compiledre.compile(rb"[A-Za-z0-9+/=_.~:@%!#$*-]+")
-_LINE_END = compiledre.compile(rb"[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\x00|\Z)")
+_LINE_END = compiledre.compile(rb"[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\x00|\Z)|[ \t]+[;,|]")  # a line's or a clause's end
 
 
 class Assignment(namedtuple("Assignment", "value quoted between after ends_line")):
@@ -449,7 +450,7 @@ def _dressed_block_end(data: bytes, begin: int) -> int:
     return found.end()
 
 
-_KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
+_KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:>[ \t]?){0,8}(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
                                rb"|(?P<line>[A-Za-z0-9+/=]*))")
 
 
@@ -564,14 +565,14 @@ PASSES: dict[bytes, list] = {
               random=True, before=None, back=1, prefix_len=3),
         Token("openai", rb"-(?<=sk-)(?!ant-|or-)(?:none-)?[a-z0-9_-]{20,}", rb"sk-[A-Za-z0-9_-]+",
               random=True, back=1, prefix_len=3),
-        Token("newrelic", rb"-(?<=nrak-)[a-z0-9]{27}(?![a-z0-9])", rb"NRAK-[A-Z0-9]{27}", back=3),
+        Token("newrelic", rb"-(?<=nrak-)[a-z0-9]{27}(?![a-z0-9])", rb"NRAK-[A-Z0-9]{27}", back=3, before=None),
         Token("postman", rb"-(?<=pmak-)[a-f0-9]{24}-[a-f0-9]{34}(?![a-z0-9])", rb"PMAK-[a-f0-9]{24}-[a-f0-9]{34}",
-              back=3),
+              before=None, back=3),
         Token("stripe", rb"_(?<=[sr]k_)(?:live|test)_[a-z0-9]{16,}", rb"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",
               back=1),
         Token("groq", rb"_(?<=gsk_)[a-z0-9]{40,}", random=True, back=2, prefix_len=4),
         Token("docker", rb"r_(?<=dckr_)(?:pat|oat)_[a-z0-9_-]{20,}", rb"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}",
-              back=2),
+              before=None, back=2),
         Token("mailgun", rb"ey-[0-9a-f]{32}(?![a-z0-9])", random=True, before=TOKEN, prefix_len=4),
         Value("password", rb"er(?<=docker)[ \t]+login\b[^\r\n\x00;|&]{0,300}?[ \t](?:-p|--password)[ \t=]+"
               + QUOTED_OR_WORD, before=WORD, check=_lower_p, back=3),
@@ -589,10 +590,10 @@ PASSES: dict[bytes, list] = {
         Token("github", rb"ithub_pat_[a-z0-9_]{22,}", rb"github_pat_[A-Za-z0-9_]{22,}", before=None),
         Token("gitlab", rb"l(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[a-z0-9_-]{20,}", random=True,
               before=None, prefix_len=3),
-        Token("grafana", rb"lsa_[a-z0-9]{32}_[a-f0-9]{8}(?![a-z0-9])"),
+        Token("grafana", rb"lsa_[a-z0-9]{32}_[a-f0-9]{8}(?![a-z0-9])", before=None),
         Token("grafana", rb"lc_[a-z0-9+/]{32,}={0,3}", random=True, prefix_len=4),
         Token("gitlab", rb"r1348941[a-z0-9_-]{20,}", rb"GR1348941[A-Za-z0-9_-]{20,}", before=None),
-        Token("google_oauth", rb"ocspx-[a-z0-9_-]{28}(?![a-z0-9_-])", rb"GOCSPX-[A-Za-z0-9_-]{28}"),
+        Token("google_oauth", rb"ocspx-[a-z0-9_-]{28}(?![a-z0-9_-])", rb"GOCSPX-[A-Za-z0-9_-]{28}", before=None),
         Token("sendgrid", rb"\.(?<=sg\.)[a-z0-9_-]{22}\.[a-z0-9_-]{43}(?![a-z0-9_-])",
               rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", back=1),
     ],
@@ -600,23 +601,23 @@ PASSES: dict[bytes, list] = {
         Token("slack", rb"ox[abposre]-[a-z0-9-]{10,}", rb"xox[abposre]-[A-Za-z0-9-]{10,}", before=None),
         Token("slack", rb"app-[0-9]-[a-z0-9-]{20,}", rb"xapp-[0-9]-[A-Za-z0-9-]{20,}", before=None),
         Token("xai", rb"ai-[a-z0-9]{40,}", random=True, prefix_len=4),
-        Token("perplexity", rb"-(?<=pplx-)[a-z0-9]{32,}", random=True, back=3, prefix_len=5),
+        Token("perplexity", rb"-(?<=pplx-)[a-z0-9]{32,}", random=True, back=3, prefix_len=5, before=None),
     ],
     b"j": [
         Token("grafana", rb"rijoi(?<=eyjrijoi)[a-z0-9]{70,400}={0,3}", rb"eyJrIjoi[A-Za-z0-9]{70,400}={0,3}",
               back=2),
         Token("jwt", rb"(?<=eyj)[a-z0-9_-]{8,1024}\.eyj[a-z0-9_-]{8,8192}\.[a-z0-9_-]{10,}",
-              rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", back=2),
+              rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}", before=None, back=2),
     ],
     b"y": [
         Token("google_oauth", rb"a29\.[a-z0-9_-]{20,}", random=True, prefix_len=5),
         Token("pypi", rb"pi-age(?<=pypi-age)[a-z0-9_-]{50,}", rb"pypi-AgE[A-Za-z0-9_-]{50,}", back=1, before=None),
-        Token("tavily", rb"-(?<=tvly-)(?:dev-|prod-)?[a-z0-9]{20,}", random=True, back=3, prefix_len=5),
-        Token("sentry", rb"s_(?<=sntrys_)[a-z0-9+/=_]{50,}", random=True, back=4, prefix_len=7),
-        Token("sentry", rb"u_(?<=sntryu_)[a-f0-9]{64}(?![a-z0-9])", back=4),
+        Token("tavily", rb"-(?<=tvly-)(?:dev-|prod-)?[a-z0-9]{20,}", random=True, back=3, prefix_len=5, before=None),
+        Token("sentry", rb"s_(?<=sntrys_)[a-z0-9+/=_]{50,}", random=True, back=4, prefix_len=7, before=None),
+        Token("sentry", rb"u_(?<=sntryu_)[a-f0-9]{64}(?![a-z0-9])", back=4, before=None),
     ],
     b"q": [
-        Token("square", rb"0(?<=sq0)(?:atp|csp)-[a-z0-9_-]{22,}", random=True, back=1, prefix_len=7),
+        Token("square", rb"0(?<=sq0)(?:atp|csp)-[a-z0-9_-]{22,}", random=True, back=1, prefix_len=7, before=None),
         Token("azure", rb"~(?<=[a-z0-9_~.]{3}[0-9]q~)[a-z0-9_~.-]{31,34}(?![a-z0-9_~.-])",
               rb"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}", before=None, back=4),
     ],
@@ -636,25 +637,25 @@ PASSES: dict[bytes, list] = {
         Token("vault", rb"v[sbr]\.[a-z0-9_-]{24,}", rb"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
         Token("heroku", rb"rku-[a-z0-9_-]{50,}", rb"HRKU-[A-Za-z0-9_-]{50,}", before=None),
         Token("slack", rb"ooks\.slack\.com/(?:services|workflows|triggers)/[a-z0-9/_-]{20,}", before=None),
-        Token("stripe", rb"sec_(?<=whsec_)[a-z0-9+/]{24,}", random=True, back=1, prefix_len=6),
-        Token("linear", rb"_(?<=lin_oauth_)[a-f0-9]{64}(?![a-z0-9])", back=8),
+        Token("stripe", rb"sec_(?<=whsec_)[a-z0-9+/]{24,}", random=True, back=1, prefix_len=6, before=None),
+        Token("linear", rb"_(?<=lin_oauth_)[a-f0-9]{64}(?![a-z0-9])", back=8, before=None),
     ],
     b"p": [
         Assigned(rb"ass(?:word|wd|phrase|wort)?" + NAME_END + SEP + VALUE),
         Value("password", rb"ass(?<=sshpass)[ \t]+-p[ \t]*" + QUOTED_OR_WORD, before=WORD, check=_lower_p,
               back=3),
         Assigned(rb"wd" + NAME_END + SEP + VALUE),
-        Token("planetscale", rb"scale_(?:tkn|pw|oauth)_[a-z0-9_=-]{30,}", random=True, prefix_len=11),
+        Token("planetscale", rb"scale_(?:tkn|pw|oauth)_[a-z0-9_=-]{30,}", random=True, prefix_len=11, before=None),
         Token("pulumi", rb"ul-[a-f0-9]{40}(?![a-z0-9])"),
         Token("databricks", rb"i(?<=dapi)[a-f0-9]{32}(?:-[0-9]+)?(?![a-z0-9])", rb"dapi[a-f0-9]{32}(?:-[0-9]+)?",
               random=True, back=2),
         Token("supabase", rb"_(?<=sbp_)[a-f0-9]{40}(?![a-z0-9])", back=2),
-        Token("npm", rb"m_(?<=npm_)[a-z0-9]{36}(?![a-z0-9])", rb"npm_[A-Za-z0-9]{36}", random=True, back=1,
-              prefix_len=4),
-        Token("digitalocean", rb"_v1_(?<=dop_v1_)[a-f0-9]{64}(?![a-z0-9])", back=2),
-        *[Token("shopify", kind + rb"_(?<=shp" + kind + rb"_)[a-f0-9]{32}(?![a-z0-9])", back=2)
+        Token("npm", rb"m_(?<=npm_)[a-z0-9]{36}(?![a-z0-9])", rb"npm_[A-Za-z0-9]{36}", random=True, before=None,
+              back=1, prefix_len=4),
+        Token("digitalocean", rb"_v1_(?<=dop_v1_)[a-f0-9]{64}(?![a-z0-9])", back=2, before=None),
+        *[Token("shopify", kind + rb"_(?<=shp" + kind + rb"_)[a-f0-9]{32}(?![a-z0-9])", before=None, back=2)
           for kind in (b"at", b"ca", b"pa", b"ss")],
-        Token("linear", rb"i_(?<=lin_api_)[a-z0-9]{40}(?![a-z0-9])", rb"lin_api_[A-Za-z0-9]{40}", back=5),
+        Token("linear", rb"i_(?<=lin_api_)[a-z0-9]{40}(?![a-z0-9])", rb"lin_api_[A-Za-z0-9]{40}", back=5, before=None),
         Token("doppler", rb"\.(?<=dp\.)(?:pt|st|sa|ct|scim|audit)\.[a-z0-9]{40,44}(?![a-z0-9])", back=1),
     ],
     b"m": [
@@ -664,7 +665,7 @@ PASSES: dict[bytes, list] = {
     ],
     b"--": [
         Custom(rb"---begin (?:[a-z0-9]+ ){0,4}private key(?: block)?-----(?P<begin>)"
-               rb"(?:" + EOL + rb"|[ \t]+|[a-z][a-z-]{1,30}: [^\r\n\\\x00]{0,200}|[a-z0-9+/=]+){0,5000}"
+               rb"(?:" + EOL + rb"|[ \t]+|>|[a-z][a-z-]{1,30}: [^\r\n\\\x00]{0,200}|[a-z0-9+/=]+){0,5000}"
                rb"(?P<end>-----end (?:[a-z0-9]+ ){0,4}private key(?: block)?-----)?", _private_key),
         Assigned(rb"(?:[a-z0-9]+[-_])*(?:pass(?:word|wd|phrase)?|token|secret|api[-_]?key|auth)(?P<e>)"
                  rb"[ \t]+" + VALUE, flag=True),
