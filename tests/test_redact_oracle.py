@@ -19,7 +19,7 @@ secrets: an oracle that sees nothing proves nothing.
 from __future__ import annotations
 
 import json
-import os
+import pathlib
 import random
 import re
 import string
@@ -227,7 +227,7 @@ def test_betterleaks_finds_nothing_trajectoriz_kept(index, seed):
     home = HOMES[index]
     text, secrets = payload(index, seed)
     with tempfile.TemporaryDirectory() as folder:
-        tmp_path = __import__("pathlib").Path(folder)
+        tmp_path = pathlib.Path(folder)
         root = tmp_path / "store"
         root.mkdir()
         env = home.build(root)
