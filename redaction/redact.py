@@ -45,7 +45,7 @@ found.
 | groq, xai, perplexity, replicate, tavily | `gsk_…`, `xai-…`, `pplx-…`, `r8_` + 37, `tvly-…` |
 | doppler, atlassian, heroku, newrelic, pulumi | `dp.pt.…`, `ATATT3…`, `HRKU-…`, `NRAK-…`, `pul-` + 40 hex |
 | planetscale, square, supabase, notion | `pscale_tkn_…`, `sq0atp-…`/`sq0csp-…`, `sbp_` + 40 hex, `ntn_…`/`secret_` + 43 |
-| private_key | a PEM, OpenSSH or PGP private key block, through gutters and indentation; with no END line, its BEGIN line and key lines only; lines dressed otherwise (`> `, `+`) up to an END line within 16 KB |
+| private_key | a PEM, OpenSSH or PGP private key block, through gutters (a number and spaces too, as `less -N` prints) and indentation; with no END line, its BEGIN line and key lines only; lines dressed otherwise (`> `, `+`) up to an END line within 16 KB |
 | jwt | `eyJ….eyJ….…` (three base64url parts) |
 | url_password | the password of `scheme://user:password@host`, also URL-encoded (`%3A%2F%2Fuser%3Apw%40`) |
 | authorization | the credentials of an `Authorization:` header or field (`Bearer`, `Basic`, `token`, …) |
@@ -450,7 +450,7 @@ def _dressed_block_end(data: bytes, begin: int) -> int:
     return found.end()
 
 
-_KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:>[ \t]?){0,8}(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
+_KEY_LINE = compiledre.compile(rb"(?P<sep>[ \t]*" + EOL + rb"|[ \t]+)[ \t]*(?:>[ \t]?){0,8}(?:[0-9]{1,7} +(?=[A-Za-z0-9+/=]{4,}(?:[\r\n\x00\\]|\Z)))?(?:(?P<header>[A-Z][A-Za-z-]{1,30}: [^\r\n\\\x00]{0,200})"
                                rb"|(?P<line>[A-Za-z0-9+/=]*))")
 
 
