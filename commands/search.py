@@ -183,30 +183,40 @@ def as_hit(step_id, path: str, where: tuple) -> tuple:
     return step_id, path, where[0], snippet(*where)
 
 
-def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None, taken=None):
+def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
     """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
-    facts (so that `list` and `stats` need not translate it again).
-
-    A word search of a document searched before reads its packed search text only, and the
-    document too when some of its hits may be printed: `shown` (`parallel.Shared`) holds how
-    many hits the parent has counted so far, at most the hits of the sessions before this one.
-    When that reaches `keep`, hits is None; so it is when it is still 0 and the document is not
-    in hand: the parent has none of the pool's results yet, and finds the first sessions' hits
-    itself rather than a worker reading the documents of a whole chunk of sessions whose hits
-    are mostly not printed. The document is searched when the search text is missing (and the
-    search text then written). `taken`: the session's `documents.stamps`, when the caller has them."""
+    facts (so that `list` and `stats` need not translate it again). From its kept search text
+    (`kept_search`) when there is one, else from the document, whose search text is then
+    written."""
     from rendering import documents
 
-    if taken is None:
-        taken = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
+    taken = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
     stamp, kept_as = taken
+    found = kept_search(session, env, query, keep, shown, taken) if kept_as and query.pattern is None else None
+    if found is not None:
+        return found
     before = shown.value if shown is not None and keep is not None else None
-    known = searchtext.stored_search_text(session, env, kept_as, query) if kept_as and query.pattern is None else None
+    return searched_document(session, env, query, keep, redact, before is None or before < keep, stamp, kept_as)
+
+
+def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple) -> tuple | None:
+    """`search_session`'s answer from a word search's packed search text, None when it is not
+    kept. The document is read too when some of its hits may be printed: `shown`
+    (`parallel.Shared`) holds how many hits the parent has counted so far, at most the hits of
+    the sessions before this one. When that reaches `keep`, hits is None; so it is when it is
+    still 0: the parent has none of the pool's results yet, and finds the first sessions' hits
+    itself rather than a worker reading the documents of a whole chunk of sessions whose hits
+    are mostly not printed. `taken`: the session's `documents.stamps`."""
+    from rendering import documents
+
+    stamp, kept_as = taken
+    known = searchtext.stored_search_text(session, env, kept_as, query)
     if known is None:
-        return searched_document(session, env, query, keep, redact, before is None or before < keep, stamp, kept_as)
+        return None
     count, facts = known
+    before = shown.value if shown is not None and keep is not None else None
     wanted = before is None or 0 < before < keep
-    hits = hits_of(documents.document(session, env, redact, kept_as)[0], query, keep) if count and wanted else []
+    hits = hits_of(documents.document(session, env, True, kept_as)[0], query, keep) if count and wanted else []
     return count, hits if wanted or not count else None, {**facts, "stamp": stamp}
 
 
@@ -324,11 +334,7 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = printed = 0
     shown = parallel.Shared()
-    taken = kept_stamps(sessions, env, query, redact)
-    if taken is not None:  # a repeated word search: reading the kept texts here costs less than a pool
-        work = (search_session(s, env, query, end, redact, shown, stamps) for s, stamps in zip(sessions, taken))
-    else:
-        work = parallel.ordered(search_session, sessions, (env, query, end, redact, shown))
+    work = kept_then_pooled(sessions, env, query, end, redact, shown)
     try:
         for n, (count, hits, totals) in enumerate(work):
             session = sessions[n]
@@ -357,19 +363,20 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     return 0 if total else 1
 
 
-def kept_stamps(sessions: list, env, query: Query, redact: bool) -> list | None:
-    """Each session's `documents.stamps` when a word search finds the search text of every one
-    kept (a repeated search: they are then read in this process, which costs less than
-    starting a pool of workers); None as soon as one is missing."""
-    if query.pattern is not None or not redact:
-        return None
-    taken = []
-    for session in sessions:
-        stamps = searchtext.kept(session, env)
-        if stamps is None:
-            return None
-        taken.append(stamps)
-    return taken
+def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact: bool, shown):
+    """`search_session`'s answers in the sessions' order: read here while the search text of
+    each is kept (a repeated word search: reading them costs less than starting a pool of
+    workers), then from a pool, from the first session whose text is missing on."""
+    from core import parallel
+    from rendering import documents
+
+    for n, session in enumerate(sessions):
+        found = (kept_search(session, env, query, end, shown, documents.stamps(session, env))
+                 if redact and query.pattern is None else None)
+        if found is None:
+            yield from parallel.ordered(search_session, sessions[n:], (env, query, end, redact, shown))
+            return
+        yield found
 
 
 def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:

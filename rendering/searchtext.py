@@ -66,15 +66,6 @@ def stored_search_text(session, env, kept_as: list, query) -> tuple[int, dict] |
     return search_text_count(data, query) if data is not None else None
 
 
-def kept(session, env) -> tuple | None:
-    """The session's `documents.stamps` when the search text of its current redacted rendering
-    is kept, else None."""
-    from rendering import doccache, documents
-
-    taken = documents.stamps(session, env)
-    return taken if doccache.has(env, documents.cache_key(session), session.short_id, taken[1], SEARCH_TEXT) else None
-
-
 def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query) -> bytes | None:
     """Keep a document's search text next to it, unless it is there already (a regex search
     does not read it); its `steps_text` when it was made."""
