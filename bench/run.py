@@ -659,6 +659,58 @@ def bench_blame(report, me, project, tree, runs, scratch) -> None:
         mount.stop()
 
 
+INDEX_BLANK = "are blank for"  # INDEX.md's note while some sessions' facts are not known
+
+
+def bench_index(report, me, project, project_count, tree, runs, scratch) -> dict:
+    """INDEX.md of a big project (issue 30): how long after a cold mount every session's facts
+    are known (the mount's workers render the sessions on every core, started by the first
+    read), against `grep -r` of the same cold mount (which renders them all too); then its
+    first read from a fresh mount once the facts are kept."""
+    rows = report.section(f"INDEX.md of a {project_count}-session project ({os.path.basename(project)})",
+                          ["Operation", "trajectoriz"], [
+        "Facts computed: from a fresh mount with empty caches, INDEX.md read until no cell is blank "
+        "(its first read starts the workers; polled every 0.1 s). `grep -r`, cold: the same mount "
+        "rendering every document for grep, today's cost of rendering them. Facts kept: a fresh "
+        "mount, caches kept, INDEX.md read once."])
+    problem = mount_problem(me, tree)
+    if problem:
+        rows.append(["INDEX.md", problem])
+        return {}
+    point = os.path.join(scratch, "index-big", "memory")
+    mount = Mount(me, point, project)
+    found = {"facts": Timing([], []), "grep": Timing([], []), "kept": Timing([], [])}
+    complete = (f"until [ -s '{point}/INDEX.md' ] && ! grep -q '{INDEX_BLANK}' '{point}/INDEX.md'; "
+                "do sleep 0.1; done")
+    try:
+        for _ in range(runs):  # alternating, as `both` does
+            found["facts"].seconds += cycle(mount, complete, 1).seconds
+            found["grep"].seconds += cycle(mount, f"grep -rc '{CONTENT_QUERY}' '{point}' > /dev/null", 1).seconds
+            mount.stop()
+            mount.start()
+            found["kept"].seconds += timed_shell(f"cat '{point}/INDEX.md' > /dev/null", me.env, 1).seconds
+    except (RuntimeError, OSError) as exc:
+        rows.append(["INDEX.md", f"failed: {exc}"])
+        return {}
+    finally:
+        mount.stop()
+    rows.append([f"facts of {project_count} sessions computed after a cold mount (INDEX.md complete)", found["facts"].text()])
+    rows.append(["`grep -r`, cold (every document rendered)", found["grep"].text()])
+    rows.append(["INDEX.md, first read after a fresh mount, facts kept", found["kept"].text()])
+    return found
+
+
+def index_rows(found: dict, project_count: int) -> list[list[str]]:
+    """Issue 30's INDEX.md targets."""
+    if not found:
+        return []
+    facts, grep, kept = found["facts"], found["grep"], found["kept"]
+    return [[f"INDEX.md's facts for {project_count} sessions, on every core: at most `grep -r` cold (rendering them)",
+             f"{facts.median / grep.median:.2f} ({facts.text()} vs {grep.text()})", verdict(facts.median <= grep.median)],
+            [f"INDEX.md's first read over {project_count} sessions, facts kept: at most 1 s", kept.text(),
+             verdict(kept.median <= 1.0)]]
+
+
 def bench_startup(report, me, tree, runs) -> None:
     rows = report.section("Start-up", ["Operation", "source tree", "binary"], [
         "The binary is `dist/trajectoriz` (`make build`); warm caches."])
@@ -955,6 +1007,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"))
     parser.add_argument("--only-blame", action="store_true",
                         help="measure only `blame` and INDEX.md (no targets; --out another file)")
+    parser.add_argument("--only-index", action="store_true",
+                        help="measure only INDEX.md of the main project (issue 30's targets; --out another file)")
     parser.add_argument("--only-extras", action="store_true",
                         help="measure only translation, start-up, redaction and archive (--out another file)")
     args = parser.parse_args(argv)
@@ -971,6 +1025,10 @@ def main(argv=None) -> int:
         if args.only_blame:
             bench_blame(report, me, project, args.tree, runs, scratch)
             raise Finished
+        if args.only_index:
+            targets = report.section("Targets", ["Target", "Measured", "Met?"])
+            targets += index_rows(bench_index(report, me, project, project_count, args.tree, runs, scratch), project_count)
+            raise Finished
         if args.only_extras:
             run_extras(report, me, args, runs)
             raise Finished
@@ -982,6 +1040,8 @@ def main(argv=None) -> int:
             print("mount (the server's memory)", file=sys.stderr)
             mount = bench_mount(report, me, None, project, args.tree, 1, scratch)
             targets += huge_rows(discovery, facts["native_bytes"], project_count, mount.get("ours", {}))
+            print("INDEX.md", file=sys.stderr)
+            targets += index_rows(bench_index(report, me, project, project_count, args.tree, runs, scratch), project_count)
             raise Finished
         print("export", file=sys.stderr)
         export = bench_export(report, me, runs, scratch)
