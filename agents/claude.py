@@ -107,7 +107,7 @@ def scan(source: str, env) -> list[Session]:
         return []
     native_id = native_id_of(source)
     session = Session(agent=NAME, native_id=native_id, source=source, extra={"format": "jsonl"})
-    queued = ""  # the first prompt enqueued, for a session that recorded no user record of it
+    queued = []  # the prompts enqueued, for a session that recorded no user record of them
     task = ""  # the first prompt that carries a task (titles.py), when the first one carries none
 
     def worth_parsing(line: bytes) -> bool:
@@ -118,8 +118,7 @@ def scan(source: str, env) -> list[Session]:
         if session.started is None or session.cwd is None or "version" not in session.extra:
             return True
         return ((session.model is None and (b'"assistant"' in line or b'"modelId"' in line))
-                or (not task and (b'"user"' in line or b'-title"' in line
-                                  or (not queued and b'"queue-operation"' in line))))
+                or (not task and (b'"user"' in line or b'-title"' in line or b'"queue-operation"' in line)))
 
     for record in head_records(source, wanted=worth_parsing):
         if session.started is None:
@@ -139,7 +138,7 @@ def scan(source: str, env) -> list[Session]:
             session.title = session.title or one_line(prompt)
             task = one_line(task_text(prompt))
         if record.get("type") == "queue-operation" and record.get("operation") == "enqueue":
-            queued = queued or prompt_text(text_of(record.get("content"), "\n"), record)
+            queued.append(record)  # its text is made only if no user record gives a title
         if record.get("type") in ("custom-title", "ai-title"):
             session.extra["native_title"] = native_title(record)
         if session.started and session.cwd and task and session.model:
@@ -147,10 +146,16 @@ def scan(source: str, env) -> list[Session]:
     if session.started is None:
         reading.open_ended = True  # the time of the last write: an append changes it
         session.started = storefs.stat(source).st_mtime
-    session.title = session.title or one_line(queued)
+    session.title = session.title or one_line(first_queued(queued))
     if task and task != session.title:
         session.extra["task"] = task
     return [session]
+
+
+def first_queued(records: list[dict]) -> str:
+    """The first prompt the user typed among enqueued ones, "" when none."""
+    texts = (prompt_text(text_of(record.get("content"), "\n"), record) for record in records)
+    return next((text for text in texts if text), "")
 
 
 def _tool_results(content) -> bool:
