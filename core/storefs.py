@@ -38,6 +38,7 @@ from collections.abc import Mapping
 
 RACY_NS = 2_000_000_000  # an mtime this close to the moment it was read may not have ticked since
 KERNEL = ("/proc", "/sys", "/dev")  # not stores (the mount table, read by mounts.avoided, is checked apart)
+MAX_LINKS = 40  # as the kernel's own bound on symlinks followed in one lookup
 
 
 class Witness:
@@ -306,15 +307,45 @@ def getsize(path) -> int:
 
 
 def realpath(path) -> str:
-    """`os.path.realpath`, noting every component it passed through (a link replaced by another
-    is another inode)."""
+    """`os.path.realpath`, noting every component it passes through, those of the links' targets
+    too (a link replaced by another is another inode): a link on the way retargeted changes the
+    answer."""
     if _witness() is not None:
-        absolute = os.path.abspath(path)
-        prefix = os.sep
-        for part in absolute.split(os.sep)[1:]:
-            prefix = os.path.join(prefix, part)
-            _tested(prefix, follow=False)
+        _walk_links(os.fspath(path))
     return os.path.realpath(path)
+
+
+def _walk_links(path) -> None:
+    """lstat (and readlink, through this module: noted) each component on the way `realpath`
+    resolves `path`, in its order (a `..` after a link goes up from the link's target), at most
+    MAX_LINKS links (a loop: what was seen of it is noted)."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    done, pending, links = os.sep, _parts(os.path.join(os.getcwd(), path)), 0
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        candidate = os.path.join(done, part)
+        found = _tested(candidate, follow=False)
+        if found is None or not _stat.S_ISLNK(found.st_mode):
+            done = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            return
+        try:
+            target = readlink(candidate)
+        except (OSError, ValueError):
+            return
+        done = os.sep if os.path.isabs(target) else done
+        pending += _parts(target)
+
+
+def _parts(path: str) -> list[str]:
+    """The components of `path` but `.`, last first (a stack)."""
+    return [part for part in reversed(path.split(os.sep)) if part and part != "."]
 
 
 def glob(pattern: str, recursive: bool = False) -> list[str]:

@@ -126,3 +126,36 @@ def test_the_agents_read_their_stores_through_the_layer():
                         for node in ast.walk(tree)
                         if isinstance(node, ast.Call) and _names_of(node.func) in BYPASSING} - ALLOWED)
     assert bypassing == []
+
+
+def test_a_link_retargeted_on_the_way_of_a_realpath_is_noticed(tmp_path):
+    """A link inside a link's target (config/projects -> via -> one): `via` is no component of
+    the path asked about, yet retargeting it changes the answer (claude.roots drops a second
+    configured folder that resolves to the first)."""
+    make_tree(str(tmp_path), ["one/a.jsonl", "two/b.jsonl", "config/x"])
+    os.symlink(tmp_path / "one", tmp_path / "via")
+    os.symlink(tmp_path / "via", tmp_path / "config" / "projects")
+    for folder in (tmp_path / "config", tmp_path):
+        settled(folder)
+    asked = tmp_path / "config" / "projects"
+    state = watched(lambda: storefs.realpath(asked))
+    assert storefs.realpath(asked) == str(tmp_path / "one") and storefs.holds(state)
+    os.symlink(tmp_path / "two", tmp_path / "via.new")
+    os.replace(tmp_path / "via.new", tmp_path / "via")
+    settled(tmp_path)  # the folder's mtime as it was: only the link's own inode tells
+    assert storefs.realpath(asked) == str(tmp_path / "two")
+    assert not storefs.holds(state)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "l1", "l2", "..", ".", "loop", "gone"]), max_size=5))
+@settings(max_examples=40, deadline=None)
+def test_realpath_answers_as_the_standard_one(tmp_path_factory, parts):
+    root = tmp_path_factory.mktemp("links")
+    make_tree(str(root), ["a/b/f"])
+    os.symlink("a/b", root / "l1")
+    os.symlink(root / "l1", root / "a" / "l2")
+    os.symlink("loop", root / "loop")
+    os.symlink("missing", root / "gone")
+    asked = os.path.join(str(root), *parts)
+    assert watched(lambda: storefs.realpath(asked)) is not None
+    assert storefs.realpath(asked) == os.path.realpath(asked)
