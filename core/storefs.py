@@ -13,7 +13,9 @@ a call that does not go through here is simply not noted.
   not when the directory it is in was listed (its mtime says already whether the entry is
   there), nor a missing one whose nearest existing ancestor was (the path cannot appear
   before an entry is added there): a transcript's side folder asked about beside each of
-  thousands of transcripts costs nothing to check again;
+  thousands of transcripts costs nothing to check again. A path followed through a link is
+  noted all the same (the folder's mtime does not change when the link's target does), and so
+  is a link among a listing's entries whose `is_dir`, `is_file` or `stat` follows it;
 - a file read: its inode, size and mtime (its content may be what was decided on).
 `holds(witness)` stats each of them again. An mtime too recent to rely on (the file system's
 timestamps are coarse: a change in the same tick as the listing would leave it as it was) is
@@ -75,15 +77,18 @@ class Witness:
             else:
                 self.listed[path] = found
 
-    def _probed(self, path, follow: bool = True, found=None) -> None:
-        """`path` was asked about (`found`: the stat result the call got, None when it failed)."""
+    def _probed(self, path, follow: bool = True, found=None, link: bool | None = None) -> None:
+        """`path` was asked about (`found`: the stat result the call got, None when it failed).
+        Followed through a link (`link`, asked when None), it is not covered by its folder: the
+        folder's mtime does not change when the link's target appears, goes or is replaced."""
         path = self._wanted(path)
         if path is None or (follow, path) in self.probes:
             return
-        if found is None:
-            self.probes[follow, path] = (None, self._ancestor(os.path.dirname(path)))
+        if follow and (_is_link(path) if link is None else link):
+            cover = None
         else:
-            self.probes[follow, path] = ((found.st_ino, _stat.S_IFMT(found.st_mode)), os.path.dirname(path))
+            cover = self._ancestor(os.path.dirname(path)) if found is None else os.path.dirname(path)
+        self.probes[follow, path] = (None if found is None else (found.st_ino, _stat.S_IFMT(found.st_mode)), cover)
 
     def _lprobed(self, path) -> None:
         """A link read: the link itself, as lstat sees it."""
@@ -158,6 +163,13 @@ def paths(state: list) -> list[str]:
 def merged(states: list) -> list:
     """One state holding all of `states`."""
     return [[item for state in states for item in state[part]] for part in range(3)]
+
+
+def _is_link(path: str) -> bool:
+    try:
+        return _stat.S_ISLNK(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _trusted(mtime_ns: int) -> int | None:
@@ -256,8 +268,75 @@ def listdir(path=".") -> list:
 
 
 def scandir(path="."):
-    _note("_listed", path)
-    return os.scandir(path)
+    """`os.scandir`; while watching, an entry that is a link notes what its `is_dir`, `is_file`
+    and `stat` follow it to (its folder's mtime does not tell)."""
+    witness = _witness()
+    if witness is None:
+        return os.scandir(path)
+    witness._listed(path)
+    return _Listing(os.scandir(path), witness)
+
+
+class _Listing:
+    """An `os.scandir` iterator whose links are `_LinkEntry`s."""
+
+    def __init__(self, listing, witness: Witness):
+        self._listing, self._witness = listing, witness
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        entry = next(self._listing)
+        return _LinkEntry(entry, self._witness) if entry.is_symlink() else entry
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._listing.close()
+
+    def close(self) -> None:
+        self._listing.close()
+
+
+class _LinkEntry:
+    """A DirEntry of a link: following it is noted in the witness."""
+
+    def __init__(self, entry, witness: Witness):
+        self._entry, self._witness = entry, witness
+        self.name, self.path = entry.name, entry.path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __getattr__(self, name):
+        return getattr(self._entry, name)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        if not follow_symlinks:
+            return self._entry.stat(follow_symlinks=False)
+        try:
+            found = self._entry.stat()
+        except OSError:
+            self._witness._probed(self.path, True, None, link=True)
+            raise
+        self._witness._probed(self.path, True, found, link=True)
+        return found
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self._is(_stat.S_ISDIR, follow_symlinks)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return self._is(_stat.S_ISREG, follow_symlinks)
+
+    def _is(self, kind, follow_symlinks: bool) -> bool:
+        if not follow_symlinks:
+            return False  # a link itself is neither
+        try:
+            return kind(self.stat().st_mode)
+        except FileNotFoundError:  # as DirEntry's: a dangling link is neither, a loop raises
+            return False
 
 
 def readlink(path):

@@ -159,3 +159,33 @@ def test_realpath_answers_as_the_standard_one(tmp_path_factory, parts):
     asked = os.path.join(str(root), *parts)
     assert watched(lambda: storefs.realpath(asked)) is not None
     assert storefs.realpath(asked) == os.path.realpath(asked)
+
+
+def linked_folder(tmp_path):
+    """store/ holding a link to a folder that is not there yet (as a user's linked project
+    folder whose disk is not mounted); the store's folder settled."""
+    make_tree(str(tmp_path), ["store/one.json"])
+    os.symlink(tmp_path / "elsewhere", tmp_path / "store" / "linked")
+    settled(tmp_path / "store")
+    return tmp_path / "store"
+
+
+def visible_folders(store) -> list:
+    with storefs.scandir(store) as entries:  # as agents.base.visible_paths(folders=True)
+        return [entry.name for entry in entries if entry.is_dir()]
+
+
+def test_a_link_in_a_listed_folder_is_followed_to_its_target(tmp_path):
+    """A folder's mtime tells which entries it has, not what a link among them leads to: the
+    link's target appearing must be noticed by what asked through the link (a stat, a glob's
+    `*/` or `**`, a listed entry's is_dir)."""
+    store = linked_folder(tmp_path)
+    calls = {"isdir": lambda: (storefs.listdir(store), storefs.isdir(store / "linked")),
+             "glob */": lambda: storefs.glob(f"{store}/*/"),
+             "glob **": lambda: storefs.glob(f"{store}/**/*.json", recursive=True),
+             "entry.is_dir": lambda: visible_folders(store)}
+    states = {name: watched(call) for name, call in calls.items()}
+    assert all(storefs.holds(state) for state in states.values())
+    make_tree(str(tmp_path), ["elsewhere/two.json"])
+    assert visible_folders(store) == ["linked"]
+    assert [name for name, state in states.items() if storefs.holds(state)] == []
