@@ -98,14 +98,17 @@ class Witness:
             found = None
         self._probed(path, False, found)
 
-    def _ancestor(self, path: str) -> str:
-        """The nearest existing directory at or above `path`."""
+    def _ancestor(self, path: str) -> str | None:
+        """The nearest existing directory at or above `path`; None past a link (a dangling one:
+        its target appearing changes no folder above it)."""
         walked = []
         while path not in self._above and path not in self.listed and _dir_state(path) is False \
                 and path != os.path.dirname(path):
             walked.append(path)
+            if _is_link(path):
+                break
             path = os.path.dirname(path)
-        found = self._above.setdefault(path, path)
+        found = None if walked and walked[-1] == path else self._above.setdefault(path, path)
         self._above.update(dict.fromkeys(walked, found))
         return found
 

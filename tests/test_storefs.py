@@ -183,7 +183,8 @@ def test_a_link_in_a_listed_folder_is_followed_to_its_target(tmp_path):
     calls = {"isdir": lambda: (storefs.listdir(store), storefs.isdir(store / "linked")),
              "glob */": lambda: storefs.glob(f"{store}/*/"),
              "glob **": lambda: storefs.glob(f"{store}/**/*.json", recursive=True),
-             "entry.is_dir": lambda: visible_folders(store)}
+             "entry.is_dir": lambda: visible_folders(store),
+             "below the link": lambda: (storefs.listdir(store), storefs.isfile(store / "linked" / "two.json"))}
     states = {name: watched(call) for name, call in calls.items()}
     assert all(storefs.holds(state) for state in states.values())
     make_tree(str(tmp_path), ["elsewhere/two.json"])
