@@ -430,23 +430,25 @@ def _parts(path: str) -> list[str]:
     return [part for part in reversed(path.split(os.sep)) if part and part != "."]
 
 
-def glob(pattern: str, recursive: bool = False) -> list[str]:
-    """`glob.glob(pattern, recursive=recursive)`, through this module's listings (so noted)."""
+def glob(pattern: str, recursive: bool = False, folders_only: bool = False) -> list[str]:
+    """`glob.glob(pattern, recursive=recursive)`, through this module's listings (so noted).
+    `folders_only`: the folders alone (what a pattern's head matches: a file there holds no
+    match, and is not stat'ed and listed in vain)."""
     if not _glob_module.has_magic(pattern):
-        wanted = isdir(pattern) if pattern.endswith(os.sep) else lexists(pattern)
+        wanted = isdir(pattern) if pattern.endswith(os.sep) or folders_only else lexists(pattern)
         return [pattern] if wanted else []
     head, tail = os.path.split(pattern)
     if head and head != pattern and _glob_module.has_magic(head):
-        folders = glob(head, recursive)
+        folders = glob(head, recursive, folders_only=True)
     else:
         folders = [head]
     found = []
     for folder in folders:
         if recursive and tail == "**":
-            found += [os.path.join(folder, name) for name in _below(folder)]
+            found += [os.path.join(folder, name) for name in _below(folder, folders_only)]
         elif _glob_module.has_magic(tail):
-            found += [os.path.join(folder, name) for name in _matching(folder, tail)]
-        elif (isdir(folder or os.curdir) if not tail else lexists(os.path.join(folder, tail))):
+            found += [os.path.join(folder, name) for name in _matching(folder, tail, folders_only)]
+        elif (isdir if folders_only or not tail else lexists)(os.path.join(folder, tail) or os.curdir):
             found.append(os.path.join(folder, tail))
     return found
 
@@ -459,21 +461,26 @@ def _entries(folder: str) -> list:
         return []
 
 
-def _matching(folder: str, pattern: str) -> list[str]:
+def _matching(folder: str, pattern: str, folders_only: bool) -> list[str]:
     hidden = _glob_module._ishidden(pattern)
     return [entry.name for entry in _entries(folder)
-            if (hidden or not _glob_module._ishidden(entry.name)) and fnmatch.fnmatch(entry.name, pattern)]
+            if (hidden or not _glob_module._ishidden(entry.name)) and fnmatch.fnmatch(entry.name, pattern)
+            and (not folders_only or _is_dir(entry))]
 
 
-def _below(folder: str) -> list[str]:
+def _below(folder: str, folders_only: bool) -> list[str]:
     """What a recursive `**` matches in `folder`: "" (the folder itself) and every entry under it
-    that is not hidden, parents first, links to folders followed (as glob does)."""
+    (every folder, `folders_only`) that is not hidden, parents first, links to folders followed
+    (as glob does)."""
     found = [""]
     for entry in _entries(folder):
         if not _glob_module._ishidden(entry.name):
-            found.append(entry.name)
-            if _is_dir(entry):
-                found += [os.path.join(entry.name, name) for name in _below(os.path.join(folder, entry.name))[1:]]
+            is_dir = _is_dir(entry)
+            if is_dir or not folders_only:
+                found.append(entry.name)
+            if is_dir:
+                found += [os.path.join(entry.name, name)
+                          for name in _below(os.path.join(folder, entry.name), folders_only)[1:]]
     return found
 
 

@@ -19,7 +19,8 @@ PATTERNS = [("*/*.json", False), ("**/*.json", True), ("**/*.jsonl", True), ("*"
             ("s/**/*.traj.json", True), (glob.escape("q[1]") + "/*.json", False), ("a/b/c.json", False),
             ("a/b/", False), ("**", True), ("*/*/", False), ("a/*/d/*.jsonl", False), ("missing/*.json", False),
             ("chats/*/*/store.db", False), ("sessions/*/*/*/rollout-*abc.jsonl", False), (".*/*.json", False),
-            ("*/*/*/", False), ("a/**/", True)]
+            ("*/*/*/", False), ("a/**/", True), ("*/b/*.json", False), ("**/b/c.json", True),
+            ("s/**/u/*.json", True), ("*/c.json/*", False), ("**/*/", True)]
 
 
 def make_tree(root: str, paths: list[str]) -> None:
