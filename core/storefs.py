@@ -20,8 +20,10 @@ a call that does not go through here is simply not noted.
 `holds(witness)` stats each of them again. An mtime too recent to rely on (the file system's
 timestamps are coarse: a change in the same tick as the listing would leave it as it was) is
 noted as unknown, which never holds: the next listing is made again, and noted afresh. The
-same rule makes noting a directory after listing it safe (`glob`): a change in between leaves
-an mtime too recent to rely on.
+same rule makes the order safe: a directory is noted just before it is listed, a file just
+before it is opened, a link's path before `realpath` follows it (a change in between shows as
+another inode, size or mtime, or one too recent to rely on); a path from the very stat that
+answered the call.
 
 Trajectoriz's own cache folder is left out (`ignored`): a listing may read the index the
 previous discovery wrote, which changes with every discovery. So are the kernel's files (the
