@@ -63,9 +63,23 @@ class Witness:
         self.listed[""] = None
 
     def state(self) -> list:
-        """What `holds` compares, as plain data (for a cache file)."""
-        probes = [(key, found) for key, (found, cover) in self.probes.items() if cover not in self.listed]
+        """What `holds` compares, as plain data (for a cache file). A probe a listed folder
+        covers is left out, but for one that followed a link (`_covered`: asked here, of those
+        few; an entry that was a link and is no more changed its folder's mtime)."""
+        probes = [(key, found) for key, (found, cover) in self.probes.items() if not self._covered(key, cover)]
         return [sorted(self.listed.items()), sorted(probes), sorted(self.files.items())]
+
+    def _covered(self, key: tuple, cover) -> bool:
+        """Whether a probe is told by the listed folder `cover`: not when a link lies between
+        them that the probe followed."""
+        if cover not in self.listed:
+            return False
+        follow, path = key
+        while follow and path != cover and path != os.path.dirname(path):
+            if _is_link(path):
+                return False
+            path = os.path.dirname(path)
+        return True
 
     def _listed(self, path) -> None:
         path = self._wanted(path)
@@ -79,14 +93,13 @@ class Witness:
             else:
                 self.listed[path] = found
 
-    def _probed(self, path, follow: bool = True, found=None, link: bool | None = None) -> None:
-        """`path` was asked about (`found`: the stat result the call got, None when it failed).
-        Followed through a link (`link`, asked when None), it is not covered by its folder: the
-        folder's mtime does not change when the link's target appears, goes or is replaced."""
+    def _probed(self, path, follow: bool = True, found=None, link: bool = False) -> None:
+        """`path` was asked about (`found`: the stat result the call got, None when it failed;
+        `link`: followed through the link it is, covered by no folder)."""
         path = self._wanted(path)
         if path is None or (follow, path) in self.probes:
             return
-        if follow and (_is_link(path) if link is None else link):
+        if link:
             cover = None
         else:
             cover = self._ancestor(os.path.dirname(path)) if found is None else os.path.dirname(path)
@@ -101,16 +114,13 @@ class Witness:
         self._probed(path, False, found)
 
     def _ancestor(self, path: str) -> str | None:
-        """The nearest existing directory at or above `path`; None past a link (a dangling one:
-        its target appearing changes no folder above it)."""
+        """The nearest existing directory at or above `path`."""
         walked = []
         while path not in self._above and path not in self.listed and _dir_state(path) is False \
                 and path != os.path.dirname(path):
             walked.append(path)
-            if _is_link(path):
-                break
             path = os.path.dirname(path)
-        found = None if walked and walked[-1] == path else self._above.setdefault(path, path)
+        found = self._above.setdefault(path, path)
         self._above.update(dict.fromkeys(walked, found))
         return found
 
