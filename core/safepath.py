@@ -16,8 +16,6 @@ import stat
 
 from core import mounts, storefs
 
-MAX_LINKS = 40  # as the kernel's own bound on symlinks followed in one lookup
-
 
 def usable(path) -> bool:
     """An absolute path that system calls accept (a str, no NUL)."""
@@ -54,7 +52,7 @@ def resolve(path: str, avoided, known: dict | None = None) -> str | None:
             done = candidate
             continue
         links += 1
-        if links > MAX_LINKS:
+        if links > storefs.MAX_LINKS:
             return None
         if os.path.isabs(target):
             done = os.sep

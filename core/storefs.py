@@ -13,13 +13,17 @@ a call that does not go through here is simply not noted.
   not when the directory it is in was listed (its mtime says already whether the entry is
   there), nor a missing one whose nearest existing ancestor was (the path cannot appear
   before an entry is added there): a transcript's side folder asked about beside each of
-  thousands of transcripts costs nothing to check again;
+  thousands of transcripts costs nothing to check again. A path followed through a link is
+  noted all the same (the folder's mtime does not change when the link's target does), and so
+  is a link among a listing's entries whose `is_dir`, `is_file` or `stat` follows it;
 - a file read: its inode, size and mtime (its content may be what was decided on).
 `holds(witness)` stats each of them again. An mtime too recent to rely on (the file system's
 timestamps are coarse: a change in the same tick as the listing would leave it as it was) is
 noted as unknown, which never holds: the next listing is made again, and noted afresh. The
-same rule makes noting a directory after listing it safe (`glob`): a change in between leaves
-an mtime too recent to rely on.
+same rule makes the order safe: a directory is noted just before it is listed, a file just
+before it is opened, a link's path before `realpath` follows it (a change in between shows as
+another inode, size or mtime, or one too recent to rely on); a path from the very stat that
+answered the call.
 
 Trajectoriz's own cache folder is left out (`ignored`): a listing may read the index the
 previous discovery wrote, which changes with every discovery. So are the kernel's files (the
@@ -38,6 +42,7 @@ from collections.abc import Mapping
 
 RACY_NS = 2_000_000_000  # an mtime this close to the moment it was read may not have ticked since
 KERNEL = ("/proc", "/sys", "/dev")  # not stores (the mount table, read by mounts.avoided, is checked apart)
+MAX_LINKS = 40  # as the kernel's own bound on symlinks followed in one lookup
 
 
 class Witness:
@@ -58,9 +63,23 @@ class Witness:
         self.listed[""] = None
 
     def state(self) -> list:
-        """What `holds` compares, as plain data (for a cache file)."""
-        probes = [(key, found) for key, (found, cover) in self.probes.items() if cover not in self.listed]
+        """What `holds` compares, as plain data (for a cache file). A probe a listed folder
+        covers is left out, but for one that followed a link (`_covered`: asked here, of those
+        few; an entry that was a link and is no more changed its folder's mtime)."""
+        probes = [(key, found) for key, (found, cover) in self.probes.items() if not self._covered(key, cover)]
         return [sorted(self.listed.items()), sorted(probes), sorted(self.files.items())]
+
+    def _covered(self, key: tuple, cover) -> bool:
+        """Whether a probe is told by the listed folder `cover`: not when a link lies between
+        them that the probe followed."""
+        if cover not in self.listed:
+            return False
+        follow, path = key
+        while follow and path != cover and path != os.path.dirname(path):
+            if _is_link(path):
+                return False
+            path = os.path.dirname(path)
+        return True
 
     def _listed(self, path) -> None:
         path = self._wanted(path)
@@ -74,15 +93,17 @@ class Witness:
             else:
                 self.listed[path] = found
 
-    def _probed(self, path, follow: bool = True, found=None) -> None:
-        """`path` was asked about (`found`: the stat result the call got, None when it failed)."""
+    def _probed(self, path, follow: bool = True, found=None, link: bool = False) -> None:
+        """`path` was asked about (`found`: the stat result the call got, None when it failed;
+        `link`: followed through the link it is, covered by no folder)."""
         path = self._wanted(path)
         if path is None or (follow, path) in self.probes:
             return
-        if found is None:
-            self.probes[follow, path] = (None, self._ancestor(os.path.dirname(path)))
+        if link:
+            cover = None
         else:
-            self.probes[follow, path] = ((found.st_ino, _stat.S_IFMT(found.st_mode)), os.path.dirname(path))
+            cover = self._ancestor(os.path.dirname(path)) if found is None else os.path.dirname(path)
+        self.probes[follow, path] = (None if found is None else (found.st_ino, _stat.S_IFMT(found.st_mode)), cover)
 
     def _lprobed(self, path) -> None:
         """A link read: the link itself, as lstat sees it."""
@@ -92,7 +113,7 @@ class Witness:
             found = None
         self._probed(path, False, found)
 
-    def _ancestor(self, path: str) -> str:
+    def _ancestor(self, path: str) -> str | None:
         """The nearest existing directory at or above `path`."""
         walked = []
         while path not in self._above and path not in self.listed and _dir_state(path) is False \
@@ -157,6 +178,13 @@ def paths(state: list) -> list[str]:
 def merged(states: list) -> list:
     """One state holding all of `states`."""
     return [[item for state in states for item in state[part]] for part in range(3)]
+
+
+def _is_link(path: str) -> bool:
+    try:
+        return _stat.S_ISLNK(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _trusted(mtime_ns: int) -> int | None:
@@ -255,8 +283,75 @@ def listdir(path=".") -> list:
 
 
 def scandir(path="."):
-    _note("_listed", path)
-    return os.scandir(path)
+    """`os.scandir`; while watching, an entry that is a link notes what its `is_dir`, `is_file`
+    and `stat` follow it to (its folder's mtime does not tell)."""
+    witness = _witness()
+    if witness is None:
+        return os.scandir(path)
+    witness._listed(path)
+    return _Listing(os.scandir(path), witness)
+
+
+class _Listing:
+    """An `os.scandir` iterator whose links are `_LinkEntry`s."""
+
+    def __init__(self, listing, witness: Witness):
+        self._listing, self._witness = listing, witness
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        entry = next(self._listing)
+        return _LinkEntry(entry, self._witness) if entry.is_symlink() else entry
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._listing.close()
+
+    def close(self) -> None:
+        self._listing.close()
+
+
+class _LinkEntry:
+    """A DirEntry of a link: following it is noted in the witness."""
+
+    def __init__(self, entry, witness: Witness):
+        self._entry, self._witness = entry, witness
+        self.name, self.path = entry.name, entry.path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __getattr__(self, name):
+        return getattr(self._entry, name)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        if not follow_symlinks:
+            return self._entry.stat(follow_symlinks=False)
+        try:
+            found = self._entry.stat()
+        except OSError:
+            self._witness._probed(self.path, True, None, link=True)
+            raise
+        self._witness._probed(self.path, True, found, link=True)
+        return found
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self._is(_stat.S_ISDIR, follow_symlinks)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return self._is(_stat.S_ISREG, follow_symlinks)
+
+    def _is(self, kind, follow_symlinks: bool) -> bool:
+        if not follow_symlinks:
+            return False  # a link itself is neither
+        try:
+            return kind(self.stat().st_mode)
+        except FileNotFoundError:  # as DirEntry's: a dangling link is neither, a loop raises
+            return False
 
 
 def readlink(path):
@@ -306,34 +401,66 @@ def getsize(path) -> int:
 
 
 def realpath(path) -> str:
-    """`os.path.realpath`, noting every component it passed through (a link replaced by another
-    is another inode)."""
+    """`os.path.realpath`, noting every component it passes through, those of the links' targets
+    too (a link replaced by another is another inode): a link on the way retargeted changes the
+    answer."""
     if _witness() is not None:
-        absolute = os.path.abspath(path)
-        prefix = os.sep
-        for part in absolute.split(os.sep)[1:]:
-            prefix = os.path.join(prefix, part)
-            _tested(prefix, follow=False)
+        _walk_links(os.fspath(path))
     return os.path.realpath(path)
 
 
-def glob(pattern: str, recursive: bool = False) -> list[str]:
-    """`glob.glob(pattern, recursive=recursive)`, through this module's listings (so noted)."""
+def _walk_links(path) -> None:
+    """lstat (and readlink, through this module: noted) each component on the way `realpath`
+    resolves `path`, in its order (a `..` after a link goes up from the link's target), at most
+    MAX_LINKS links (a loop: what was seen of it is noted)."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    done, pending, links = os.sep, _parts(os.path.join(os.getcwd(), path)), 0
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        candidate = os.path.join(done, part)
+        found = _tested(candidate, follow=False)
+        if found is None or not _stat.S_ISLNK(found.st_mode):
+            done = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            return
+        try:
+            target = readlink(candidate)
+        except (OSError, ValueError):
+            return
+        done = os.sep if os.path.isabs(target) else done
+        pending += _parts(target)
+
+
+def _parts(path: str) -> list[str]:
+    """The components of `path` but `.`, last first (a stack)."""
+    return [part for part in reversed(path.split(os.sep)) if part and part != "."]
+
+
+def glob(pattern: str, recursive: bool = False, folders_only: bool = False) -> list[str]:
+    """`glob.glob(pattern, recursive=recursive)`, through this module's listings (so noted).
+    `folders_only`: the folders alone (what a pattern's head matches: a file there holds no
+    match, and is not stat'ed and listed in vain)."""
     if not _glob_module.has_magic(pattern):
-        wanted = isdir(pattern) if pattern.endswith(os.sep) else lexists(pattern)
+        wanted = isdir(pattern) if pattern.endswith(os.sep) or folders_only else lexists(pattern)
         return [pattern] if wanted else []
     head, tail = os.path.split(pattern)
     if head and head != pattern and _glob_module.has_magic(head):
-        folders = glob(head, recursive)
+        folders = glob(head, recursive, folders_only=True)
     else:
         folders = [head]
     found = []
     for folder in folders:
         if recursive and tail == "**":
-            found += [os.path.join(folder, name) for name in _below(folder)]
+            found += [os.path.join(folder, name) for name in _below(folder, folders_only)]
         elif _glob_module.has_magic(tail):
-            found += [os.path.join(folder, name) for name in _matching(folder, tail)]
-        elif (isdir(folder or os.curdir) if not tail else lexists(os.path.join(folder, tail))):
+            found += [os.path.join(folder, name) for name in _matching(folder, tail, folders_only)]
+        elif (isdir if folders_only or not tail else lexists)(os.path.join(folder, tail) or os.curdir):
             found.append(os.path.join(folder, tail))
     return found
 
@@ -346,21 +473,26 @@ def _entries(folder: str) -> list:
         return []
 
 
-def _matching(folder: str, pattern: str) -> list[str]:
+def _matching(folder: str, pattern: str, folders_only: bool) -> list[str]:
     hidden = _glob_module._ishidden(pattern)
     return [entry.name for entry in _entries(folder)
-            if (hidden or not _glob_module._ishidden(entry.name)) and fnmatch.fnmatch(entry.name, pattern)]
+            if (hidden or not _glob_module._ishidden(entry.name)) and fnmatch.fnmatch(entry.name, pattern)
+            and (not folders_only or _is_dir(entry))]
 
 
-def _below(folder: str) -> list[str]:
+def _below(folder: str, folders_only: bool) -> list[str]:
     """What a recursive `**` matches in `folder`: "" (the folder itself) and every entry under it
-    that is not hidden, parents first, links to folders followed (as glob does)."""
+    (every folder, `folders_only`) that is not hidden, parents first, links to folders followed
+    (as glob does)."""
     found = [""]
     for entry in _entries(folder):
         if not _glob_module._ishidden(entry.name):
-            found.append(entry.name)
-            if _is_dir(entry):
-                found += [os.path.join(entry.name, name) for name in _below(os.path.join(folder, entry.name))[1:]]
+            is_dir = _is_dir(entry)
+            if is_dir or not folders_only:
+                found.append(entry.name)
+            if is_dir:
+                found += [os.path.join(entry.name, name)
+                          for name in _below(os.path.join(folder, entry.name), folders_only)[1:]]
     return found
 
 

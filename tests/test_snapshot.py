@@ -6,6 +6,7 @@ anyway): the snapshot, not that rule, must see each change."""
 
 import json
 import os
+import shutil
 import time
 
 import pytest
@@ -255,3 +256,51 @@ def test_a_command_ends_only_once_what_it_keeps_is_written(store):
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert rows and len({row["id"] for row in rows}) == len(rows)
     assert [name for name in kept_files(env) if name.startswith(snapshot.FOLDER)]
+
+
+def test_a_warm_listing_sees_a_second_config_folder_once_it_leads_elsewhere(store):
+    """CLAUDE_CONFIG_DIR names two folders; the second's projects/ leads, through a link to a
+    link (links/via, in a folder no store lists), to the first's, so it is listed once. The
+    inner link retargeted to another store: the warm listing lists that store too."""
+    env, projects = store
+    home = env["HOME"]
+    other = os.path.join(home, "other", "projects")
+    shutil.copytree(os.path.join(home, ".claude", "projects"), other)
+    folder = os.path.join(other, os.path.basename(folder_of(env, "proj-claude-other")))
+    (old,) = os.listdir(folder)
+    new_id = "11111111-2222-4333-8444-666666666666"
+    os.rename(os.path.join(folder, old), os.path.join(folder, new_id + ".jsonl"))
+    via = os.path.join(home, "links", "via")
+    os.makedirs(os.path.dirname(via))
+    os.symlink(os.path.join(home, ".claude", "projects"), via)
+    os.makedirs(os.path.join(home, "second"))
+    os.symlink(via, os.path.join(home, "second", "projects"))
+    env["CLAUDE_CONFIG_DIR"] = f"{home}/.claude,{home}/second"
+    backdate(home)
+    before = listed(env, "--all")
+    assert len(before) == 3
+    os.symlink(other, via + ".new")
+    os.replace(via + ".new", via)
+    assert new_id in listed(env, "--all")
+
+
+def test_a_warm_listing_sees_a_linked_project_folder_appear(store):
+    """A project folder in the store that is a link to a folder not there yet (a disk not
+    mounted): once the folder is there, the warm listing lists its transcript, though the
+    store's folders are as they were."""
+    env, projects = store
+    home = env["HOME"]
+    source = folder_of(env, "proj-claude-other")
+    target = os.path.join(home, "disk", "linked-project")
+    os.makedirs(os.path.dirname(target))
+    backdate(home)
+    os.symlink(target, os.path.join(os.path.dirname(source), "-linked-project"))
+    os.utime(os.path.dirname(source), (HOUR_AGO, HOUR_AGO))
+    before = listed(env, "--all")
+    assert len(before) == 3
+    (old,) = os.listdir(source)
+    new_id = "11111111-2222-4333-8444-777777777777"
+    os.makedirs(target)
+    text = open(os.path.join(source, old), encoding="utf-8").read().replace(old[:-6], new_id)
+    open(os.path.join(target, new_id + ".jsonl"), "w", encoding="utf-8").write(text)
+    assert set(listed(env, "--all")) == set(before) | {new_id}

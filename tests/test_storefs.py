@@ -19,7 +19,8 @@ PATTERNS = [("*/*.json", False), ("**/*.json", True), ("**/*.jsonl", True), ("*"
             ("s/**/*.traj.json", True), (glob.escape("q[1]") + "/*.json", False), ("a/b/c.json", False),
             ("a/b/", False), ("**", True), ("*/*/", False), ("a/*/d/*.jsonl", False), ("missing/*.json", False),
             ("chats/*/*/store.db", False), ("sessions/*/*/*/rollout-*abc.jsonl", False), (".*/*.json", False),
-            ("*/*/*/", False), ("a/**/", True)]
+            ("*/*/*/", False), ("a/**/", True), ("*/b/*.json", False), ("**/b/c.json", True),
+            ("s/**/u/*.json", True), ("*/c.json/*", False), ("**/*/", True)]
 
 
 def make_tree(root: str, paths: list[str]) -> None:
@@ -116,8 +117,10 @@ def test_nothing_replaces_a_function_of_os_or_builtins():
 # Reads of a store that bypass the layer (and so are never noted); the allowed ones are not of a store.
 BYPASSING = {"os.stat", "os.lstat", "os.listdir", "os.scandir", "os.readlink", "os.walk", "open", "io.open",
              "os.path.exists", "os.path.lexists", "os.path.isfile", "os.path.isdir", "os.path.islink",
-             "os.path.getsize", "os.path.getmtime", "os.path.realpath", "glob.glob", "glob.iglob"}
-ALLOWED = {("agents", "os.listdir")}  # the package lists its own modules, not a store
+             "os.path.getsize", "os.path.getmtime", "os.path.getctime", "os.path.getatime", "os.path.realpath",
+             "os.path.samefile", "os.path.ismount", "os.open", "os.access", "os.fwalk", "glob.glob", "glob.iglob"}
+ALLOWED = {("agents", "os.listdir"),  # the package lists its own modules, not a store
+           ("agents.sqlite_ro", "os.open")}  # its lock and copies, in trajectoriz's own cache
 
 
 def test_the_agents_read_their_stores_through_the_layer():
@@ -126,3 +129,67 @@ def test_the_agents_read_their_stores_through_the_layer():
                         for node in ast.walk(tree)
                         if isinstance(node, ast.Call) and _names_of(node.func) in BYPASSING} - ALLOWED)
     assert bypassing == []
+
+
+def test_a_link_retargeted_on_the_way_of_a_realpath_is_noticed(tmp_path):
+    """A link inside a link's target (config/projects -> via -> one): `via` is no component of
+    the path asked about, yet retargeting it changes the answer (claude.roots drops a second
+    configured folder that resolves to the first)."""
+    make_tree(str(tmp_path), ["one/a.jsonl", "two/b.jsonl", "config/x"])
+    os.symlink(tmp_path / "one", tmp_path / "via")
+    os.symlink(tmp_path / "via", tmp_path / "config" / "projects")
+    for folder in (tmp_path / "config", tmp_path):
+        settled(folder)
+    asked = tmp_path / "config" / "projects"
+    state = watched(lambda: storefs.realpath(asked))
+    assert storefs.realpath(asked) == str(tmp_path / "one") and storefs.holds(state)
+    os.symlink(tmp_path / "two", tmp_path / "via.new")
+    os.replace(tmp_path / "via.new", tmp_path / "via")
+    settled(tmp_path)  # the folder's mtime as it was: only the link's own inode tells
+    assert storefs.realpath(asked) == str(tmp_path / "two")
+    assert not storefs.holds(state)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "l1", "l2", "..", ".", "loop", "gone"]), max_size=5))
+@settings(max_examples=40, deadline=None)
+def test_realpath_answers_as_the_standard_one(tmp_path_factory, parts):
+    root = tmp_path_factory.mktemp("links")
+    make_tree(str(root), ["a/b/f"])
+    os.symlink("a/b", root / "l1")
+    os.symlink(root / "l1", root / "a" / "l2")
+    os.symlink("loop", root / "loop")
+    os.symlink("missing", root / "gone")
+    asked = os.path.join(str(root), *parts)
+    assert watched(lambda: storefs.realpath(asked)) is not None
+    assert storefs.realpath(asked) == os.path.realpath(asked)
+
+
+def linked_folder(tmp_path):
+    """store/ holding a link to a folder that is not there yet (as a user's linked project
+    folder whose disk is not mounted); the store's folder settled."""
+    make_tree(str(tmp_path), ["store/one.json"])
+    os.symlink(tmp_path / "elsewhere", tmp_path / "store" / "linked")
+    settled(tmp_path / "store")
+    return tmp_path / "store"
+
+
+def visible_folders(store) -> list:
+    with storefs.scandir(store) as entries:  # as agents.base.visible_paths(folders=True)
+        return [entry.name for entry in entries if entry.is_dir()]
+
+
+def test_a_link_in_a_listed_folder_is_followed_to_its_target(tmp_path):
+    """A folder's mtime tells which entries it has, not what a link among them leads to: the
+    link's target appearing must be noticed by what asked through the link (a stat, a glob's
+    `*/` or `**`, a listed entry's is_dir)."""
+    store = linked_folder(tmp_path)
+    calls = {"isdir": lambda: (storefs.listdir(store), storefs.isdir(store / "linked")),
+             "glob */": lambda: storefs.glob(f"{store}/*/"),
+             "glob **": lambda: storefs.glob(f"{store}/**/*.json", recursive=True),
+             "entry.is_dir": lambda: visible_folders(store),
+             "below the link": lambda: (storefs.listdir(store), storefs.isfile(store / "linked" / "two.json"))}
+    states = {name: watched(call) for name, call in calls.items()}
+    assert all(storefs.holds(state) for state in states.values())
+    make_tree(str(tmp_path), ["elsewhere/two.json"])
+    assert visible_folders(store) == ["linked"]
+    assert [name for name, state in states.items() if storefs.holds(state)] == []
