@@ -39,6 +39,7 @@ import threading
 from core import cache
 from core.errors import UserError
 from discovery import pulled
+from discovery.pulled import Objects
 
 OWN_REFS = "refs/trajectoriz/"
 PULLED_REFS = "refs/trajectoriz/remote/"
@@ -53,7 +54,6 @@ STATE_FILE = "push-v1.bin"         # in the cache: each rendering's blob, and wh
 MAX_REFS = 1000                    # contributors read from one pull
 MAX_LISTED = 16 * 1024 * 1024      # bytes of `git ls-tree` output read for one ref
 MAX_MANIFEST = 64 * 1024 * 1024    # bytes of one manifest
-GIT_SECONDS = 600                  # a git command that reads objects (not the network) is killed after
 WARNINGS_SHOWN = 10                # of one ref's: the rest are counted
 
 CONTRIBUTOR = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -143,12 +143,12 @@ def _reason(stderr: bytes) -> str:
 
 def bounded_output(repo: Repository, args: list, limit: int) -> bytes | None:
     """A git command's output, None when it is longer than `limit` (the command is stopped) or
-    the command fails or runs longer than GIT_SECONDS."""
+    the command fails or runs longer than pulled.GIT_SECONDS."""
     import subprocess
 
     process = subprocess.Popen(["git", "-C", repo.root, *args], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=repo.env)
-    timer = threading.Timer(GIT_SECONDS, process.kill)
+    timer = threading.Timer(pulled.GIT_SECONDS, process.kill)
     timer.start()
     try:
         data = process.stdout.read(limit + 1)
@@ -158,65 +158,6 @@ def bounded_output(repo: Repository, args: list, limit: int) -> bytes | None:
         process.stdout.close()
         timer.cancel()
     return None if len(data) > limit or (process.returncode not in (0, -9) and not data) else data
-
-
-class Objects:
-    """One `git cat-file --batch` process: objects read by id, each after its size was checked."""
-
-    def __init__(self, repo: Repository):
-        import subprocess
-
-        self.process = subprocess.Popen(["git", "-C", repo.root, "cat-file", "--batch"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, env=repo.env)
-        self.timer = threading.Timer(GIT_SECONDS, self.process.kill)
-        self.timer.start()
-
-    def read(self, oid: str, kind: str, limit: int) -> bytes:
-        """The object's content; ValueError when it is missing, of another type, or bigger than
-        `limit` (read through without being kept)."""
-        self.process.stdin.write(oid.encode() + b"\n")
-        self.process.stdin.flush()
-        header = self.process.stdout.readline(200).split()
-        if len(header) != 3:
-            raise ValueError("missing")
-        size = int(header[2])
-        skip = size > limit or header[1] != kind.encode()
-        data = _read_exactly(self.process.stdout, size, keep=not skip)
-        self.process.stdout.read(1)  # the newline after each object
-        if header[1] != kind.encode():
-            raise ValueError(f"a {header[1].decode('ascii', 'replace')}, not a {kind}")
-        if skip:
-            raise ValueError(f"{size} bytes, more than the {limit} read of one")
-        return data
-
-    def close(self) -> None:
-        self.timer.cancel()
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        self.process.kill()
-        self.process.wait()
-        self.process.stdout.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _read_exactly(stream, size: int, keep: bool) -> bytes:
-    parts, left = [], size
-    while left:
-        piece = stream.read(min(left, 1024 * 1024))
-        if not piece:
-            raise ValueError("cut short")
-        left -= len(piece)
-        if keep:
-            parts.append(piece)
-    return b"".join(parts)
 
 
 # remotes and contributors ---------------------------------------------------------------------------
@@ -477,7 +418,7 @@ def _carried(repo: Repository, me: str, env, packed: list) -> list:
     here = {(p.entry["agent"], p.entry["native_id"]) for p in packed}
     found: dict = {p.entry["id"]: None for p in packed}  # an id this machine's sessions have is theirs
     tips = repo.tips()
-    with Objects(repo) as objects:
+    with Objects(["-C", repo.root], repo.env) as objects:
         for ref in (OWN_REFS + me, PULLED_REFS + me):
             commit = tips.get(ref, (None,))[0]
             entries = read_ref(repo, commit, objects, [], here) if commit else []
@@ -664,10 +605,10 @@ def run_pull(args, env) -> int:
 
 
 def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
-    """The listing of the pulled refs, made again when they changed: each ref read (a ref whose
-    commit did not change keeps what was read of it), each document not kept yet read and
-    checked; the documents no ref names any more removed. The listing, and how many documents
-    were read now."""
+    """The listing of the pulled refs, made again when they changed: each ref's manifest read
+    and checked (a ref whose commit did not change keeps what was read of it). The documents
+    stay in git's objects, read and checked when something reads them (`pulled.document`).
+    The listing, and how many of its sessions are new or changed."""
     where = pulled.folder(env, repo.key())
     old = pulled.load_listing(where)
     refs = _pulled_refs(repo, warnings)
@@ -676,43 +617,22 @@ def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
     kept_of = {}
     for by, oid, entry in old.get("sessions", []):
         kept_of.setdefault(by, []).append((entry, oid))
-    sessions, fresh, seen = [], 0, set()
-    with Objects(repo) as objects:
+    known = {oid for _, oid, _ in old.get("sessions", [])}
+    sessions, seen = [], set()
+    with Objects(["-C", repo.root], repo.env) as objects:
         for by, commit in sorted(refs.items()):
             said: list = []
             entries = kept_of.get(by, []) if old.get("refs", {}).get(by) == commit else \
                 read_ref(repo, commit, objects, said)
             for entry, oid in entries:
-                if entry["id"] in seen:
-                    continue
-                read_now, problem = _kept(objects, where, oid)
-                if problem:
-                    said.append(f"{entry['id']}: {problem}")
-                    continue
-                fresh += read_now
-                seen.add(entry["id"])
-                sessions.append([by, oid, entry])
+                if entry["id"] not in seen:
+                    seen.add(entry["id"])
+                    sessions.append([by, oid, entry])
             more = [f"... and {len(said) - WARNINGS_SHOWN} more"] if len(said) > WARNINGS_SHOWN else []
             warnings += [f"{PULLED_REFS}{by}: {w}" for w in said[:WARNINGS_SHOWN] + more]
-    listing = {"format": 1, "root": repo.root, "refs": refs, "sessions": sessions}
+    listing = {"format": pulled.LISTING_FORMAT, "root": repo.root, "refs": refs, "sessions": sessions}
     cache.write_private(os.path.join(where, pulled.LISTING), _encode(listing))
-    _remove_unlisted(where, {oid for _, oid, _ in sessions})
-    return listing, fresh
-
-
-def _kept(objects: Objects, where: str, oid: str) -> tuple[bool, str | None]:
-    """Keep a pulled document (as its blob came) when it passes `checked_document`: whether it
-    was read now, and why it is not kept (None: it is)."""
-    path = os.path.join(where, oid + ".zst")
-    if os.path.exists(path):
-        return False, None
-    try:
-        data = objects.read(oid, "blob", pulled.MAX_BLOB)
-        pulled.checked_document(data)
-    except ValueError as exc:
-        return False, f"skipped: {exc}"
-    cache.write_private(path, data)
-    return True, None
+    return listing, sum(1 for _, oid, _ in sessions if oid not in known)
 
 
 def _pulled_refs(repo: Repository, warnings: list) -> dict:
@@ -733,15 +653,6 @@ def _pulled_refs(repo: Repository, warnings: list) -> dict:
         else:
             refs[by] = oid.decode()
     return refs
-
-
-def _remove_unlisted(where: str, oids: set) -> None:
-    for name in os.listdir(where):
-        if name.endswith(".zst") and name[:-4] not in oids:
-            try:
-                os.unlink(os.path.join(where, name))
-            except OSError:
-                pass
 
 
 def _encode(listing: dict) -> bytes:

@@ -314,12 +314,19 @@ def test_hostile_refs_are_skipped_with_a_warning_and_take_no_command_down(team, 
     assert "Traceback" not in said
     for warned in ["refs/trajectoriz/remote/blobby: a blob, not a commit", "refs/trajectoriz/remote/Upper",
                    "refs/trajectoriz/remote/a/b", "refs/trajectoriz/remote/junk: its manifest.json",
-                   "mallory: cl-00000002: skipped: more than", "mallory: cl-00000003: skipped: not zstd",
-                   "mallory: cl-00000004: skipped: JSON nested too deeply",
-                   "mallory: cl-00000005: skipped: not an ATIF document", "mallory: 7 of its 13 entries"]:
+                   "mallory: 7 of its 13 entries"]:
         assert warned in said, (warned, said)
-    listed = {r["id"]: r for r in records(bob, b)}
-    assert sorted(listed) == sorted([r["id"] for r in records(alice, a)] + ["cl-00000001"])
+    listed = {r["id"]: r for r in records(bob, b)}  # entries of a good manifest: documents checked when read
+    assert sorted(listed) == sorted([r["id"] for r in records(alice, a)] + [f"cl-0000000{n}" for n in range(1, 6)])
+    for short_id, why in [("cl-00000002", "more than 1048576 bytes once decompressed"), ("cl-00000003", "not zstd"),
+                          ("cl-00000004", "JSON nested too deeply"), ("cl-00000005", "not an ATIF document")]:
+        shown = run_main(bob, ["show", short_id], cwd=b)
+        [warning] = shown.stderr.decode().splitlines()
+        assert shown.returncode == 0 and warning.startswith(f"trajectoriz: warning: {short_id}: the document "
+                                                            f"mallory shared is skipped: {why}"), warning
+        document = json.loads(shown.stdout)
+        assert document["steps"][0]["message"].startswith("trajectoriz could not translate") and \
+            len(document["steps"]) == 1 and f"skipped: {why}" in document["extra"]["error"], document
     assert listed["cl-00000001"]["shared_by"] == "mallory"
     assert b"red" in run_main(bob, ["list"], cwd=b).stdout and b"\x1b" not in run_main(bob, ["list"], cwd=b).stdout
     assert listed[good["id"]]["shared_by"] != "mallory"  # the first ref (by name) that has an id keeps it
