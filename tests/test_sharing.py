@@ -392,3 +392,42 @@ def test_a_ref_the_remote_lost_is_pushed_again_after_a_pull(team):
     again = run_main(alice, ["push"], cwd=a)
     assert again.returncode == 0 and b"Pushed 2 session(s)" in again.stderr, again.stderr
     assert len(tree_of(remote, ref)) == 3
+
+
+def test_a_pull_keeps_documents_in_git_and_a_document_that_is_not_one_is_refused_when_read(team, tmp_path):
+    """The pull checks manifests only (a ref whose manifest is not ours lists nothing) and copies no
+    document out of git; a listed entry whose blob is not a document is refused where it is read,
+    in one line, and the others are served as pushed."""
+    remote, (alice, a), (bob, b) = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    good = json.loads(git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:manifest.json"))["sessions"][0]
+    document = git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:sessions/{good['id']}.atif.json.zst")
+    entries = [{**good, "id": "cl-00000001", "native_id": "one"}, {**good, "id": "cl-00000002", "native_id": "two"}]
+    mallory = hostile_commit(alice, a, {"format": "trajectoriz-shared-1", "sessions": entries},
+                             {"cl-00000001.atif.json.zst": document, "cl-00000002.atif.json.zst": b"\x28\xb5\x2f\xfd junk"})
+    impostor = hostile_commit(alice, a, {"format": "something-else", "sessions": entries},
+                              {"cl-00000001.atif.json.zst": document})
+    git(alice, a, "push", "-q", "origin", f"{mallory}:refs/trajectoriz/mallory", f"{impostor}:refs/trajectoriz/eve")
+
+    pulled = run_main(bob, ["pull", "--remote", "origin"], cwd=b)
+    assert pulled.returncode == 0 and b"refs/trajectoriz/remote/eve: its manifest.json is not one" in pulled.stderr
+    assert b"cl-0000000" not in pulled.stderr, pulled.stderr  # no document was read
+    stored = os.path.join(bob["XDG_CACHE_HOME"], "trajectoriz", "shared")
+    [(folder, files)] = [(folder, files) for folder, _, files in os.walk(stored) if files]
+    assert files == ["listing.bin"] and os.stat(folder).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(folder, "listing.bin")).st_mode & 0o777 == 0o600
+    listed = {r["id"]: r["shared_by"] for r in records(bob, b)}
+    assert listed["cl-00000001"] == listed["cl-00000002"] == "mallory" and "eve" not in listed.values()
+
+    shown = run_main(bob, ["show", "cl-00000002"], cwd=b)
+    assert shown.returncode == 0 and shown.stderr.decode().count("\n") == 1, shown.stderr
+    assert shown.stderr.startswith(b"trajectoriz: warning: cl-00000002: the document mallory shared is skipped: not zstd")
+    assert b"junk" not in shown.stdout and json.loads(shown.stdout)["extra"]["error"]
+    out = str(tmp_path / "out")
+    exported = run_main(bob, ["export", "--out", out], cwd=b)
+    assert exported.returncode == 0 and b"Traceback" not in exported.stderr, exported.stderr
+    written = {n.rsplit("_", 1)[-1]: os.path.join(out, n) for n in os.listdir(out) if n.endswith(".atif.json")}
+    with open(written["cl-00000002.atif.json"], "rb") as handle:  # (said on stderr by the pool's worker)
+        assert "not zstd" in json.loads(handle.read())["extra"]["error"]
+    with open(written["cl-00000001.atif.json"], "rb") as handle:
+        assert json.loads(handle.read())["steps"] == json.loads(run_main(alice, ["show", good["id"]], cwd=a).stdout)["steps"]
