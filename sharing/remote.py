@@ -48,6 +48,7 @@ SESSIONS = "sessions"
 SUFFIX = ".atif.json.zst"
 MANIFEST_FORMAT = "trajectoriz-shared-1"
 LEVEL = 1                          # zstd level: 2 % more bytes than level 3, in 60 % of its time
+BATCH_BYTES = 32 * 1024 * 1024     # of cached documents held to be compressed at once
 STATE_FILE = "push-v1.bin"         # in the cache: each rendering's blob, and what was pushed where
 
 # Bounds on what is read of a remote (every byte of it is untrusted).
@@ -249,7 +250,65 @@ def pack(item: tuple, env, count: bool) -> tuple:
         redactions = dict((doc.get("extra") or {}).get("redactions") or {})
     else:
         data, redactions = documents.render(session, env, True, valid), None
-    return _compressor().compress(data), len(data), redactions
+    compressed = _compressor().compress(data)
+    keep_compressed(item, env, compressed)
+    return compressed, len(data), redactions
+
+
+def keep_compressed(item: tuple, env, compressed: bytes) -> None:
+    """The compressed document beside its document in the cache (`doccache.COMPRESSED`, named
+    by the same stamp), when that was kept (a failure is not): the next push that has it, of
+    this project or another, reads it instead of compressing again."""
+    from rendering import doccache, documents
+
+    session, (_, valid) = item
+    key = documents.cache_key(session)
+    if doccache.has(env, key, session.short_id, valid):
+        doccache.put(env, key, session.short_id, valid, compressed, doccache.COMPRESSED)
+
+
+def compressed_before(item: tuple, env) -> tuple | None:
+    """(compressed document, its size, None) as a push kept it in the cache, None when none
+    was (or it is not a zstd frame that says its size)."""
+    import zstandard
+
+    from rendering import doccache, documents
+
+    session, (_, valid) = item
+    data = doccache.get(env, documents.cache_key(session), session.short_id, valid, doccache.COMPRESSED)
+    try:
+        size = zstandard.frame_content_size(data) if data is not None else -1
+    except zstandard.ZstdError:
+        size = -1
+    return (data, size, None) if size >= 0 else None
+
+
+def packed_from_cache(items: list, env) -> list:
+    """`pack` of sessions whose documents are in the cache, compressed on every core (zstd's
+    threads) a batch at a time, each kept compressed too."""
+    found = []
+    for batch in _cached_batches(items, env):
+        done = _compressor().multi_compress_to_buffer([data for _, data in batch], threads=-1)
+        for n, (item, data) in enumerate(batch):
+            found.append((done[n].tobytes(), len(data), None))
+            keep_compressed(item, env, found[-1][0])
+    return found
+
+
+def _cached_batches(items: list, env):
+    """Lists of (session, its cached document) of about BATCH_BYTES."""
+    from rendering import documents
+
+    batch, held = [], 0
+    for item in items:
+        data = documents.render(item[0], env, True, item[1][1])
+        batch.append((item, data))
+        held += len(data)
+        if held >= BATCH_BYTES:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 @functools.lru_cache(maxsize=None)
@@ -366,21 +425,25 @@ def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) ->
 
 
 def _rendered(items: list, env, root: str, count: bool) -> list:
-    """`Packed` of each session (with its `documents.stamps`), rendered and compressed now: here
-    those whose document is in the cache already (reading and compressing one costs less than
-    handing it to another process), the others translated on every core."""
+    """`Packed` of each session (with its `documents.stamps`), compressed now or before: those a
+    push compressed before (the cache keeps them), those whose document is in the cache
+    (compressed here, on zstd's threads: cheaper than handing them to other processes), the
+    others translated on every core. `count`: every document read, to count its redactions."""
     from core import parallel
     from rendering import doccache, documents
 
-    ready = [] if count else [item for item in items
-                              if doccache.has(env, documents.cache_key(item[0]), item[0].short_id, item[1][1])]
-    chosen = set(map(id, ready))
+    before = {} if count else {id(item): compressed_before(item, env) for item in items}
+    compressed = [item for item in items if before.get(id(item))]
+    ready = [] if count else [item for item in items if not before.get(id(item)) and
+                              doccache.has(env, documents.cache_key(item[0]), item[0].short_id, item[1][1])]
+    chosen = set(map(id, compressed + ready))
     others = [item for item in items if id(item) not in chosen]
     found = []
     progress = parallel.Progress(len(items), "compressing")
     try:
-        done = itertools.chain((pack(item, env, count) for item in ready), parallel.ordered(pack, others, (env, count)))
-        for (session, taken), (data, size, redactions) in zip(ready + others, done):
+        done = itertools.chain((before[id(item)] for item in compressed), packed_from_cache(ready, env),
+                               parallel.ordered(pack, others, (env, count)))
+        for (session, taken), (data, size, redactions) in zip(compressed + ready + others, done):
             entry = manifest_entry(session, root, size)
             found.append(Packed(entry, blob_id(data), data, documents.cache_key(session), taken[0], redactions))
             progress.step()

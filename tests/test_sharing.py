@@ -138,6 +138,27 @@ def test_a_push_with_nothing_new_writes_and_sends_nothing_and_a_grown_session_se
     assert git(None, remote, "rev-list", "--count", ref).strip() == b"1"  # rewritten, never appended
 
 
+def test_a_push_without_its_state_reuses_the_compressed_documents_an_earlier_push_kept(team, monkeypatch):
+    """As a first push to another remote, or from another project holding the same sessions: no
+    document is compressed again, the blobs are the same."""
+    from sharing import remote as sharing
+
+    remote, (alice, a), _ = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    before = tree_of(remote, pushed_ref(alice, a))
+    os.remove(os.path.join(alice["XDG_CACHE_HOME"], "trajectoriz", sharing.STATE_FILE))
+    other = str(os.path.join(os.path.dirname(remote), "other.git"))
+    subprocess.run(["git", "init", "-q", "--bare", other], check=True)
+    git(alice, a, "remote", "add", "other", other)
+
+    def no_compressing():
+        raise AssertionError("a document was compressed again")
+    monkeypatch.setattr(sharing, "_compressor", no_compressing)
+    pushed = run_main(alice, ["push", "--remote", "other"], cwd=a)
+    assert pushed.returncode == 0 and b"(2 rendered," in pushed.stderr, pushed.stderr
+    assert tree_of(other, pushed_ref(alice, a)) == before
+
+
 def test_dry_run_lists_sessions_sizes_and_redactions_and_writes_nothing(team):
     remote, (alice, a), _ = team
     result = run_main(alice, ["push", "--dry-run"], cwd=a)
