@@ -444,6 +444,10 @@ def test_a_pull_keeps_documents_in_git_and_a_document_that_is_not_one_is_refused
     assert shown.returncode == 0 and shown.stderr.decode().count("\n") == 1, shown.stderr
     assert shown.stderr.startswith(b"trajectoriz: warning: cl-00000002: the document mallory shared is skipped: not zstd")
     assert b"junk" not in shown.stdout and json.loads(shown.stdout)["extra"]["error"]
+    health = run_main(bob, ["agents", "--json"], cwd=b)
+    [claude] = [row for row in map(json.loads, health.stdout.splitlines()) if row["agent"] == "claude"]
+    assert (claude["sessions"], claude["shared"], claude["sessions_failed"]) == (2 + 2, 4, 1), claude
+    assert claude["failures"][0]["first"].startswith("the document mallory shared is skipped: not zstd")
     out = str(tmp_path / "out")
     exported = run_main(bob, ["export", "--out", out], cwd=b)
     assert exported.returncode == 0 and b"Traceback" not in exported.stderr, exported.stderr
