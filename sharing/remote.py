@@ -323,7 +323,8 @@ def manifest_entry(session, root: str, size: int) -> dict:
     from discovery import catalog
 
     cwd = session.cwd
-    relative = os.path.relpath(cwd, root) if cwd else None
+    inside = cwd and cwd.startswith(root + "/") and "/." not in cwd[len(root):]  # (normalized: a string cut)
+    relative = None if cwd == root else cwd[len(root) + 1:] if inside else os.path.relpath(cwd, root) if cwd else None
     return {"id": session.short_id, "agent": session.agent, "native_id": catalog.shown_id(session),
             "started": session.started, "cwd": None if relative in (None, ".") else relative,
             "root": root, "title": session.title, "model": session.model, "bytes": size}
