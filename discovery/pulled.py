@@ -194,6 +194,7 @@ class Objects:
             return self._read(oid, kind, limit)
         finally:
             timer.cancel()
+            timer.join()  # gone: a process with other threads runs no pool (core/parallel.py)
 
     def _read(self, oid: str, kind: str, limit: int) -> bytes:
         self.process.stdin.write(oid.encode() + b"\n")
