@@ -126,15 +126,27 @@ class Repository:
 
 def git_output(args: list, where: str, env, stdin: bytes | None = None) -> bytes:
     """`git -C where ARGS`'s output; GitFailed with its last line of stderr when it fails."""
+    return git_finished(git_started(args, where, env, stdin is not None), args, stdin)
+
+
+def git_started(args: list, where: str, env, feeding: bool = False):
+    """`git -C where ARGS` started (`git_finished` waits for it); its input the user's unless
+    `feeding` (a prompt for credentials reads the terminal)."""
     import subprocess
 
     try:
-        done = subprocess.run(["git", "-C", where, *args], input=stdin, capture_output=True, env=dict(env))
+        return subprocess.Popen(["git", "-C", where, *args], stdin=subprocess.PIPE if feeding else None,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=dict(env))
     except FileNotFoundError:
         raise UserError("git is not installed (or not on PATH): push and pull run the git program") from None
-    if done.returncode != 0:
-        raise GitFailed(_reason(done.stderr) or f"git {args[0]} exited with status {done.returncode}")
-    return done.stdout
+
+
+def git_finished(process, args: list, stdin: bytes | None = None) -> bytes:
+    out, err = process.communicate(stdin)
+    if process.returncode != 0:
+        raise GitFailed(_reason(err) or f"git {args[0]} exited with status {process.returncode}")
+    return out
 
 
 def _reason(stderr: bytes) -> str:
@@ -657,9 +669,11 @@ def _relative_path(path) -> bool:
 def run_pull(args, env) -> int:
     repo = Repository.here(env)
     remote = chosen_remote(repo, args.remote, "pull")
+    fetch = ["fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", remote, f"+{OWN_REFS}*:{PULLED_REFS}*"]
+    fetching = git_started(fetch, repo.root, repo.env)
+    _prepare_checks()
     try:
-        repo.git("fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", remote,
-                 f"+{OWN_REFS}*:{PULLED_REFS}*")
+        git_finished(fetching, fetch)
     except GitFailed as exc:
         raise UserError(f"cannot fetch the shared sessions from {remote}: {exc}") from None
     warnings: list = []
@@ -670,6 +684,14 @@ def run_pull(args, env) -> int:
     print(f"Pulled {len(listing['sessions'])} shared session(s) of {people} contributor(s) from "
           f"{remote} ({fresh} new or changed).", file=sys.stderr)
     return 0
+
+
+def _prepare_checks() -> None:
+    """Import what checking manifests needs, while git fetches (a tenth of a second, else after)."""
+    import agents.base  # noqa: F401
+    import atif.serialize  # noqa: F401
+    import redaction.redact  # noqa: F401
+    from discovery import catalog  # noqa: F401
 
 
 def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
