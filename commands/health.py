@@ -2,7 +2,8 @@
 
 For each known agent: the store paths found, how many sessions and how many bytes of native
 data they hold (and how many of its sessions are served from the archive only, their native
-record gone), how many sessions translate with warnings and how many fail (grouped by kind of
+record gone, and how many were pulled from the project's remote: their documents are checked
+here as everywhere, when read), how many sessions translate with warnings and how many fail (grouped by kind of
 problem, with the first reason of each kind), and which native formats and agent versions were
 seen. Every session is translated, through `documents.translate`, the path every command uses,
 so a problem shows here exactly as it would in `show` or the mount. Sessions are translated on
@@ -22,7 +23,7 @@ import agents
 from archiving import retention
 from core import parallel
 from core.output import cell, human_bytes, table
-from discovery import archive, catalog
+from discovery import archive, catalog, pulled
 from rendering import documents
 
 POOL_THRESHOLD = 16      # fewer sessions are translated in this process: a pool costs more
@@ -37,7 +38,7 @@ def summarize(session, env) -> dict:
     return {"error": extra.get("error"), "warnings": warnings_of(doc),
             "version": (doc.get("agent") or {}).get("version") or "unknown",
             "format": session.extra.get("format") or "unknown", "id": session.short_id,
-            "archived": archive.marked(session)}
+            "archived": archive.marked(session), "shared": pulled.marked(session)}
 
 
 def warnings_of(doc: dict) -> list[str]:
@@ -115,6 +116,7 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
         "store": catalog.listing_text(os.path.commonpath(sources)) if sources else None,
         "sources": len(sources), "sessions": len(summaries),
         "archived_only": sum(1 for s in summaries if s["archived"]),
+        "shared": sum(1 for s in summaries if s["shared"]),
         "native_bytes": native_bytes(module, sources, env),
         "sessions_with_warnings": len(warned), "sessions_failed": len(failed),
         "sessions_without_cwd": sum(1 for s in found.by_agent(name) if not s.cwd),
@@ -129,12 +131,14 @@ def agent_report(name: str, found: catalog.Catalog, summaries: list[dict], env) 
 
 
 def report(env) -> list[dict]:
-    found = catalog.discovered(env)  # the stores' sessions: pulled ones are no store's
+    found = catalog.discovered(env)
+    stores = list(found.sessions)
+    catalog.with_pulled(env, found, None)  # and those pulled into the repository here: read when read
     summaries = summarize_all(found.sessions, env)
     by_agent: dict = {name: [] for name in agents.names()}
     for session, summary in zip(found.sessions, summaries):
         by_agent[session.agent].append(summary)
-    policies = retention.policies(found.sessions, env)
+    policies = retention.policies(stores, env)  # pulled sessions are no store's
     return [{**agent_report(name, found, by_agent[name], env), "retention": policies[name]}
             for name in agents.names()]
 
@@ -166,7 +170,8 @@ def markdown(rows: list[dict], env) -> str:
 
 def _table_row(row: dict, env) -> list[str]:
     store = f"`{cell(short_path(row['store'], env))}`" if row["store"] else "not found"
-    sessions = str(row["sessions"]) + (f" ({row['archived_only']} archived)" if row["archived_only"] else "")
+    notes = [f"{row[k]} {label}" for k, label in (("archived_only", "archived"), ("shared", "shared")) if row[k]]
+    sessions = str(row["sessions"]) + (f" ({', '.join(notes)})" if notes else "")
     return [row["agent"], store, sessions, human_bytes(row["native_bytes"]),
             str(row["sessions_with_warnings"]), str(row["sessions_failed"]),
             cell(_counts(row["formats"]), 40), cell(_counts(row["versions"]), 40), cell(row["retention"], 100)]

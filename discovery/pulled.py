@@ -1,21 +1,26 @@
 """Pulled sessions: one more source of discovery, as the archive is (`archive`).
 
-`trajectoriz pull` (sharing/remote.py) keeps, for each repository, the documents its remote's
-`refs/trajectoriz/*` refs hold that passed its checks (compressed as they came), and a listing
-of them: `<cache>/shared/<repository>/listing.bin` (marshal: {"format": 1, "root", "refs":
-contributor -> commit, "sessions": [[contributor, blob id, manifest entry], ...]}) beside
-`<blob id>.zst`. The repository is named by its git folder, which every work tree of it shares.
+`trajectoriz pull` (sharing/remote.py) fetches the remote's `refs/trajectoriz/*` refs into the
+repository (`refs/trajectoriz/remote/*`) and checks their manifests; it keeps, for each
+repository, a listing of the sessions they hold: `<cache>/shared/<repository>/listing.bin`
+(marshal: {"format": 2, "root", "refs": contributor -> commit, "sessions": [[contributor, blob
+id, manifest entry], ...]}). The repository is named by its git folder, which every work tree of
+it shares. The documents stay in git's own object store, where the fetch put them.
 
 Discovery adds the pulled sessions of the repository around the project to the stores' (a
 session also found in a store here is listed once, from the store): each a `Session` marked
-`extra["shared"]` (its contributor, its blob, the pusher's work tree and this one), its working
-directory the same place in this work tree as in the pusher's, its id the pusher's. Its
-document is the pushed one, served as it came (after the same checks again).
+`extra["shared"]` (its contributor, its blob, the repository's git folder, the pusher's work
+tree and this one), its working directory the same place in this work tree as in the pusher's,
+its id the pusher's. Its document is the pushed one, read from git when something reads it
+(one `git cat-file --batch` per process) and checked then, as a native session is translated
+when read: a blob that is not a document (too big, not zstd, not JSON, not ATIF) gives a failure
+document that says why, and a warning.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 
 from core import cache
 
@@ -23,6 +28,8 @@ FOLDER = "shared"
 LISTING = "listing.bin"
 MAX_BLOB = 256 * 1024 * 1024       # bytes of one compressed document
 MAX_DOCUMENT = 256 * 1024 * 1024   # bytes of one document, decompressed
+LISTING_FORMAT = 2                 # 1: documents copied out of git at the pull
+GIT_SECONDS = 600                  # a read of git's objects (not the network) is stopped after
 
 
 def marked(session) -> bool:
@@ -54,7 +61,7 @@ def load_listing(where: str) -> dict:
             found = marshal.loads(handle.read())
     except (OSError, ValueError, EOFError, TypeError):
         return {}
-    found = found if isinstance(found, dict) and found.get("format") == 1 else {}
+    found = found if isinstance(found, dict) and found.get("format") == LISTING_FORMAT else {}
     _listings[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), found)
     return found
 
@@ -62,15 +69,17 @@ def load_listing(where: str) -> dict:
 _listings: dict = {}  # listing path -> ((inode, size, mtime_ns), what was parsed)
 
 
-def session_of(by: str, oid: str, entry: dict, here: str, where: str):
+def session_of(by: str, oid: str, entry: dict, here: str, git_dir: str):
     """The session of a pulled entry in this clone (`here`): its working directory the same
-    place in this work tree as in the pusher's; its document the kept blob."""
+    place in this work tree as in the pusher's; its document the blob `oid` of the repository
+    whose git folder is `git_dir` (its source names both)."""
     from agents.base import Session
 
     cwd = os.path.join(here, entry["cwd"]) if entry["cwd"] else here
-    return Session(agent=entry["agent"], native_id=entry["native_id"], source=os.path.join(where, oid + ".zst"),
+    return Session(agent=entry["agent"], native_id=entry["native_id"], source=f"{git_dir}:{oid}",
                    started=entry["started"], cwd=cwd, title=entry["title"], model=entry["model"],
-                   extra={"shared": {"by": by, "oid": oid, "root": entry["root"], "here": here}},
+                   extra={"shared": {"by": by, "oid": oid, "git": git_dir, "root": entry["root"], "here": here,
+                                     "bytes": entry["bytes"]}},
                    short_id=entry["id"])
 
 
@@ -86,8 +95,7 @@ def sessions(env, root: str, names=None) -> list:
     listing = load_listing(folder(env, repository_key(common)))
     if not listing.get("sessions"):
         return []
-    where = folder(env, repository_key(common))
-    found = [session_of(by, oid, entry, root, where) for by, oid, entry in listing["sessions"]
+    found = [session_of(by, oid, entry, root, common) for by, oid, entry in listing["sessions"]
              if names is None or entry["agent"] in names]
     forgotten = archive.load(env)["forgotten"]
     return [s for s in found if archive.key_of(s) not in forgotten] if forgotten else found
@@ -123,21 +131,115 @@ def common_dir(root: str) -> str | None:
 
 
 def stamp(session, redact: bool = True) -> list:
-    """What a rendering of a pulled session is valid for, shaped as a live session's: the kept
-    blob's fingerprint (its mtime is when it was pulled) and its id."""
+    """What a rendering of a pulled session is valid for, shaped as a live session's: its blob's
+    id names its bytes; in place of its files' fingerprint, its document's size and its start
+    (the same in every clone: the mount's time of the file)."""
     from core.version import VERSION
 
-    return [cache.fingerprint([session.source]), "shared:" + session.extra["shared"]["oid"], VERSION, redact]
+    shared = session.extra["shared"]
+    started = max(-cache.NS_LIMIT, min(int((session.started or 0) * 1e9), cache.NS_LIMIT))
+    return [[[shared["bytes"], started]], "shared:" + shared["oid"], VERSION, redact]
 
 
-def document(session) -> dict:
-    """A pulled session's document as it was pushed: its kept blob, checked again. Raises
-    OSError or ValueError when it cannot be read."""
-    with open(session.source, "rb") as handle:
-        data = handle.read(MAX_BLOB + 1)
-    if len(data) > MAX_BLOB:
-        raise ValueError(f"more than {MAX_BLOB} bytes")
-    return checked_document(data)
+def document(session, env) -> dict:
+    """A pulled session's document as it was pushed: its blob read from git and checked.
+    Raises ValueError when it cannot be read or is not a document."""
+    shared = session.extra["shared"]
+    return checked_document(read_blob(shared["git"], shared["oid"], env))
+
+
+def read_blob(git_dir: str, oid: str, env) -> bytes:
+    """A blob of the repository whose git folder is `git_dir`, of at most MAX_BLOB bytes, read
+    through this process's `git cat-file --batch` of that repository (started at the first
+    read; one at a time, as the mount's threads may ask together; started again after a failed
+    read, which may have left it half way through an object)."""
+    with _readers_lock:
+        key = (os.getpid(), git_dir)  # a pool worker has a process of its own
+        reader = _readers.get(key)
+        if reader is None:
+            reader = _readers[key] = Objects(["--git-dir", git_dir], env)
+        try:
+            return reader.read(oid, "blob", MAX_BLOB)
+        except (ValueError, OSError) as exc:
+            if not isinstance(exc, WrongObject):
+                _readers.pop(key).close()
+            raise ValueError(str(exc)) from None
+
+
+_readers: dict = {}  # (process id, git folder) -> Objects
+_readers_lock = threading.Lock()
+
+
+class WrongObject(ValueError):
+    """An object read whole that is not what was asked for (the reader is still in step)."""
+
+
+class Objects:
+    """One `git cat-file --batch` process: objects read by id, each after its size was checked,
+    each read stopped after GIT_SECONDS."""
+
+    def __init__(self, git_args: list, env):
+        import subprocess
+
+        self.process = subprocess.Popen(["git", *git_args, "cat-file", "--batch"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=dict(env))
+
+    def read(self, oid: str, kind: str, limit: int) -> bytes:
+        """The object's content; ValueError when it is missing (WrongObject), of another type or
+        bigger than `limit` (read through without being kept), or git fails or is too slow."""
+        timer = threading.Timer(GIT_SECONDS, self.process.kill)
+        timer.start()
+        try:
+            return self._read(oid, kind, limit)
+        finally:
+            timer.cancel()
+            timer.join()  # gone: a process with other threads runs no pool (core/parallel.py)
+
+    def _read(self, oid: str, kind: str, limit: int) -> bytes:
+        self.process.stdin.write(oid.encode() + b"\n")
+        self.process.stdin.flush()
+        header = self.process.stdout.readline(200).split()
+        if len(header) == 2 and header[1] == b"missing":
+            raise WrongObject("missing from the repository")
+        if len(header) != 3 or not header[2].isdigit():
+            raise ValueError("git cat-file failed")
+        size = int(header[2])
+        skip = size > limit or header[1] != kind.encode()
+        data = _read_exactly(self.process.stdout, size, keep=not skip)
+        self.process.stdout.read(1)  # the newline after each object
+        if header[1] != kind.encode():
+            raise WrongObject(f"a {header[1].decode('ascii', 'replace')}, not a {kind}")
+        if skip:
+            raise WrongObject(f"{size} bytes, more than the {limit} read of one")
+        return data
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _read_exactly(stream, size: int, keep: bool) -> bytes:
+    parts, left = [], size
+    while left:
+        piece = stream.read(min(left, 1024 * 1024))
+        if not piece:
+            raise ValueError("cut short")
+        left -= len(piece)
+        if keep:
+            parts.append(piece)
+    return b"".join(parts)
 
 
 def as_pushed(session, paths: tuple) -> tuple:

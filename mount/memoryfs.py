@@ -75,7 +75,7 @@ from collections import OrderedDict
 from agents import sqlite_ro
 from archiving import archiver
 from core import cache
-from discovery import archive, catalog
+from discovery import archive, catalog, pulled
 from mount import guide, memoryindex, warmup
 from rendering import cards, documents
 
@@ -438,9 +438,10 @@ class MemoryFS:
 
     def _session(self, listing: Listing, path: str):
         """The session of a file name; a live one deleted since the listing was made is served
-        from the archive when it holds it, else it is gone."""
+        from the archive when it holds it, else it is gone (a pulled one is read from git)."""
         session = listing.files.get(path[1:])
-        if session is not None and not (archive.marked(session) or os.path.lexists(session.source)):
+        if session is not None and not (archive.marked(session) or pulled.marked(session)
+                                        or os.path.lexists(session.source)):
             session = archiver.archived_copy(session, self._env)
         if session is None:
             raise _error(errno.ENOENT)

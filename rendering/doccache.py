@@ -29,7 +29,8 @@ from core.jsonlib import orjson
 
 FOLDER = cache.named("documents-v3")  # older ones hold documents redacted by older rules (cache.is_obsolete)
 LIMIT_BYTES = 2 * 1024 ** 3
-SUFFIXES = (".json", ".search")  # the document, its searchable text
+COMPRESSED = ".zst"  # the document compressed as a push sends it (sharing/remote.py)
+SUFFIXES = (".json", ".search", COMPRESSED)  # the document, its searchable text, compressed
 REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)
 _known_total: dict = {}  # folder -> bytes this process believes it holds
 
@@ -38,18 +39,20 @@ def folder(env) -> str:
     return os.path.join(cache.cache_dir(env), FOLDER)
 
 
-def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> str:
+def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json", base: str | None = None) -> str:
+    """`base`: the cache folder, when the caller has it (`cache.cache_dir`)."""
     material = orjson.dumps([short_id, stamp]) + b"\0" + key.encode("utf-8", "surrogatepass")  # a path need not be UTF-8
     name = sha256(material).hexdigest()[:40]
-    return os.path.join(folder(env), name + suffix)
+    return os.path.join(base or cache.cache_dir(env), FOLDER, name + suffix)
 
 
 def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bytes | None:
     """The file's bytes, read without Python's file objects (a repeated `search --content`
     reads thousands of them)."""
-    if not cache.usable(cache.cache_dir(env)):
+    base = cache.cache_dir(env)
+    if not cache.usable(base):
         return None
-    path = path_of(env, key, short_id, stamp, suffix)
+    path = path_of(env, key, short_id, stamp, suffix, base)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

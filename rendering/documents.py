@@ -88,7 +88,7 @@ def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     serialized once."""
     from redaction.redact import clean_tree  # here: what reads cached documents never needs the rules
 
-    translated = _pulled(session) if pulled.marked(session) else _translated(session, env)
+    translated = _pulled(session, env) if pulled.marked(session) else _translated(session, env)
     with catalog.markers_of(session):
         doc, counts = clean_tree(translated, redact)
     if counts:
@@ -96,12 +96,16 @@ def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     return doc, dumps(doc)
 
 
-def _pulled(session: Session) -> dict:
-    """A pulled session's document as it was pushed, or one saying why it cannot be read."""
+def _pulled(session: Session, env) -> dict:
+    """A pulled session's document as it was pushed, checked now (what a pull fetched is
+    untrusted), or one saying why it is not one, said on stderr too (a listing showed it)."""
     try:
-        return pulled.document(session)
-    except (OSError, ValueError) as exc:
-        reason = f"its pulled copy cannot be read ({type(exc).__name__}: {exc}): run `trajectoriz pull` again"
+        return pulled.document(session, env)
+    except ValueError as exc:
+        from core.output import printable
+
+        reason = f"the document {pulled.contributor_of(session)} shared is skipped: {exc}"
+        print(f"trajectoriz: warning: {session.short_id}: {printable(reason)}", file=sys.stderr)
         return failure_document(session, agents.load(session.agent), reason)
 
 

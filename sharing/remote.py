@@ -17,14 +17,19 @@ remote: a ref deleted there is pushed again after the next pull), nothing is wri
 sent.
 
 What is pulled: `git fetch --prune <remote> +refs/trajectoriz/*:refs/trajectoriz/remote/*`; each
-ref's manifest and documents are read through `git cat-file`, every one untrusted (a ref that
-is not a commit, a tree not ours, a name that is not a contributor's, a manifest or document too
-big, not zstd, not JSON, not a document: skipped with a warning, each read bounded); the
-documents that pass are kept, compressed as they came, in trajectoriz's cache
-(`shared/<repository>/`, 0700/0600), with a listing that discovery reads (`discovery.pulled`):
-the pulled sessions of the repository around a project are listed with the project's own, the
-contributor beside them, their working directory the same place in this clone as in the
-pusher's.
+ref's tree and manifest are read through `git cat-file`, every one untrusted (a ref that is not
+a commit, a tree not ours, a name that is not a contributor's, a manifest too big or not ours,
+an entry whose blob is missing or too big: skipped with a warning, each read bounded); a listing
+of the entries that pass is kept in trajectoriz's cache (`shared/<repository>/`, 0700/0600) and
+read by discovery (`discovery.pulled`): the pulled sessions of the repository around a project
+are listed with the project's own, the contributor beside them, their working directory the
+same place in this clone as in the pusher's. Their documents stay in git's objects, read and
+checked (zstd, bounded, JSON, ATIF) when something reads one, as a native session is translated
+only when read.
+
+A push keeps each document's compressed blob beside the document in the document cache, named
+by the same stamp, so that a later push (to another remote, from another project holding the
+session, after the push state was lost) does not compress it again.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import threading
 from core import cache
 from core.errors import UserError
 from discovery import pulled
+from discovery.pulled import Objects
 
 OWN_REFS = "refs/trajectoriz/"
 PULLED_REFS = "refs/trajectoriz/remote/"
@@ -47,13 +53,13 @@ SESSIONS = "sessions"
 SUFFIX = ".atif.json.zst"
 MANIFEST_FORMAT = "trajectoriz-shared-1"
 LEVEL = 1                          # zstd level: 2 % more bytes than level 3, in 60 % of its time
+BATCH_BYTES = 32 * 1024 * 1024     # of cached documents held to be compressed at once
 STATE_FILE = "push-v1.bin"         # in the cache: each rendering's blob, and what was pushed where
 
 # Bounds on what is read of a remote (every byte of it is untrusted).
 MAX_REFS = 1000                    # contributors read from one pull
 MAX_LISTED = 16 * 1024 * 1024      # bytes of `git ls-tree` output read for one ref
 MAX_MANIFEST = 64 * 1024 * 1024    # bytes of one manifest
-GIT_SECONDS = 600                  # a git command that reads objects (not the network) is killed after
 WARNINGS_SHOWN = 10                # of one ref's: the rest are counted
 
 CONTRIBUTOR = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -120,15 +126,27 @@ class Repository:
 
 def git_output(args: list, where: str, env, stdin: bytes | None = None) -> bytes:
     """`git -C where ARGS`'s output; GitFailed with its last line of stderr when it fails."""
+    return git_finished(git_started(args, where, env, stdin is not None), args, stdin)
+
+
+def git_started(args: list, where: str, env, feeding: bool = False):
+    """`git -C where ARGS` started (`git_finished` waits for it); its input the user's unless
+    `feeding` (a prompt for credentials reads the terminal)."""
     import subprocess
 
     try:
-        done = subprocess.run(["git", "-C", where, *args], input=stdin, capture_output=True, env=dict(env))
+        return subprocess.Popen(["git", "-C", where, *args], stdin=subprocess.PIPE if feeding else None,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=dict(env))
     except FileNotFoundError:
         raise UserError("git is not installed (or not on PATH): push and pull run the git program") from None
-    if done.returncode != 0:
-        raise GitFailed(_reason(done.stderr) or f"git {args[0]} exited with status {done.returncode}")
-    return done.stdout
+
+
+def git_finished(process, args: list, stdin: bytes | None = None) -> bytes:
+    out, err = process.communicate(stdin)
+    if process.returncode != 0:
+        raise GitFailed(_reason(err) or f"git {args[0]} exited with status {process.returncode}")
+    return out
 
 
 def _reason(stderr: bytes) -> str:
@@ -143,12 +161,12 @@ def _reason(stderr: bytes) -> str:
 
 def bounded_output(repo: Repository, args: list, limit: int) -> bytes | None:
     """A git command's output, None when it is longer than `limit` (the command is stopped) or
-    the command fails or runs longer than GIT_SECONDS."""
+    the command fails or runs longer than pulled.GIT_SECONDS."""
     import subprocess
 
     process = subprocess.Popen(["git", "-C", repo.root, *args], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, env=repo.env)
-    timer = threading.Timer(GIT_SECONDS, process.kill)
+    timer = threading.Timer(pulled.GIT_SECONDS, process.kill)
     timer.start()
     try:
         data = process.stdout.read(limit + 1)
@@ -158,65 +176,6 @@ def bounded_output(repo: Repository, args: list, limit: int) -> bytes | None:
         process.stdout.close()
         timer.cancel()
     return None if len(data) > limit or (process.returncode not in (0, -9) and not data) else data
-
-
-class Objects:
-    """One `git cat-file --batch` process: objects read by id, each after its size was checked."""
-
-    def __init__(self, repo: Repository):
-        import subprocess
-
-        self.process = subprocess.Popen(["git", "-C", repo.root, "cat-file", "--batch"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, env=repo.env)
-        self.timer = threading.Timer(GIT_SECONDS, self.process.kill)
-        self.timer.start()
-
-    def read(self, oid: str, kind: str, limit: int) -> bytes:
-        """The object's content; ValueError when it is missing, of another type, or bigger than
-        `limit` (read through without being kept)."""
-        self.process.stdin.write(oid.encode() + b"\n")
-        self.process.stdin.flush()
-        header = self.process.stdout.readline(200).split()
-        if len(header) != 3:
-            raise ValueError("missing")
-        size = int(header[2])
-        skip = size > limit or header[1] != kind.encode()
-        data = _read_exactly(self.process.stdout, size, keep=not skip)
-        self.process.stdout.read(1)  # the newline after each object
-        if header[1] != kind.encode():
-            raise ValueError(f"a {header[1].decode('ascii', 'replace')}, not a {kind}")
-        if skip:
-            raise ValueError(f"{size} bytes, more than the {limit} read of one")
-        return data
-
-    def close(self) -> None:
-        self.timer.cancel()
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        self.process.kill()
-        self.process.wait()
-        self.process.stdout.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _read_exactly(stream, size: int, keep: bool) -> bytes:
-    parts, left = [], size
-    while left:
-        piece = stream.read(min(left, 1024 * 1024))
-        if not piece:
-            raise ValueError("cut short")
-        left -= len(piece)
-        if keep:
-            parts.append(piece)
-    return b"".join(parts)
 
 
 # remotes and contributors ---------------------------------------------------------------------------
@@ -308,7 +267,64 @@ def pack(item: tuple, env, count: bool) -> tuple:
         redactions = dict((doc.get("extra") or {}).get("redactions") or {})
     else:
         data, redactions = documents.render(session, env, True, valid), None
-    return _compressor().compress(data), len(data), redactions
+    compressed = _compressor().compress(data)
+    keep_compressed(item, env, compressed)
+    return compressed, len(data), redactions
+
+
+def keep_compressed(item: tuple, env, compressed: bytes) -> None:
+    """The compressed document beside its document in the cache (`doccache.COMPRESSED`, named
+    by the same stamp), when that was kept (a failure is not): the next push that has it, of
+    this project or another, reads it instead of compressing again. Done where a document is
+    rendered now (the pool's workers), whose cost it adds little to."""
+    from rendering import doccache, documents
+
+    session, (_, valid) = item
+    key = documents.cache_key(session)
+    if doccache.has(env, key, session.short_id, valid):
+        doccache.put(env, key, session.short_id, valid, compressed, doccache.COMPRESSED)
+
+
+def compressed_before(item: tuple, env) -> tuple | None:
+    """(compressed document, its size, None) as a push kept it in the cache, None when none
+    was (or it is not a zstd frame that says its size)."""
+    import zstandard
+
+    from rendering import doccache, documents
+
+    session, (_, valid) = item
+    data = doccache.get(env, documents.cache_key(session), session.short_id, valid, doccache.COMPRESSED)
+    try:
+        size = zstandard.frame_content_size(data) if data is not None else -1
+    except zstandard.ZstdError:
+        size = -1
+    return (data, size, None) if size >= 0 else None
+
+
+def packed_from_cache(items: list, env) -> list:
+    """`pack` of sessions whose documents are in the cache, compressed on every core (zstd's
+    threads) a batch at a time. They are not kept compressed: creating a file per document
+    costs more here than compressing it (1.5 s against 0.5 s for 1,846 in bench/NOTES.md)."""
+    found = []
+    for batch in _cached_batches(items, env):
+        done = _compressor().multi_compress_to_buffer(batch, threads=-1)
+        found += [(done[n].tobytes(), len(data), None) for n, data in enumerate(batch)]
+    return found
+
+
+def _cached_batches(items: list, env):
+    """The sessions' cached documents, in lists of about BATCH_BYTES."""
+    from rendering import documents
+
+    batch, held = [], 0
+    for session, (_, valid) in items:
+        batch.append(documents.render(session, env, True, valid))
+        held += len(batch[-1])
+        if held >= BATCH_BYTES:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 @functools.lru_cache(maxsize=None)
@@ -323,7 +339,8 @@ def manifest_entry(session, root: str, size: int) -> dict:
     from discovery import catalog
 
     cwd = session.cwd
-    relative = os.path.relpath(cwd, root) if cwd else None
+    inside = cwd and cwd.startswith(root + "/") and "/." not in cwd[len(root):]  # (normalized: a string cut)
+    relative = None if cwd == root else cwd[len(root) + 1:] if inside else os.path.relpath(cwd, root) if cwd else None
     return {"id": session.short_id, "agent": session.agent, "native_id": catalog.shown_id(session),
             "started": session.started, "cwd": None if relative in (None, ".") else relative,
             "root": root, "title": session.title, "model": session.model, "bytes": size}
@@ -425,21 +442,25 @@ def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) ->
 
 
 def _rendered(items: list, env, root: str, count: bool) -> list:
-    """`Packed` of each session (with its `documents.stamps`), rendered and compressed now: here
-    those whose document is in the cache already (reading and compressing one costs less than
-    handing it to another process), the others translated on every core."""
+    """`Packed` of each session (with its `documents.stamps`), compressed now or before: those a
+    push compressed before (the cache keeps them), those whose document is in the cache
+    (compressed here, on zstd's threads: cheaper than handing them to other processes), the
+    others translated on every core. `count`: every document read, to count its redactions."""
     from core import parallel
     from rendering import doccache, documents
 
-    ready = [] if count else [item for item in items
-                              if doccache.has(env, documents.cache_key(item[0]), item[0].short_id, item[1][1])]
-    chosen = set(map(id, ready))
+    before = {} if count else {id(item): compressed_before(item, env) for item in items}
+    compressed = [item for item in items if before.get(id(item))]
+    ready = [] if count else [item for item in items if not before.get(id(item)) and
+                              doccache.has(env, documents.cache_key(item[0]), item[0].short_id, item[1][1])]
+    chosen = set(map(id, compressed + ready))
     others = [item for item in items if id(item) not in chosen]
     found = []
     progress = parallel.Progress(len(items), "compressing")
     try:
-        done = itertools.chain((pack(item, env, count) for item in ready), parallel.ordered(pack, others, (env, count)))
-        for (session, taken), (data, size, redactions) in zip(ready + others, done):
+        done = itertools.chain((before[id(item)] for item in compressed), packed_from_cache(ready, env),
+                               parallel.ordered(pack, others, (env, count)))
+        for (session, taken), (data, size, redactions) in zip(compressed + ready + others, done):
             entry = manifest_entry(session, root, size)
             found.append(Packed(entry, blob_id(data), data, documents.cache_key(session), taken[0], redactions))
             progress.step()
@@ -477,7 +498,7 @@ def _carried(repo: Repository, me: str, env, packed: list) -> list:
     here = {(p.entry["agent"], p.entry["native_id"]) for p in packed}
     found: dict = {p.entry["id"]: None for p in packed}  # an id this machine's sessions have is theirs
     tips = repo.tips()
-    with Objects(repo) as objects:
+    with Objects(["-C", repo.root], repo.env) as objects:
         for ref in (OWN_REFS + me, PULLED_REFS + me):
             commit = tips.get(ref, (None,))[0]
             entries = read_ref(repo, commit, objects, [], here) if commit else []
@@ -648,9 +669,11 @@ def _relative_path(path) -> bool:
 def run_pull(args, env) -> int:
     repo = Repository.here(env)
     remote = chosen_remote(repo, args.remote, "pull")
+    fetch = ["fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", remote, f"+{OWN_REFS}*:{PULLED_REFS}*"]
+    fetching = git_started(fetch, repo.root, repo.env)
+    _prepare_checks()
     try:
-        repo.git("fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", remote,
-                 f"+{OWN_REFS}*:{PULLED_REFS}*")
+        git_finished(fetching, fetch)
     except GitFailed as exc:
         raise UserError(f"cannot fetch the shared sessions from {remote}: {exc}") from None
     warnings: list = []
@@ -663,11 +686,19 @@ def run_pull(args, env) -> int:
     return 0
 
 
+def _prepare_checks() -> None:
+    """Import what checking manifests needs, while git fetches (a tenth of a second, else after)."""
+    import agents.base  # noqa: F401
+    import atif.serialize  # noqa: F401
+    import redaction.redact  # noqa: F401
+    from discovery import catalog  # noqa: F401
+
+
 def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
-    """The listing of the pulled refs, made again when they changed: each ref read (a ref whose
-    commit did not change keeps what was read of it), each document not kept yet read and
-    checked; the documents no ref names any more removed. The listing, and how many documents
-    were read now."""
+    """The listing of the pulled refs, made again when they changed: each ref's manifest read
+    and checked (a ref whose commit did not change keeps what was read of it). The documents
+    stay in git's objects, read and checked when something reads them (`pulled.document`).
+    The listing, and how many of its sessions are new or changed."""
     where = pulled.folder(env, repo.key())
     old = pulled.load_listing(where)
     refs = _pulled_refs(repo, warnings)
@@ -676,43 +707,22 @@ def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
     kept_of = {}
     for by, oid, entry in old.get("sessions", []):
         kept_of.setdefault(by, []).append((entry, oid))
-    sessions, fresh, seen = [], 0, set()
-    with Objects(repo) as objects:
+    known = {oid for _, oid, _ in old.get("sessions", [])}
+    sessions, seen = [], set()
+    with Objects(["-C", repo.root], repo.env) as objects:
         for by, commit in sorted(refs.items()):
             said: list = []
             entries = kept_of.get(by, []) if old.get("refs", {}).get(by) == commit else \
                 read_ref(repo, commit, objects, said)
             for entry, oid in entries:
-                if entry["id"] in seen:
-                    continue
-                read_now, problem = _kept(objects, where, oid)
-                if problem:
-                    said.append(f"{entry['id']}: {problem}")
-                    continue
-                fresh += read_now
-                seen.add(entry["id"])
-                sessions.append([by, oid, entry])
+                if entry["id"] not in seen:
+                    seen.add(entry["id"])
+                    sessions.append([by, oid, entry])
             more = [f"... and {len(said) - WARNINGS_SHOWN} more"] if len(said) > WARNINGS_SHOWN else []
             warnings += [f"{PULLED_REFS}{by}: {w}" for w in said[:WARNINGS_SHOWN] + more]
-    listing = {"format": 1, "root": repo.root, "refs": refs, "sessions": sessions}
+    listing = {"format": pulled.LISTING_FORMAT, "root": repo.root, "refs": refs, "sessions": sessions}
     cache.write_private(os.path.join(where, pulled.LISTING), _encode(listing))
-    _remove_unlisted(where, {oid for _, oid, _ in sessions})
-    return listing, fresh
-
-
-def _kept(objects: Objects, where: str, oid: str) -> tuple[bool, str | None]:
-    """Keep a pulled document (as its blob came) when it passes `checked_document`: whether it
-    was read now, and why it is not kept (None: it is)."""
-    path = os.path.join(where, oid + ".zst")
-    if os.path.exists(path):
-        return False, None
-    try:
-        data = objects.read(oid, "blob", pulled.MAX_BLOB)
-        pulled.checked_document(data)
-    except ValueError as exc:
-        return False, f"skipped: {exc}"
-    cache.write_private(path, data)
-    return True, None
+    return listing, sum(1 for _, oid, _ in sessions if oid not in known)
 
 
 def _pulled_refs(repo: Repository, warnings: list) -> dict:
@@ -733,15 +743,6 @@ def _pulled_refs(repo: Repository, warnings: list) -> dict:
         else:
             refs[by] = oid.decode()
     return refs
-
-
-def _remove_unlisted(where: str, oids: set) -> None:
-    for name in os.listdir(where):
-        if name.endswith(".zst") and name[:-4] not in oids:
-            try:
-                os.unlink(os.path.join(where, name))
-            except OSError:
-                pass
 
 
 def _encode(listing: dict) -> bytes:

@@ -138,6 +138,27 @@ def test_a_push_with_nothing_new_writes_and_sends_nothing_and_a_grown_session_se
     assert git(None, remote, "rev-list", "--count", ref).strip() == b"1"  # rewritten, never appended
 
 
+def test_a_push_without_its_state_reuses_the_compressed_documents_an_earlier_push_kept(team, monkeypatch):
+    """As a first push to another remote, or from another project holding the same sessions: no
+    document is compressed again, the blobs are the same."""
+    from sharing import remote as sharing
+
+    remote, (alice, a), _ = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    before = tree_of(remote, pushed_ref(alice, a))
+    os.remove(os.path.join(alice["XDG_CACHE_HOME"], "trajectoriz", sharing.STATE_FILE))
+    other = str(os.path.join(os.path.dirname(remote), "other.git"))
+    subprocess.run(["git", "init", "-q", "--bare", other], check=True)
+    git(alice, a, "remote", "add", "other", other)
+
+    def no_compressing():
+        raise AssertionError("a document was compressed again")
+    monkeypatch.setattr(sharing, "_compressor", no_compressing)
+    pushed = run_main(alice, ["push", "--remote", "other"], cwd=a)
+    assert pushed.returncode == 0 and b"(2 rendered," in pushed.stderr, pushed.stderr
+    assert tree_of(other, pushed_ref(alice, a)) == before
+
+
 def test_dry_run_lists_sessions_sizes_and_redactions_and_writes_nothing(team):
     remote, (alice, a), _ = team
     result = run_main(alice, ["push", "--dry-run"], cwd=a)
@@ -314,12 +335,19 @@ def test_hostile_refs_are_skipped_with_a_warning_and_take_no_command_down(team, 
     assert "Traceback" not in said
     for warned in ["refs/trajectoriz/remote/blobby: a blob, not a commit", "refs/trajectoriz/remote/Upper",
                    "refs/trajectoriz/remote/a/b", "refs/trajectoriz/remote/junk: its manifest.json",
-                   "mallory: cl-00000002: skipped: more than", "mallory: cl-00000003: skipped: not zstd",
-                   "mallory: cl-00000004: skipped: JSON nested too deeply",
-                   "mallory: cl-00000005: skipped: not an ATIF document", "mallory: 7 of its 13 entries"]:
+                   "mallory: 7 of its 13 entries"]:
         assert warned in said, (warned, said)
-    listed = {r["id"]: r for r in records(bob, b)}
-    assert sorted(listed) == sorted([r["id"] for r in records(alice, a)] + ["cl-00000001"])
+    listed = {r["id"]: r for r in records(bob, b)}  # entries of a good manifest: documents checked when read
+    assert sorted(listed) == sorted([r["id"] for r in records(alice, a)] + [f"cl-0000000{n}" for n in range(1, 6)])
+    for short_id, why in [("cl-00000002", "more than 1048576 bytes once decompressed"), ("cl-00000003", "not zstd"),
+                          ("cl-00000004", "JSON nested too deeply"), ("cl-00000005", "not an ATIF document")]:
+        shown = run_main(bob, ["show", short_id], cwd=b)
+        [warning] = shown.stderr.decode().splitlines()
+        assert shown.returncode == 0 and warning.startswith(f"trajectoriz: warning: {short_id}: the document "
+                                                            f"mallory shared is skipped: {why}"), warning
+        document = json.loads(shown.stdout)
+        assert document["steps"][0]["message"].startswith("trajectoriz could not translate") and \
+            len(document["steps"]) == 1 and f"skipped: {why}" in document["extra"]["error"], document
     assert listed["cl-00000001"]["shared_by"] == "mallory"
     assert b"red" in run_main(bob, ["list"], cwd=b).stdout and b"\x1b" not in run_main(bob, ["list"], cwd=b).stdout
     assert listed[good["id"]]["shared_by"] != "mallory"  # the first ref (by name) that has an id keeps it
@@ -385,3 +413,46 @@ def test_a_ref_the_remote_lost_is_pushed_again_after_a_pull(team):
     again = run_main(alice, ["push"], cwd=a)
     assert again.returncode == 0 and b"Pushed 2 session(s)" in again.stderr, again.stderr
     assert len(tree_of(remote, ref)) == 3
+
+
+def test_a_pull_keeps_documents_in_git_and_a_document_that_is_not_one_is_refused_when_read(team, tmp_path):
+    """The pull checks manifests only (a ref whose manifest is not ours lists nothing) and copies no
+    document out of git; a listed entry whose blob is not a document is refused where it is read,
+    in one line, and the others are served as pushed."""
+    remote, (alice, a), (bob, b) = team
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    good = json.loads(git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:manifest.json"))["sessions"][0]
+    document = git(None, remote, "cat-file", "-p", f"{pushed_ref(alice, a)}:sessions/{good['id']}.atif.json.zst")
+    entries = [{**good, "id": "cl-00000001", "native_id": "one"}, {**good, "id": "cl-00000002", "native_id": "two"}]
+    mallory = hostile_commit(alice, a, {"format": "trajectoriz-shared-1", "sessions": entries},
+                             {"cl-00000001.atif.json.zst": document, "cl-00000002.atif.json.zst": b"\x28\xb5\x2f\xfd junk"})
+    impostor = hostile_commit(alice, a, {"format": "something-else", "sessions": entries},
+                              {"cl-00000001.atif.json.zst": document})
+    git(alice, a, "push", "-q", "origin", f"{mallory}:refs/trajectoriz/mallory", f"{impostor}:refs/trajectoriz/eve")
+
+    pulled = run_main(bob, ["pull", "--remote", "origin"], cwd=b)
+    assert pulled.returncode == 0 and b"refs/trajectoriz/remote/eve: its manifest.json is not one" in pulled.stderr
+    assert b"cl-0000000" not in pulled.stderr, pulled.stderr  # no document was read
+    stored = os.path.join(bob["XDG_CACHE_HOME"], "trajectoriz", "shared")
+    [(folder, files)] = [(folder, files) for folder, _, files in os.walk(stored) if files]
+    assert files == ["listing.bin"] and os.stat(folder).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(folder, "listing.bin")).st_mode & 0o777 == 0o600
+    listed = {r["id"]: r["shared_by"] for r in records(bob, b)}
+    assert listed["cl-00000001"] == listed["cl-00000002"] == "mallory" and "eve" not in listed.values()
+
+    shown = run_main(bob, ["show", "cl-00000002"], cwd=b)
+    assert shown.returncode == 0 and shown.stderr.decode().count("\n") == 1, shown.stderr
+    assert shown.stderr.startswith(b"trajectoriz: warning: cl-00000002: the document mallory shared is skipped: not zstd")
+    assert b"junk" not in shown.stdout and json.loads(shown.stdout)["extra"]["error"]
+    health = run_main(bob, ["agents", "--json"], cwd=b)
+    [claude] = [row for row in map(json.loads, health.stdout.splitlines()) if row["agent"] == "claude"]
+    assert (claude["sessions"], claude["shared"], claude["sessions_failed"]) == (2 + 2, 4, 1), claude
+    assert claude["failures"][0]["first"].startswith("the document mallory shared is skipped: not zstd")
+    out = str(tmp_path / "out")
+    exported = run_main(bob, ["export", "--out", out], cwd=b)
+    assert exported.returncode == 0 and b"Traceback" not in exported.stderr, exported.stderr
+    written = {n.rsplit("_", 1)[-1]: os.path.join(out, n) for n in os.listdir(out) if n.endswith(".atif.json")}
+    with open(written["cl-00000002.atif.json"], "rb") as handle:  # (said on stderr by the pool's worker)
+        assert "not zstd" in json.loads(handle.read())["extra"]["error"]
+    with open(written["cl-00000001.atif.json"], "rb") as handle:
+        assert json.loads(handle.read())["steps"] == json.loads(run_main(alice, ["show", good["id"]], cwd=a).stdout)["steps"]
