@@ -1,6 +1,7 @@
 import atexit
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,10 +37,13 @@ def a_fuse_mount_elsewhere():
         yield None
         return
     point = tempfile.mkdtemp(prefix="trajectoriz-tests-fuse-")
-    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "tinyfuse.py"), point],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Started through a shell that leaves it behind: a child of the test process would be seen
+    # by the tests that check that the code under test leaves no child (os.waitpid(-1, ...)).
+    started = subprocess.run(["sh", "-c", '"$0" "$1" "$2" </dev/null >/dev/null 2>&1 & echo $!', sys.executable,
+                              os.path.join(ROOT, "tests", "tinyfuse.py"), point], capture_output=True, text=True)
+    server = int(started.stdout)
     deadline = time.monotonic() + 20
-    while mounts.find(point) is None and server.poll() is None and time.monotonic() < deadline:
+    while mounts.find(point) is None and _alive(server) and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
         yield point if mounts.find(point) is not None else None
@@ -47,10 +51,18 @@ def a_fuse_mount_elsewhere():
         for tool in ("fusermount3", "fusermount"):
             if mounts.find(point) is not None and shutil.which(tool):
                 subprocess.run([tool, "-u", point], capture_output=True, timeout=30)
-        server.kill()
-        server.wait()
+        if _alive(server):
+            os.kill(server, signal.SIGKILL)
         if mounts.find(point) is None:
             os.rmdir(point)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def pytest_terminal_summary(terminalreporter):
