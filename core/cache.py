@@ -312,7 +312,7 @@ def load(env, name: str) -> dict:
         return {}
 
 
-_shared: dict = {}  # path -> ((path, size, mtime_ns), parsed): one entry per cache file
+_shared: dict = {}  # path -> ((path, inode, size, mtime_ns), parsed): one entry per cache file
 
 
 def load_shared(env, name: str) -> dict:
@@ -324,7 +324,7 @@ def load_shared(env, name: str) -> dict:
         st = os.stat(path)
     except OSError:
         return {}
-    key = (path, st.st_size, st.st_mtime_ns)
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
     found = _shared.get(path)
     if found is None or found[0] != key:
         found = (key, load(env, name))

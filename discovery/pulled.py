@@ -41,32 +41,17 @@ def contributor_of(session) -> str | None:
     return session.extra["shared"]["by"] if marked(session) else None
 
 
-def folder(env, repo_key: str) -> str:
-    return os.path.join(cache.cache_dir(env), FOLDER, repo_key)
+def listing_name(repo_key: str) -> str:
+    """The listing a pull keeps of the repository, as a name in trajectoriz's cache."""
+    return os.path.join(FOLDER, repo_key, LISTING)
 
 
-def load_listing(where: str) -> dict:
-    """The listing a pull left in `where` (empty when there is none), parsed once per process
-    while the file does not change (the mount discovers again every few seconds). Never modify
-    what it returns."""
-    import marshal
-
-    path = os.path.join(where, LISTING)
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            known = _listings.get(path)
-            if known is not None and known[0] == (st.st_ino, st.st_size, st.st_mtime_ns):
-                return known[1]
-            found = marshal.loads(handle.read())
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}
-    found = found if isinstance(found, dict) and found.get("format") == LISTING_FORMAT else {}
-    _listings[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), found)
-    return found
-
-
-_listings: dict = {}  # listing path -> ((inode, size, mtime_ns), what was parsed)
+def load_listing(env, repo_key: str) -> dict:
+    """The listing a pull left of the repository (empty when there is none), parsed once per
+    process while the file does not change (`cache.load_shared`: the mount discovers again every
+    few seconds). Never modify what it returns."""
+    found = cache.load_shared(env, listing_name(repo_key))
+    return found if found.get("format") == LISTING_FORMAT else {}
 
 
 def session_of(by: str, oid: str, entry: dict, here: str, git_dir: str):
@@ -92,7 +77,7 @@ def sessions(env, root: str, names=None) -> list:
     common = common_dir(root)
     if common is None:
         return []
-    listing = load_listing(folder(env, repository_key(common)))
+    listing = load_listing(env, repository_key(common))
     if not listing.get("sessions"):
         return []
     found = [session_of(by, oid, entry, root, common) for by, oid, entry in listing["sessions"]

@@ -699,8 +699,7 @@ def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
     and checked (a ref whose commit did not change keeps what was read of it). The documents
     stay in git's objects, read and checked when something reads them (`pulled.document`).
     The listing, and how many of its sessions are new or changed."""
-    where = pulled.folder(env, repo.key())
-    old = pulled.load_listing(where)
+    old = pulled.load_listing(env, repo.key())
     refs = _pulled_refs(repo, warnings)
     if refs == old.get("refs"):
         return old, 0
@@ -721,7 +720,8 @@ def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
             more = [f"... and {len(said) - WARNINGS_SHOWN} more"] if len(said) > WARNINGS_SHOWN else []
             warnings += [f"{PULLED_REFS}{by}: {w}" for w in said[:WARNINGS_SHOWN] + more]
     listing = {"format": pulled.LISTING_FORMAT, "root": repo.root, "refs": refs, "sessions": sessions}
-    cache.write_private(os.path.join(where, pulled.LISTING), _encode(listing))
+    path = os.path.join(cache.cache_dir(env), pulled.listing_name(repo.key()))
+    cache.write_private(path, cache.kept_bytes(listing))
     return listing, sum(1 for _, oid, _ in sessions if oid not in known)
 
 
@@ -743,11 +743,5 @@ def _pulled_refs(repo: Repository, warnings: list) -> dict:
         else:
             refs[by] = oid.decode()
     return refs
-
-
-def _encode(listing: dict) -> bytes:
-    import marshal
-
-    return marshal.dumps(listing, 4)
 
 
