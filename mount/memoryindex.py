@@ -13,6 +13,7 @@ import os
 from core.output import cell, table
 from discovery import catalog, pulled
 from rendering import documents
+from rendering.cards import relative
 
 INDEX = "INDEX.md"
 REQUEST_CHARS = 100
@@ -56,7 +57,7 @@ def row(session, known: dict | None, project: str | None) -> list[str]:
              cell(catalog.title(session, known), REQUEST_CHARS), cell(known.get("outcome") or ""),
              cell(shown), changed(session.cwd, known.get("files"))]
     if project is not None:
-        where = _relative(catalog.listing_text(session.cwd), project) if _elsewhere(session.cwd, project) else ""
+        where = relative(catalog.listing_text(session.cwd), project) if _elsewhere(session.cwd, project) else ""
         cells.append(cell(where))
     return cells
 
@@ -71,12 +72,6 @@ def changed(cwd: str | None, files) -> str:
     FILES_SHOWN of them and how many more."""
     if not isinstance(files, list):
         return ""
-    shown = [_relative(p, cwd) for p in files[:FILES_SHOWN]]
+    shown = [relative(p, cwd) for p in files[:FILES_SHOWN]]
     more = f" (+{len(files) - FILES_SHOWN} more)" if len(files) > FILES_SHOWN else ""
     return cell(", ".join(shown) + more)
-
-
-def _relative(path: str, cwd: str | None) -> str:
-    if cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
-        return path[len(cwd.rstrip(os.sep)) + 1:]
-    return path

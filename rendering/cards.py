@@ -252,7 +252,7 @@ def _files(trajectories: list, cwd) -> list[dict]:
     for path, trajectory in trajectories:
         for write in toolkinds.writes(trajectory):
             for name in write["paths"]:
-                steps.setdefault(_relative(name, cwd), []).append(where_short(write["step"], path))
+                steps.setdefault(relative(name, cwd), []).append(where_short(write["step"], path))
     return [{"path": name, "steps": sorted(set(at), key=at.index)} for name, at in steps.items()]
 
 
@@ -260,7 +260,8 @@ def where_short(step_id, path: str) -> str:
     return f"{path}:{step_id}" if path else str(step_id)
 
 
-def _relative(path: str, cwd) -> str:
+def relative(path: str, cwd) -> str:
+    """`path` relative to the folder `cwd` when inside it, else as it is."""
     if isinstance(cwd, str) and cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
         return path[len(cwd.rstrip(os.sep)) + 1:]
     return path
