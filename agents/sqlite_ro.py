@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import sqlite3
 import stat
 import struct
@@ -59,7 +60,7 @@ WAL_HEADER_BYTES = 32
 FRAME_HEADER_BYTES = 24
 
 MEMORY_BYTES = 64 << 20             # a store (database + WAL) read into memory, at most; bigger: a copy on disk
-SNAPSHOT_ATTEMPTS = 30              # reads of a store that keeps changing underneath, at most
+SNAPSHOT_ATTEMPTS = 200             # reads of a store that keeps changing underneath, at most
 SNAPSHOT_PATIENCE = 5.0             # seconds spent on them, at most ...
 MIN_ATTEMPTS = 3                    # ... unless fewer reads were made (a big store's take longer)
 QUIET_NS = 50_000_000               # see `_quiet_for`
@@ -303,8 +304,9 @@ def _quiet_for(st: os.stat_result) -> int:
 
 def _pause(attempt: int) -> float:
     """Seconds to wait before reading again: a checkpoint takes milliseconds, and a file that
-    must be still for (b) is after a few of these."""
-    return min(0.001 * 2 ** attempt, 0.1)
+    must be still for (b) is after a few of these. Drawn at random around that, so that reads
+    do not fall into step with an agent that writes at a steady beat and lose every time."""
+    return random.uniform(0.5, 1.5) * min(0.001 * 2 ** attempt, 0.05)
 
 
 # reading the files -----------------------------------------------------------------------------
