@@ -34,6 +34,9 @@ sys.path.insert(0, BENCH)
 
 import run as bench  # noqa: E402  (bench/run.py: timing, the corpus, the machine)
 
+sys.path.insert(0, ROOT)
+from rendering import doccache  # noqa: E402  (the documents' folder in the cache)
+
 SECTION = "## Sharing"
 
 
@@ -103,7 +106,7 @@ class Setup:
         """`forget_pushes`, and the compressed blobs kept beside the documents: a first push by
         someone who has only listed or mounted the sessions."""
         self.forget_pushes()
-        documents = os.path.join(self.alice["XDG_CACHE_HOME"], "trajectoriz", "documents-v3")
+        documents = os.path.join(self.alice["XDG_CACHE_HOME"], "trajectoriz", doccache.FOLDER)
         for name in os.listdir(documents):
             if name.endswith(".zst"):
                 os.remove(os.path.join(documents, name))
@@ -143,11 +146,11 @@ def main() -> int:
     blobs = git(s.project, "ls-tree", "-r", "-l", ref).splitlines()
     compressed = sum(int(line.split()[3]) for line in blobs)
     sessions = sum(1 for line in blobs if line.endswith(".atif.json.zst"))
-    first = bench.measure(s.ours("push"), s.alice, runs, before=s.forget_pushes, cwd=s.project)
-    uncompressed = bench.measure(s.ours("push"), s.alice, runs, before=s.forget_compressed, cwd=s.project)
     spare = os.path.join(s.scratch, "plain.git")
     plain = bench.measure(["git", "push", "-q", spare, f"{ref}:{ref}"], s.alice, runs,
                           before=lambda: fresh_bare(spare), cwd=s.project)
+    first = bench.measure(s.ours("push"), s.alice, runs, before=s.forget_pushes, cwd=s.project)
+    uncompressed = bench.measure(s.ours("push"), s.alice, runs, before=s.forget_compressed, cwd=s.project)
     again = bench.measure(s.ours("push"), s.alice, runs, cwd=s.project)
     pulled = bench.measure(s.ours("pull", "--remote", "origin"), s.bob, runs, before=s.fresh_clone, cwd=s.clone)
     fetched = bench.measure(["git", "fetch", "-q", "--no-tags", "origin", "+refs/trajectoriz/*:refs/trajectoriz/remote/*"],
