@@ -458,7 +458,7 @@ def head_records(path: str, limit: int = HEAD_BYTES, wanted=None):
             budget -= min(len(line), limit // 4)
             if room == 0 and not line.endswith(b"\n"):
                 return  # cut at HEAD_MAX
-            record = _object(line) if wanted is None or wanted(line) else None
+            record = json_record(line) if wanted is None or wanted(line) else None
             if record is not None:
                 yield record
 
@@ -496,7 +496,8 @@ class _Lines:
         return line
 
 
-def _object(line: bytes) -> dict | None:
+def json_record(line: bytes) -> dict | None:
+    """The JSON object a line holds, None for a blank or bad line or another value."""
     if not line.strip():
         return None
     try:

@@ -20,7 +20,7 @@ import re
 from core import compiledre, storefs
 from agents.base import (JsonlReader, Session, TooLarge, as_dict, as_list, as_str, base_name, between, epoch,
                          head_records, home, iso, listdir_cached, one_line, outside_named_folder,
-                         read_json_object, read_whole, reading, text_of, visible_paths, windows_path)
+                         json_record, read_json_object, read_whole, reading, text_of, visible_paths, windows_path)
 from atif.build import image_part, metrics, text_part, TrajectoryBuilder
 from atif.serialize import dumps_text
 from agents.titles import task_text
@@ -112,13 +112,19 @@ def scan(source: str, env) -> list[Session]:
 
     def worth_parsing(line: bytes) -> bool:
         """Whether a record could still fill a field: once the time, directory and version are
-        known, only an assistant's (the model), a user's or queued prompt (the first message,
-        the first task) or the agent's title, whose type the line names (a request blob of tens
-        of kilobytes before the first answer is then skipped unparsed)."""
+        known, only an assistant's (the model), a user's prompt (the first message, the first
+        task) or the agent's title, whose type the line names (a request blob of tens of
+        kilobytes before the first answer is then skipped unparsed). A queue operation after
+        the first record is kept unparsed: its prompt is wanted only when no user record gives
+        a title (`first_queued`), and it names no directory (else it is parsed for that)."""
+        if session.started is not None and b'"queue-operation"' in line and b'"cwd"' not in line:
+            if not task:
+                queued.append(line)
+            return False
         if session.started is None or session.cwd is None or "version" not in session.extra:
             return True
         return ((session.model is None and (b'"assistant"' in line or b'"modelId"' in line))
-                or (not task and (b'"user"' in line or b'-title"' in line or b'"queue-operation"' in line)))
+                or (not task and (b'"user"' in line or b'-title"' in line)))
 
     for record in head_records(source, wanted=worth_parsing):
         if session.started is None:
@@ -137,7 +143,7 @@ def scan(source: str, env) -> list[Session]:
             prompt = prompt_text(text_of(message.get("content"), "\n"), record)
             session.title = session.title or one_line(prompt)
             task = one_line(task_text(prompt))
-        if record.get("type") == "queue-operation" and record.get("operation") == "enqueue":
+        if record.get("type") == "queue-operation":
             queued.append(record)  # its text is made only if no user record gives a title
         if record.get("type") in ("custom-title", "ai-title"):
             session.extra["native_title"] = native_title(record)
@@ -152,9 +158,12 @@ def scan(source: str, env) -> list[Session]:
     return [session]
 
 
-def first_queued(records: list[dict]) -> str:
-    """The first prompt the user typed among enqueued ones, "" when none."""
-    texts = (prompt_text(text_of(record.get("content"), "\n"), record) for record in records)
+def first_queued(records: list) -> str:
+    """The first prompt the user typed among enqueued ones (queue operations, parsed or as
+    their lines), "" when none."""
+    parsed = (record if isinstance(record, dict) else json_record(record) or {} for record in records)
+    texts = (prompt_text(text_of(record.get("content"), "\n"), record) for record in parsed
+             if record.get("type") == "queue-operation" and record.get("operation") == "enqueue")
     return next((text for text in texts if text), "")
 
 

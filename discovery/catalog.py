@@ -275,7 +275,7 @@ class _Store:
                 for source, deps, _, entry in (self.found[i] for i in self.changed)]
 
     def scanned(self, results: list, problems: list) -> "_Store":
-        """The store with the scans' results (`_scan_job`'s, one per source to scan) in `found`;
+        """The store with the scans' results (`_scans`', one per source to scan) in `found`;
         a source its scan found gone, or neither a regular file nor a folder, left out."""
         gone = set()
         for i, (records, settled, failures, made_fp) in zip(self.changed, results):
@@ -462,33 +462,50 @@ def _fingerprint(source: str, deps: list, stat_memo: dict | None = None) -> list
 POOL_SCANS = 256  # sources to scan again for which more processes may pay (a first run, a big change)
 POOL_PROBE = 16  # sources scanned here first, to see what the rest would cost
 FORK_PAYS = 0.02  # seconds of scanning left for which forking processes pays
+SCAN_BATCH = 64  # sources scanned together: their sessions' listing texts are redacted at once
 
 
 def _scans(jobs: list, env, scope: "Scope | None" = None) -> list:
-    """`_scan_job` of each job: when many sources would take long here, most of them on every
-    core (`parallel.forked`, which keeps them here beside a server's threads). Scans cost from a
-    few hundredths of a millisecond (a Claude transcript's head) to tens (a database store's one
-    source holds every session): POOL_PROBE of them, taken across the stores' jobs, say what the
-    rest would cost."""
+    """`_scan_job` of each job, SCAN_BATCH at a time (`_scan_batch`): when many sources would
+    take long here, most of them on every core (`parallel.forked`, which keeps them here beside
+    a server's threads). Scans cost from a few hundredths of a millisecond (a Claude
+    transcript's head) to tens (a database store's one source holds every session):
+    POOL_PROBE of them, taken across the stores' jobs, say what the rest would cost."""
     if len(jobs) < POOL_SCANS:
-        return [_scan_job(job, env, scope) for job in jobs]
+        return _scan_batch(jobs, env, scope)
     started = time.perf_counter()
     step = len(jobs) // POOL_PROBE
-    done = {i: _scan_job(jobs[i], env, scope) for i in range(0, step * POOL_PROBE, step)}
+    probed = range(0, step * POOL_PROBE, step)
+    done = dict(zip(probed, _scan_batch([jobs[i] for i in probed], env, scope)))
     rest = [i for i in range(len(jobs)) if i not in done]
+    batches = [rest[n:n + SCAN_BATCH] for n in range(0, len(rest), SCAN_BATCH)]
     if (time.perf_counter() - started) / POOL_PROBE * len(rest) < FORK_PAYS:
-        done.update((i, _scan_job(jobs[i], env, scope)) for i in rest)
+        results = [_scan_batch([jobs[i] for i in batch], env, scope) for batch in batches]
     else:
         from core import parallel
 
-        done.update(zip(rest, parallel.forked(_scan_job, [jobs[i] for i in rest], (env, scope))))
+        results = parallel.forked(_scan_batch, [[jobs[i] for i in batch] for batch in batches], (env, scope))
+    for batch, found in zip(batches, results):
+        done.update(zip(batch, found))
     return [done[i] for i in range(len(jobs))]
 
 
+def _scan_batch(jobs: list, env, scope: "Scope | None" = None) -> list:
+    """`_scan_job` of each job, their sessions' listing texts found clean by one search
+    (`redact.clean_among`) rather than one per session."""
+    from redaction.redact import clean_among  # here: a warm listing has its texts from the snapshot
+
+    scanned = [_scan_job(job, env, scope) for job in jobs]
+    clean = clean_among([text for sessions, *_ in scanned for session in sessions or ()
+                         for text in listing_texts(session)])
+    return [(None if sessions is None else [untrusted(s, clean).to_cache() for s in sessions], *rest)
+            for sessions, *rest in scanned]
+
+
 def _scan_job(job: tuple, env, scope: "Scope | None" = None) -> tuple:
-    """(the sessions' cache records, settled, problems as tuples, fingerprint) of one source's
-    scan; records None, unscanned, when a project is given (`scope`) and the module's `cwd_of`
-    reads in the source's first line that its session ran elsewhere. The job is (agent, source,
+    """(the sessions as scanned, settled, problems as tuples, fingerprint) of one source's scan;
+    sessions None, unscanned, when a project is given (`scope`) and the module's `cwd_of` reads
+    in the source's first line that its session ran elsewhere. The job is (agent, source,
     native files): their fingerprint is made first, when they are given (None, and nothing
     scanned, for a source that is gone or no regular file or folder), else left to the caller."""
     agent, source, deps = job
@@ -507,7 +524,7 @@ def _scan_job(job: tuple, env, scope: "Scope | None" = None) -> tuple:
     reading.open_ended = False
     found = _scan(module, source, env, problems)
     settled = getattr(module, "APPENDS_ONLY", False) and not reading.open_ended
-    return [s.to_cache() for s in found], settled, [(p.agent, p.source, p.reason) for p in problems], fp
+    return found, settled, [(p.agent, p.source, p.reason) for p in problems], fp
 
 
 def _note(made: snapshot.Made, entry: list, source: str, deps: list) -> None:
@@ -562,10 +579,11 @@ def _changed(old: dict, new: dict, names) -> bool:
 
 
 def _scan(module, source: str, env, problems: list) -> list[Session]:
-    """The module's scan, or, when the source cannot be read at all, one placeholder session so
-    that the failure stays visible in listings, the mount and the health report."""
+    """The module's scan (sessions as the store has them: `untrusted` makes them safe), or,
+    when the source cannot be read at all, one placeholder session so that the failure stays
+    visible in listings, the mount and the health report."""
     try:
-        return [untrusted(session) for session in module.scan(source, env)]
+        return module.scan(source, env)
     except Exception as exc:  # a broken source must not hide the others
         reason = f"{type(exc).__name__}: {exc}"
         problems.append(SourceProblem(module.NAME, source, reason))
@@ -577,13 +595,20 @@ def _scan(module, source: str, env, problems: list) -> list[Session]:
                         started=started, title="(unreadable session)", extra={"scan_error": reason})]
 
 
-def untrusted(session: Session) -> Session:
+def listing_texts(session: Session) -> list:
+    """The texts of a scanned session that `untrusted` makes listing texts of (those it may)."""
+    extra = session.extra if isinstance(session.extra, dict) else {}
+    return [session.native_id, session.title, session.model, extra.get("native_title"), extra.get("task")]
+
+
+def untrusted(session: Session, clean: set = frozenset()) -> Session:
     """A scanned session made safe to keep, compare and print: every field comes from the store.
     A working directory no system call takes (a NUL in it, not a string) is dropped, so the
     session belongs to no project, and the document says why (`extra.discovery_warnings`,
     counted by `trajectoriz agents`); first message and model are plain valid text, secrets
     redacted (the index cache stores them, listings print them, and a search never matches
-    inside a secret). Paths and ids stay as they are: they name files to open."""
+    inside a secret). Paths and ids stay as they are: they name files to open. `clean`: texts
+    known to hold no secret (`redact.clean_among`)."""
     warnings = []
     if session.cwd is not None and not (isinstance(session.cwd, str) and "\0" not in session.cwd):
         warnings.append(f"the recorded working directory is not a usable path "
@@ -594,17 +619,17 @@ def untrusted(session: Session) -> Session:
     if not isinstance(session.native_id, str):
         session.native_id = str(session.native_id)
     with markers_of(session):
-        redacted_id = listing_text(session.native_id)
+        redacted_id = listing_text(session.native_id, clean)
         if redacted_id != session.native_id:  # an id holding a secret: matched and printed redacted
             session.extra = {**session.extra, "shown_id": redacted_id}
-        titled(session)
-        session.model = listing_text(session.model) if isinstance(session.model, str) else None
+        titled(session, clean)
+        session.model = listing_text(session.model, clean) if isinstance(session.model, str) else None
     if warnings:
         session.extra = {**session.extra, "discovery_warnings": warnings}
     return session
 
 
-def titled(session: Session) -> None:
+def titled(session: Session, clean: set = frozenset()) -> None:
     """The session's title (titles.py) from what its scan found: the agent's own title
     (`extra.native_title`), the first request carrying a task (`extra.task`, when not the first
     message) and the first message (`title`), which stays in `extra.first_message` when the
@@ -612,11 +637,11 @@ def titled(session: Session) -> None:
     extra = session.extra
     first = session.title if isinstance(session.title, str) else ""
     title = titles.title_of(extra.get("native_title"), [first, extra.get("task")])
-    session.title = listing_title(title)
+    session.title = listing_title(title, clean=clean)
     if "native_title" in extra or "task" in extra or title != first:
         session.extra = {k: v for k, v in extra.items() if k not in ("native_title", "task")}
         if title != first:
-            session.extra["first_message"] = listing_title(first)
+            session.extra["first_message"] = listing_title(first, clean=clean)
 
 
 def title(session: Session, facts: dict | None = None) -> str:
@@ -643,14 +668,15 @@ _texts: dict = {}  # text -> listing text: known from the snapshot (see discover
                   # here (models and folders repeat across thousands of sessions)
 
 
-def listing_text(text: str) -> str:
-    """The text printable and redacted. A text that held a secret is not kept in `_texts`: its
-    markers are those of the session it is redacted for (redact.markers_of)."""
+def listing_text(text: str, clean: set = frozenset()) -> str:
+    """The text printable and redacted (`clean`: texts known to hold no secret). A text that
+    held a secret is not kept in `_texts`: its markers are those of the session it is redacted
+    for (redact.markers_of)."""
     known = _texts.get(text)
     if known is None:
         from redaction.redact import redact_text  # here: a warm listing has its texts from the snapshot
 
-        redacted, found = redact_text(text)
+        redacted, found = (text, None) if text in clean else redact_text(text)
         known = printable(redacted)
         if len(text) <= 256 and not found:
             if len(_texts) > 4096:
@@ -659,9 +685,9 @@ def listing_text(text: str) -> str:
     return known
 
 
-def listing_title(text: str, limit: int = TITLE_CHARACTERS) -> str:
+def listing_title(text: str, limit: int = TITLE_CHARACTERS, clean: set = frozenset()) -> str:
     """A first message as `agents.base.one_line` gives it, redacted, then cut at `limit`."""
-    title = listing_text(text)
+    title = listing_text(text, clean)
     return title[: limit - 1] + "…" if len(title) > limit else title
 
 

@@ -205,6 +205,23 @@ def test_a_session_holding_only_its_enqueued_prompt_opens_with_it(tmp_path, kept
     assert [s["message"] for s in whole["steps"] if s["source"] == "user"] == [enqueue["content"]]
 
 
+def test_an_enqueued_prompt_after_the_first_record_is_the_first_message(tmp_path):
+    """A queue operation after the first record is read only when no user record gives a title
+    (the listing skips parsing it): a session cut before its user record, whose first record is
+    another (a file-history snapshot), still opens with the enqueued prompt."""
+    live = os.path.join(LIVE, "claude-2.1.332", ".claude", "projects", "-tmp-agents-proj-claude",
+                        "348a3463-5332-480a-8329-09f4fe2cc499.jsonl")
+    lines = open(live, "rb").read().splitlines(keepends=True)
+    enqueue = json.loads(lines[0])
+    first = json.dumps({"type": "file-history-snapshot", "timestamp": enqueue["timestamp"],
+                        "cwd": "/tmp/agents/proj-claude"}).encode() + b"\n"
+    cut = tmp_path / "projects" / "-p" / os.path.basename(live)
+    cut.parent.mkdir(parents=True)
+    cut.write_bytes(first + b"".join(lines[:2]))
+    session = claude.scan(str(cut), ENV)[0]
+    assert session.title == one_line(enqueue["content"]) and session.cwd == "/tmp/agents/proj-claude"
+
+
 def test_compaction_follows_the_context_management_convention():
     doc = translate_file(os.path.join(SAMPLES, GOLDEN["compaction"]))
     compactions = [s for s in doc["steps"] if (s.get("extra") or {}).get("context_management")]

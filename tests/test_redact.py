@@ -12,7 +12,6 @@ import os
 import random
 import sqlite3
 import string
-from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -25,6 +24,7 @@ from helpers import assert_valid, cli, run_main
 from homes import agent_homes, by_agent
 from redaction import redact as redact_module
 from redaction.redact import clean_tree, marker, redact_text
+from test_redact_oracle import PRESENTATIONS, payload
 
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "-_"
@@ -695,3 +695,53 @@ def test_a_key_header_followed_by_a_word_is_no_key_and_a_cut_key_still_is():
     code = "line.startswith('-----BEGIN PRIVATE KEY----- risk-assessment-for-production-systems.md"
     assert redact_text(code) == (code, {})
     assert redact_text("-----BEGIN PRIVATE KEY-----\nMIIEvQIBAD")[1] == {"private_key": 1}
+
+
+def oracle_texts(seed: int) -> list[str]:
+    """Lines and whole payloads of the oracle's generated corpus (every kind of secret in every
+    presentation), and benign lines: what a listing's texts may be."""
+    texts = []
+    for index in range(len(PRESENTATIONS)):
+        text, _ = payload(index, seed)
+        texts += [text] + text.split("\n")
+    return texts + BENIGN_TITLES
+
+
+BENIGN_TITLES = ["fix the flaky test in tests/test_sqlite_ro.py", "risk-assessment-for-production",
+                 "SCENARIO shard scheduler claude-1: run a shell command that writes hello into note.txt",
+                 "claude-opus-4-5-20251101", "0195f4a3-8c1e-7d2b-9f60-3a4b5c6d7e8f", "", "why is the cache keyed by inode?"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32), picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=80))
+def test_texts_found_clean_together_are_clean_alone(seed, picks):
+    """`clean_among` reads many texts in one search: each text it calls clean is one
+    `redact_text` returns unchanged, and no text holding a secret is among them, whatever its
+    neighbours (the generated corpus: every kind in every presentation)."""
+    texts = oracle_texts(seed)
+    batch = [texts[pick % len(texts)] for pick in picks]
+    clean = redact_module.clean_among(batch)
+    for text in set(batch):
+        alone = redact_text(text)
+        assert (text in clean) <= (alone == (text, {})), text
+    assert {t for t in batch if redact_text(t) == (t, {})} >= clean
+
+
+def test_a_listing_read_in_a_batch_is_the_listing_read_alone(tmp_path):
+    """Discovery finds its batch's clean titles in one search: each session's listing texts
+    are those it gets redacted alone, a secret's title among clean ones included, and one
+    quoting another session's secret (found alone: not redacted)."""
+    from agents.base import Session
+
+    secret = dict(TOKENS)["npm"]
+    titles = BENIGN_TITLES + [f"publish with {secret}", f"and {secret[4:]} alone", "line 1\n     2\tAKIA" + "Q" * 16]
+
+    def sessions():
+        return [Session("claude", f"id-{n}", "/s", title=t, model="m") for n, t in enumerate(titles)]
+
+    clean = redact_module.clean_among([t for s in sessions() for t in catalog.listing_texts(s)])
+    batched = [catalog.untrusted(s, clean).to_cache() for s in sessions()]
+    catalog._texts.clear()
+    alone = [catalog.untrusted(s).to_cache() for s in sessions()]
+    assert batched == alone
+    assert secret not in str(batched) and len(clean) >= len(BENIGN_TITLES) - 1
