@@ -92,12 +92,17 @@ class Setup:
         return self.argv + list(args)
 
     def forget_pushes(self) -> None:
-        """As before any push: an empty remote, no ref here, no push state (documents kept, and
-        the compressed blobs an earlier push kept beside them)."""
+        """As before any push: an empty remote, no ref here and none of its objects (`git gc
+        --prune=now` drops them: else a first push would find its blobs already stored by the
+        run before), no push state (documents kept, and the compressed blobs an earlier push
+        kept beside them)."""
         fresh_bare(self.remote)
         git(self.project, "push", "-q", "origin", "HEAD:refs/heads/main", env=self.alice)
         for ref in git(self.project, "for-each-ref", "--format=%(refname)", "refs/trajectoriz/").split():
             git(self.project, "update-ref", "-d", ref)
+        git(self.project, "gc", "-q", "--prune=now", env=self.alice)
+        left = git(self.project, "count-objects", "-v")
+        assert sum(int(n) for n in re.findall(r"^(?:count|in-pack): (\d+)", left, re.M)) < 10, left
         state = os.path.join(self.alice["XDG_CACHE_HOME"], "trajectoriz", "push-v1.bin")
         if os.path.exists(state):
             os.remove(state)

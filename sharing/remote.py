@@ -45,6 +45,7 @@ from core import cache
 from core.errors import UserError
 from discovery import pulled
 from discovery.pulled import Objects
+from sharing import packfile
 
 OWN_REFS = "refs/trajectoriz/"
 PULLED_REFS = "refs/trajectoriz/remote/"
@@ -129,15 +130,16 @@ def git_output(args: list, where: str, env, stdin: bytes | None = None) -> bytes
     return git_finished(git_started(args, where, env, stdin is not None), args, stdin)
 
 
-def git_started(args: list, where: str, env, feeding: bool = False):
+def git_started(args: list, where: str, env, feeding: bool = False, **outputs):
     """`git -C where ARGS` started (`git_finished` waits for it); its input the user's unless
-    `feeding` (a prompt for credentials reads the terminal)."""
+    `feeding` (a prompt for credentials reads the terminal); `outputs`: its stdout and stderr,
+    pipes unless given."""
     import subprocess
 
     try:
         return subprocess.Popen(["git", "-C", where, *args], stdin=subprocess.PIPE if feeding else None,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=dict(env))
+                                **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **outputs},
+                                env=dict(env))
     except FileNotFoundError:
         raise UserError("git is not installed (or not on PATH): push and pull run the git program") from None
 
@@ -220,22 +222,17 @@ def contributor(repo: Repository, env, keep: bool = True) -> str:
 
 # git's object ids, computed here ------------------------------------------------------------------
 def blob_id(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return packfile.object_id("blob", data)
 
 
-def tree_id(entries: dict) -> str:
-    """The id of a tree of `entries` (name -> (mode, hex id)), as git computes it: entries sorted
-    by name, a folder's name compared as if it ended with '/'."""
-    import hashlib
-
+def tree_body(entries: dict) -> bytes:
+    """A tree of `entries` (name -> (mode, hex id)) as git writes it: entries sorted by name, a
+    folder's name compared as if it ended with '/'."""
     def order(name: str) -> bytes:
         return name.encode() + (b"/" if entries[name][0] == "40000" else b"")
 
-    body = b"".join(f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1])
+    return b"".join(f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1])
                     for n in sorted(entries, key=order))
-    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 
 
 # what a push writes ---------------------------------------------------------------------------------
@@ -357,14 +354,17 @@ def manifest_bytes(contributor_name: str, packed: list) -> bytes:
                   "sessions": [p.entry for p in sorted(packed, key=lambda p: p.entry["id"])]})
 
 
-def trees(contributor_name: str, packed: list) -> tuple[str, bytes, str]:
-    """(manifest blob id, manifest bytes, root tree id) of a push."""
+def trees(contributor_name: str, packed: list) -> tuple[list, str]:
+    """The manifest and the trees of a push, as (kind, body, zlib level) for `packfile.stream`
+    (the root tree last), and the root tree's id."""
     manifest = manifest_bytes(contributor_name, packed)
-    manifest_oid = blob_id(manifest)
-    top = {MANIFEST: ("100644", manifest_oid)}
+    written = [("blob", manifest, 1)]
+    top = {MANIFEST: ("100644", blob_id(manifest))}
     if packed:  # (git keeps no empty folder)
-        top[SESSIONS] = ("40000", tree_id({blob_name(p.entry["id"]): ("100644", p.oid) for p in packed}))
-    return manifest_oid, manifest, tree_id(top)
+        written.append(("tree", tree_body({blob_name(p.entry["id"]): ("100644", p.oid) for p in packed}), 1))
+        top[SESSIONS] = ("40000", packfile.object_id("tree", written[-1][1]))
+    written.append(("tree", tree_body(top), 1))
+    return written, packfile.object_id("tree", written[-1][1])
 
 
 # push ---------------------------------------------------------------------------------------------------
@@ -379,13 +379,12 @@ def run_push(args, env) -> int:
         _report_dry_run(packed, rendered, me)
         return 0
     ref = OWN_REFS + me
-    _, manifest, tree = trees(me, packed)
+    made, tree = trees(me, packed)
     tips = repo.tips()
     commit, kept_tree = tips.get(ref, (None, None))
     written = 0
     if kept_tree != tree:
-        written = _write(repo, ref, me, packed, manifest)
-        commit = repo.tips()[ref][0]
+        commit, written = _write(repo, ref, me, packed, made)
     url = url_of(repo, remote)
     first = url not in mine["pushed"]
     if mine["pushed"].get(url) == commit and tips.get(PULLED_REFS + me, (None,))[0] == commit:
@@ -526,39 +525,32 @@ def _places(entry: dict, here: str) -> list:
     return [pulled.session_of("", "", entry, root, "") for root in {entry["root"] or here, here}]
 
 
-def _write(repo: Repository, ref: str, me: str, packed: list, manifest: bytes) -> int:
-    """The new blobs, and a commit without parent of the whole tree, written by one `git
-    fast-import` at `ref` (rewritten); the number of objects written."""
+def _write(repo: Repository, ref: str, me: str, packed: list, made: list) -> tuple[str, int]:
+    """The new blobs, the trees `made` and a commit without parent of the root tree, stored as
+    one pack by `git index-pack` (which checks every object), then `ref` set (rewritten) to the
+    commit; (the commit, how many blobs and commits were written)."""
     import subprocess
-    import tempfile
     import time
 
-    with tempfile.TemporaryFile() as errors:
-        # the documents are zstd already: git's zlib would spend time on them for nothing
-        process = subprocess.Popen(["git", "-c", "pack.compression=0", "-C", repo.root, "fast-import", "--quiet", "--force"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
-                                   env=repo.env)
-        new = [p for p in packed if p.data is not None]
-        try:
-            for mark, p in enumerate(new, 1):
-                process.stdin.write(b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(p.data), p.data))
-            message = f"trajectoriz: {len(packed)} session(s) shared by {me}\n".encode()
-            process.stdin.write(b"commit %s\ncommitter trajectoriz <trajectoriz@localhost> %d +0000\n"
-                                b"data %d\n%s\ndeleteall\n" % (ref.encode(), time.time(), len(message), message))
-            process.stdin.write(b"M 100644 inline %s\ndata %d\n%s\n" % (MANIFEST.encode(), len(manifest), manifest))
-            marks = {id(p): b":%d" % mark for mark, p in enumerate(new, 1)}
-            for p in packed:
-                name = f"{SESSIONS}/{blob_name(p.entry['id'])}".encode()
-                process.stdin.write(b"M 100644 %s %s\n" % (marks.get(id(p), p.oid.encode()), name))
-            process.stdin.write(b"\ndone\n")
-            process.stdin.close()
-        except BrokenPipeError:
-            pass
-        if process.wait() != 0:
-            errors.seek(0)
-            lines = [line for line in errors.read().decode("utf-8", "replace").splitlines() if line.strip()]
-            raise UserError(f"git could not write {ref}: {lines[-1] if lines else 'git fast-import failed'}")
-    return len(new) + 1
+    new = list({p.oid: p.data for p in packed if p.data is not None}.items())
+    message = f"trajectoriz: {len(packed)} session(s) shared by {me}\n".encode()
+    who = b"trajectoriz <trajectoriz@localhost> %d +0000" % time.time()
+    body = b"tree %s\nauthor %s\ncommitter %s\n\n%s" % (packfile.object_id("tree", made[-1][1]).encode(),
+                                                         who, who, message)
+    objects = [("blob", data, 0) for _, data in new] + made + [("commit", body, 1)]  # zstd: no zlib
+    indexing = ["index-pack", "--stdin"]
+    process = git_started(indexing, repo.root, repo.env, feeding=True, stdout=subprocess.DEVNULL)
+    try:
+        packfile.stream(process.stdin, objects)
+    except BrokenPipeError:  # git stopped reading: its reason is on stderr
+        pass
+    commit = packfile.object_id("commit", body)
+    try:
+        git_finished(process, indexing)
+        repo.git("update-ref", ref, commit)
+    except GitFailed as exc:
+        raise UserError(f"git could not write {ref}: {exc}") from None
+    return commit, len(new) + 1
 
 
 def _report_dry_run(packed: list, rendered: int, me: str) -> None:
