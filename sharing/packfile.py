@@ -40,15 +40,27 @@ def object_header(kind: str, size: int) -> bytes:
     return bytes(out)
 
 
-def stream(out, objects: list) -> None:
-    """The pack of `objects`, written to `out` an object at a time."""
-    trailer = hashlib.sha1()
+class Writer:
+    """A pack of `count` objects written to `out` an object at a time (`add`), its trailer
+    when the last one is (the header says how many objects follow: a stream of objects made
+    one by one, by the reader of stdin of `git index-pack --stdin`, is checked as it comes)."""
 
-    def put(data: bytes) -> None:
-        trailer.update(data)
-        out.write(data)
+    def __init__(self, out, count: int):
+        self.out = out
+        self.left = count
+        self.trailer = hashlib.sha1()
+        self._put(b"PACK" + struct.pack(">II", 2, count))
 
-    put(b"PACK" + struct.pack(">II", 2, len(objects)))
-    for kind, body, level in objects:
-        put(object_header(kind, len(body)) + zlib.compress(body, level))
-    out.write(trailer.digest())
+    def add(self, kind: str, body: bytes, level: int) -> None:
+        """One more object: `level` the zlib level of its body (0 for data that is compressed
+        already)."""
+        if not self.left:
+            raise ValueError("more objects than the pack's header says")
+        self.left -= 1
+        self._put(object_header(kind, len(body)) + zlib.compress(body, level))
+        if not self.left:
+            self.out.write(self.trailer.digest())
+
+    def _put(self, data: bytes) -> None:
+        self.trailer.update(data)
+        self.out.write(data)

@@ -374,17 +374,23 @@ def run_push(args, env) -> int:
     me = contributor(repo, env, keep=not args.dry_run)
     state = cache.load(env, STATE_FILE)
     mine = state.setdefault(repo.key(), {"blobs": {}, "pushed": {}})
-    packed, rendered = _packed(repo, me, env, mine["blobs"], args.dry_run)
+    ref = OWN_REFS + me
+    tips = repo.tips()
+    streamed = not args.dry_run and ref not in tips  # the ref will change: its pack can start now
+    packed, rendered, pack = _packed(repo, me, env, mine["blobs"], tips, args.dry_run, streamed)
     if args.dry_run:
         _report_dry_run(packed, rendered, me)
         return 0
-    ref = OWN_REFS + me
-    made, tree = trees(me, packed)
-    tips = repo.tips()
-    commit, kept_tree = tips.get(ref, (None, None))
-    written = 0
-    if kept_tree != tree:
-        commit, written = _write(repo, ref, me, packed, made)
+    try:
+        made, tree = trees(me, packed)
+        commit, kept_tree = tips.get(ref, (None, None))
+        written = 0
+        if kept_tree != tree:
+            commit, written = _write(repo, ref, me, packed, made, pack)
+    except BaseException:
+        if pack is not None:
+            pack.abandon()
+        raise
     url = url_of(repo, remote)
     first = url not in mine["pushed"]
     if mine["pushed"].get(url) == commit and tips.get(PULLED_REFS + me, (None,))[0] == commit:
@@ -415,19 +421,24 @@ def _save_state(env, state: dict, repo: Repository, mine: dict, packed: list) ->
     cache.save(env, STATE_FILE, state)
 
 
-def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) -> tuple[list, int]:
+def _packed(repo: Repository, me: str, env, blobs: dict, tips: dict, count: bool = False,
+            streamed: bool = False) -> tuple[list, int, "_Pack | None"]:
     """Every session to push, and how many were rendered now: the project's own (live and
     archived, the forgotten left out), their blobs reused while their rendering is the one the
     state knows and the repository still holds it; and the sessions already on this
-    contributor's ref (here, or as the last pull saw it on the remote) that are not here any
-    more (another machine of theirs, an agent's clean-up), unless forgotten. `count`: each
-    session's redactions counted (rendered again, unless the state knows them)."""
+    contributor's ref (here, or as the last pull saw it on the remote; `tips`: the refs'
+    `Repository.tips`) that are not here any more (another machine of theirs, an agent's
+    clean-up), unless forgotten. `count`: each session's redactions counted (rendered again,
+    unless the state knows them). `streamed`: the blobs rendered now written to a pack as
+    they come (git stores it on another core meanwhile; `_write` ends it), returned third
+    (None when nothing was rendered)."""
     from rendering import documents
 
     found, todo = [], []
-    for session in own_sessions(repo, env):
+    sessions, discovered = own_sessions(repo, env)
+    for session in sessions:
         key = documents.cache_key(session)
-        taken = documents.stamps(session, env)
+        taken = documents.stamps(session, env, discovered.known(session), discovered.stats)
         kept = blobs.get(key)
         if kept and kept[0] == taken[0] and not (count and kept[3] is None):
             entry = manifest_entry(session, repo.root, kept[2])
@@ -436,19 +447,34 @@ def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) ->
             todo.append((session, taken))
     lost = set(_missing(repo, [p.oid for _, p in found]))
     todo += [item for item, p in found if p.oid in lost]
-    packed = [p for _, p in found if p.oid not in lost] + _rendered(todo, env, repo.root, count)
-    return packed + _carried(repo, me, env, packed), len(todo)
+    pack = _Pack(repo, len(todo) + 4) if streamed and todo else None  # + manifest, 2 trees, commit
+    try:
+        packed = [p for _, p in found if p.oid not in lost] + _rendered(todo, env, repo.root, count, pack)
+        return packed + _carried(repo, me, env, packed, tips), len(todo), pack
+    except BaseException:
+        if pack is not None:
+            pack.abandon()
+        raise
 
 
-def _rendered(items: list, env, root: str, count: bool) -> list:
+def _rendered(items: list, env, root: str, count: bool, into: "_Pack | None" = None) -> list:
     """`Packed` of each session (with its `documents.stamps`), compressed now or before: those a
     push compressed before (the cache keeps them), those whose document is in the cache
     (compressed here, on zstd's threads: cheaper than handing them to other processes), the
-    others translated on every core. `count`: every document read, to count its redactions."""
+    others translated on every core. `count`: every document read, to count its redactions.
+    `into`: each blob added to that pack as soon as it is read or made."""
     from core import parallel
     from rendering import doccache, documents
 
-    before = {} if count else {id(item): compressed_before(item, env) for item in items}
+    def added(data: bytes) -> None:
+        if into is not None:
+            into.add("blob", data)
+
+    before = {}
+    for item in [] if count else items:
+        before[id(item)] = found = compressed_before(item, env)
+        if found:
+            added(found[0])
     compressed = [item for item in items if before.get(id(item))]
     ready = [] if count else [item for item in items if not before.get(id(item)) and
                               doccache.has(env, documents.cache_key(item[0]), item[0].short_id, item[1][1])]
@@ -459,7 +485,9 @@ def _rendered(items: list, env, root: str, count: bool) -> list:
     try:
         done = itertools.chain((before[id(item)] for item in compressed), packed_from_cache(ready, env),
                                parallel.ordered(pack, others, (env, count)))
-        for (session, taken), (data, size, redactions) in zip(compressed + ready + others, done):
+        for n, ((session, taken), (data, size, redactions)) in enumerate(zip(compressed + ready + others, done)):
+            if n >= len(compressed):  # (those were added as they were read)
+                added(data)
             entry = manifest_entry(session, root, size)
             found.append(Packed(entry, blob_id(data), data, documents.cache_key(session), taken[0], redactions))
             progress.step()
@@ -468,15 +496,15 @@ def _rendered(items: list, env, root: str, count: bool) -> list:
     return found
 
 
-def own_sessions(repo: Repository, env) -> list:
+def own_sessions(repo: Repository, env) -> tuple[list, "catalog.Catalog"]:
     """The project's sessions a push publishes: what `export` of the work tree writes, less the
-    pulled ones and those `forget` was asked to forget."""
+    pulled ones and those `forget` was asked to forget; and the discovery that found them."""
     from discovery import archive, catalog
 
     found = catalog.discover(catalog.looking_in(env, repo.root), within=repo.root)
     forgotten = archive.load(env)["forgotten"]
     return [s for s in catalog.Scope(repo.root, env).filter(found.sessions)
-            if not pulled.marked(s) and not (forgotten and archive.key_of(s) in forgotten)]
+            if not pulled.marked(s) and not (forgotten and archive.key_of(s) in forgotten)], found
 
 
 def _missing(repo: Repository, oids: list) -> list:
@@ -487,21 +515,21 @@ def _missing(repo: Repository, oids: list) -> list:
     return [line.split()[0].decode() for line in out.splitlines() if line.endswith(b" missing")]
 
 
-def _carried(repo: Repository, me: str, env, packed: list) -> list:
+def _carried(repo: Repository, me: str, env, packed: list, tips: dict) -> list:
     """The sessions of this contributor's ref (as pushed from here, and as the last pull saw it
-    on the remote) that this machine does not have, unless forgotten or not documents: their
-    blobs as they are."""
+    on the remote; `tips`: `Repository.tips`) that this machine does not have, unless forgotten
+    or not documents: their blobs as they are."""
     from discovery import archive
 
+    commits = [tips[ref][0] for ref in (OWN_REFS + me, PULLED_REFS + me) if ref in tips]
+    if not commits:
+        return []
     forgotten = archive.load(env)["forgotten"]
     here = {(p.entry["agent"], p.entry["native_id"]) for p in packed}
     found: dict = {p.entry["id"]: None for p in packed}  # an id this machine's sessions have is theirs
-    tips = repo.tips()
     with Objects(["-C", repo.root], repo.env) as objects:
-        for ref in (OWN_REFS + me, PULLED_REFS + me):
-            commit = tips.get(ref, (None,))[0]
-            entries = read_ref(repo, commit, objects, [], here) if commit else []
-            for entry, oid in entries:
+        for commit in commits:
+            for entry, oid in read_ref(repo, commit, objects, [], here):
                 if entry["id"] in found:
                     continue
                 if forgotten and any(archive.key_of(s) in forgotten for s in _places(entry, repo.root)):
@@ -525,28 +553,65 @@ def _places(entry: dict, here: str) -> list:
     return [pulled.session_of("", "", entry, root, "") for root in {entry["root"] or here, here}]
 
 
-def _write(repo: Repository, ref: str, me: str, packed: list, made: list) -> tuple[str, int]:
+class _Pack:
+    """A pack stored by `git index-pack --stdin` as it is written (`packfile.Writer`): git
+    checks every object as it reads it, on another core than the one making them."""
+
+    INDEXING = ["index-pack", "--stdin"]
+
+    def __init__(self, repo: Repository, count: int):
+        import subprocess
+
+        self.process = git_started(self.INDEXING, repo.root, repo.env, feeding=True, stdout=subprocess.DEVNULL)
+        try:  # a 1 MB pipe (Linux; 64 KB else): the blobs are read on while git catches up
+            import fcntl
+
+            fcntl.fcntl(self.process.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (ImportError, OSError):
+            pass
+        self.writer = None
+        self.writer = self._writing(lambda: packfile.Writer(self.process.stdin, count))
+
+    def add(self, kind: str, body: bytes, level: int = 0) -> None:
+        """One more object (`level`: its zlib level, 0 for the zstd documents)."""
+        if self.writer is not None:
+            self._writing(lambda: self.writer.add(kind, body, level))
+
+    def _writing(self, write):
+        try:
+            return write()
+        except BrokenPipeError:  # git stopped reading: `stored` says why
+            self.writer = None
+
+    def stored(self) -> None:
+        """Once every object is added: git's check done, the pack stored (GitFailed if not)."""
+        git_finished(self.process, self.INDEXING)
+
+    def abandon(self) -> None:
+        self.process.kill()
+        self.process.communicate()
+
+
+def _write(repo: Repository, ref: str, me: str, packed: list, made: list, pack: _Pack | None = None) -> tuple[str, int]:
     """The new blobs, the trees `made` and a commit without parent of the root tree, stored as
-    one pack by `git index-pack` (which checks every object), then `ref` set (rewritten) to the
-    commit; (the commit, how many blobs and commits were written)."""
-    import subprocess
+    one pack (`pack`, when the blobs were added to it already), then `ref` set (rewritten) to
+    the commit; (the commit, how many blobs and commits were written)."""
     import time
 
-    new = list({p.oid: p.data for p in packed if p.data is not None}.items())
+    new = {p.oid: p.data for p in packed if p.data is not None}
+    if pack is None:
+        pack = _Pack(repo, len(new) + len(made) + 1)
+        for data in new.values():
+            pack.add("blob", data)
     message = f"trajectoriz: {len(packed)} session(s) shared by {me}\n".encode()
     who = b"trajectoriz <trajectoriz@localhost> %d +0000" % time.time()
     body = b"tree %s\nauthor %s\ncommitter %s\n\n%s" % (packfile.object_id("tree", made[-1][1]).encode(),
                                                          who, who, message)
-    objects = [("blob", data, 0) for _, data in new] + made + [("commit", body, 1)]  # zstd: no zlib
-    indexing = ["index-pack", "--stdin"]
-    process = git_started(indexing, repo.root, repo.env, feeding=True, stdout=subprocess.DEVNULL)
-    try:
-        packfile.stream(process.stdin, objects)
-    except BrokenPipeError:  # git stopped reading: its reason is on stderr
-        pass
+    for kind, data, level in made + [("commit", body, 1)]:
+        pack.add(kind, data, level)
     commit = packfile.object_id("commit", body)
     try:
-        git_finished(process, indexing)
+        pack.stored()
         repo.git("update-ref", ref, commit)
     except GitFailed as exc:
         raise UserError(f"git could not write {ref}: {exc}") from None
