@@ -563,14 +563,18 @@ class _Pack:
         import subprocess
 
         self.process = git_started(self.INDEXING, repo.root, repo.env, feeding=True, stdout=subprocess.DEVNULL)
-        try:  # a 1 MB pipe (Linux; 64 KB else): the blobs are read on while git catches up
+        self._widen_pipe()
+        self.writer = self._writing(lambda: packfile.Writer(self.process.stdin, count))
+
+    def _widen_pipe(self) -> None:
+        """A 1 MB pipe to git where the system allows (Linux; else its 64 KB): the blobs are
+        read on while git catches up."""
+        try:
             import fcntl
 
-            fcntl.fcntl(self.process.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-        except (ImportError, OSError):
+            fcntl.fcntl(self.process.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        except (ImportError, AttributeError, OSError):
             pass
-        self.writer = None
-        self.writer = self._writing(lambda: packfile.Writer(self.process.stdin, count))
 
     def add(self, kind: str, body: bytes, level: int = 0) -> None:
         """One more object (`level`: its zlib level, 0 for the zstd documents)."""
