@@ -11,7 +11,9 @@ Measured, each the median of --runs runs (cold first push: once):
 - the first push, documents not rendered yet (cold), rendered before (a user who listed or
   mounted them) and rendered and compressed before (an earlier push, of another project or to
   another remote, kept the compressed blobs), against `git push` of the same objects to an
-  empty remote;
+  empty remote; every first push starts from a project repository that holds none of the
+  ref's objects (`forget_pushes`: the refs deleted, then `git gc --prune=now`), as a first
+  push does;
 - a push with nothing new;
 - the first pull into a fresh clone, against `git fetch` of the same refs into a fresh clone;
 - a pull with nothing new;
