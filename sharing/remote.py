@@ -602,8 +602,8 @@ def _write(repo: Repository, ref: str, me: str, packed: list, made: list, pack: 
     the commit; (the commit, how many blobs and commits were written)."""
     import time
 
-    new = {p.oid: p.data for p in packed if p.data is not None}
     if pack is None:
+        new = {p.oid: p.data for p in packed if p.data is not None}
         pack = _Pack(repo, len(new) + len(made) + 1)
         for data in new.values():
             pack.add("blob", data)
@@ -619,7 +619,7 @@ def _write(repo: Repository, ref: str, me: str, packed: list, made: list, pack: 
         repo.git("update-ref", ref, commit)
     except GitFailed as exc:
         raise UserError(f"git could not write {ref}: {exc}") from None
-    return commit, len(new) + 1
+    return commit, sum(p.data is not None for p in packed) + 1
 
 
 def _report_dry_run(packed: list, rendered: int, me: str) -> None:
