@@ -1,8 +1,10 @@
 """The pack a push writes (sharing/packfile.py, handed to `git index-pack --stdin`): what git
 makes of it passes `git fsck --full`, and holds the very objects `git fast-import` (which wrote
 them before) makes of the same blobs and commit: same trees, same commit id. A first push whose
-blobs the repository holds already, an empty project, every size of object header, and a pack
-that does not hold what its header says, which git refuses."""
+blobs the repository holds already, a grown session, an empty project, every size of object
+header; a pack that does not hold what its header says, or whose objects are not what their
+headers say, is refused by git (one line, no ref written); a push failing mid-pack leaves no git
+running."""
 
 from __future__ import annotations
 
@@ -146,4 +148,22 @@ def test_a_push_that_fails_while_its_pack_is_written_leaves_no_git_running_and_n
     assert git(alice, a, "for-each-ref", "refs/trajectoriz/") == b""
     monkeypatch.undo()
     assert run_main(alice, ["push"], cwd=a).returncode == 0
+    fsck(alice, a)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first push", "grown"])
+def test_a_pack_git_refuses_is_a_one_line_error_and_writes_no_ref(team, monkeypatch, first):
+    """A writer bug (here: each object said one byte longer than it is) is refused by git: the
+    push fails in one line, the ref stays where it was, the repository passes fsck."""
+    _, (alice, a), _ = team
+    if not first:
+        assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+        claude_session(alice["HOME"], f"{a}/src", "c2", 2, "make f return 2", [("Read", {"file_path": f"{a}/src/app.py"})])
+    before = git(alice, a, "for-each-ref", "refs/trajectoriz/")
+    real = packfile.object_header
+    monkeypatch.setattr(packfile, "object_header", lambda kind, size: real(kind, size + 1))
+    refused = run_main(alice, ["push", "--remote", "origin"], cwd=a)
+    assert refused.returncode != 0 and refused.stderr.startswith(b"trajectoriz: ") and \
+        refused.stderr.count(b"\n") == 1 and b"git could not write" in refused.stderr, refused.stderr
+    assert git(alice, a, "for-each-ref", "refs/trajectoriz/") == before
     fsck(alice, a)
