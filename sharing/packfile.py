@@ -5,7 +5,7 @@ stored.
 
 Why not `git fast-import`: it spent 0.4 s storing the 12 MB of zstd blobs of a 2,000-session
 push (0.2 s without its delta attempts), where building the pack here costs ~30 ms (zlib level 0
-around data that is zstd already, a SHA-1 over the stream) and index-pack ~0.08 s, reading the
+around data that is zstd already, a SHA-1 over the stream) and index-pack ~0.1 s, reading the
 stream while it is made (bench/NOTES.md, issue 31).
 
 The format (git's Documentation/gitformat-pack.txt, version 2): "PACK", the version and the
@@ -42,8 +42,8 @@ def object_header(kind: str, size: int) -> bytes:
 
 class Writer:
     """A pack of `count` objects written to `out` an object at a time (`add`), its trailer
-    when the last one is (the header says how many objects follow: a stream of objects made
-    one by one, by the reader of stdin of `git index-pack --stdin`, is checked as it comes)."""
+    after the last one. The header says how many objects follow, so the count is given before
+    the first object is made; `git index-pack --stdin` checks each object as it reads it."""
 
     def __init__(self, out, count: int):
         self.out = out
