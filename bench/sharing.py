@@ -11,7 +11,9 @@ Measured, each the median of --runs runs (cold first push: once):
 - the first push, documents not rendered yet (cold), rendered before (a user who listed or
   mounted them) and rendered and compressed before (an earlier push, of another project or to
   another remote, kept the compressed blobs), against `git push` of the same objects to an
-  empty remote;
+  empty remote; every first push starts from a project repository that holds none of the
+  ref's objects (`forget_pushes`: the refs deleted, then `git gc --prune=now`), as a first
+  push does;
 - a push with nothing new;
 - the first pull into a fresh clone, against `git fetch` of the same refs into a fresh clone;
 - a pull with nothing new;
@@ -92,12 +94,17 @@ class Setup:
         return self.argv + list(args)
 
     def forget_pushes(self) -> None:
-        """As before any push: an empty remote, no ref here, no push state (documents kept, and
-        the compressed blobs an earlier push kept beside them)."""
+        """As before any push: an empty remote, no ref here and none of its objects (`git gc
+        --prune=now` drops them: else a first push would find its blobs already stored by the
+        run before), no push state (documents kept, and the compressed blobs an earlier push
+        kept beside them)."""
         fresh_bare(self.remote)
         git(self.project, "push", "-q", "origin", "HEAD:refs/heads/main", env=self.alice)
         for ref in git(self.project, "for-each-ref", "--format=%(refname)", "refs/trajectoriz/").split():
             git(self.project, "update-ref", "-d", ref)
+        git(self.project, "gc", "-q", "--prune=now", env=self.alice)
+        left = git(self.project, "count-objects", "-v")
+        assert sum(int(n) for n in re.findall(r"^(?:count|in-pack): (\d+)", left, re.M)) < 10, left
         state = os.path.join(self.alice["XDG_CACHE_HOME"], "trajectoriz", "push-v1.bin")
         if os.path.exists(state):
             os.remove(state)

@@ -49,6 +49,8 @@ class Catalog:
         self.sources_seen = sources_seen or {}  # agent -> list of source paths seen
         self.native: dict = {}    # source -> [native files, last mtime seen, their current
                                   # fingerprint, settled] (snapshot.Made)
+        self.stats: dict = {}     # path -> os.stat result (None: missing) of the native files
+                                  # discovery stat'ed: `documents.stamps` of a push reuses them
         self.versions = versions or {}          # agent -> its translator's version
         self.snapshot = snapshot                # what a warm discovery read
         self.rest = rest or []                  # the snapshot's groups left out (other projects')
@@ -210,7 +212,7 @@ def _from_snapshot(kept: snapshot.Snapshot, scope: "Scope | None", checked: bool
     chosen = rows if scope is None else [row for row in rows if scope.holds(row[0])]
     found = Catalog([], versions=kept.header["agents"], snapshot=kept,
                     rest=[row for row in rows if row not in chosen] if scope else [])
-    sessions = kept.sessions(chosen, found.native if checked else {}, checked=checked)
+    sessions = kept.sessions(chosen, found.native if checked else {}, checked=checked, stats=found.stats)
     if sessions is None:
         return None
     found.sessions = sessions
@@ -249,6 +251,7 @@ def _from_stores(env, names, use_cache: bool, made: snapshot.Made, scope: "Scope
     sessions.sort(key=lambda s: (-(s.started or 0), s.agent, s.native_id))
     catalog = Catalog(sessions, found.problems, found.sources_seen, versions=made.agents)
     catalog.native = made.native
+    catalog.stats = stat_memo
     return catalog
 
 

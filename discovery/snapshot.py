@@ -177,10 +177,11 @@ class Snapshot:
     def _part(self, offset: int, length: int):
         return marshal.loads(os.pread(self._fd, length, self._start + offset))
 
-    def sessions(self, groups, native: dict, checked: bool = False) -> list[Session] | None:
+    def sessions(self, groups, native: dict, checked: bool = False, stats: dict | None = None) -> list[Session] | None:
         """The sessions of `groups` (rows of the header's table), in the catalog's order, their
         sources' Made.native entries put into `native`. `checked`: None when the files of one
-        of their settled sources changed (the others were checked by `load`)."""
+        of their settled sources changed (the others were checked by `load`); the stat of
+        each file checked put into `stats` (path -> result) when given."""
         with cache.no_collection():
             records = []
             for row in groups:
@@ -189,7 +190,7 @@ class Snapshot:
             for record in records:
                 entry = record[-1]
                 if entry:
-                    if checked and entry[3] and not unchanged(zip(entry[0], entry[2])):
+                    if checked and entry[3] and not unchanged(zip(entry[0], entry[2]), stats):
                         return None
                     native[record[2]] = entry
             return [_session(record) for record in records]
@@ -241,12 +242,17 @@ def _same_mounts(header: dict, env) -> bool:
     return not any(mounts.inside(path, changed) for path in storefs.paths(header["witness"]))
 
 
-def unchanged(fingerprints) -> bool:
-    """Whether every (path, fingerprint) is as it was (cache.fingerprint's [size, mtime_ns])."""
+def unchanged(fingerprints, stats: dict | None = None) -> bool:
+    """Whether every (path, fingerprint) is as it was (cache.fingerprint's [size, mtime_ns]);
+    each path's stat result put into `stats` when given (None: missing)."""
     for path, seen in fingerprints:
         try:
             st = os.stat(path)
         except OSError:
+            st = None
+        if stats is not None:
+            stats[path] = st
+        if st is None:
             if seen is not None:
                 return False
             continue

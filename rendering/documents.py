@@ -58,14 +58,19 @@ def _cached_or_rendered(session: Session, env, redact: bool,
     return data, doc
 
 
-def stamps(session: Session, env) -> tuple[list, list]:
+def stamps(session: Session, env, known: tuple | None = None, stats: dict | None = None) -> tuple[list, list]:
     """From one stat of each native file: the stamp of the redacted rendering's facts
     (`cache_stamp`), and what its cached document is valid for: that stamp and the native
     files' ctimes, so that a session made unreadable (chmod changes no content, no mtime) is
-    read again, and says so, rather than served from the cache."""
+    read again, and says so, rather than served from the cache. `known` and `stats`: what
+    discovery has just found (`Catalog.known`, `Catalog.stats`), which spares loading the
+    translator and stat'ing its files again."""
     if pulled.marked(session):
         stamp = pulled.stamp(session)
         return stamp, stamp + [[]]
+    if known is not None and not archive.marked(session):
+        stamp = cache_stamp(session, env, True, known)
+        return stamp, stamp + [[st.st_ctime_ns if st is not None else None for st in cache.stats(known[0], stats)]]
     module = agents.load(session.agent)
     if archive.marked(session):
         stamp = archived_stamp(session, env, module, True)

@@ -45,6 +45,7 @@ from core import cache
 from core.errors import UserError
 from discovery import pulled
 from discovery.pulled import Objects
+from sharing import packfile
 
 OWN_REFS = "refs/trajectoriz/"
 PULLED_REFS = "refs/trajectoriz/remote/"
@@ -129,15 +130,16 @@ def git_output(args: list, where: str, env, stdin: bytes | None = None) -> bytes
     return git_finished(git_started(args, where, env, stdin is not None), args, stdin)
 
 
-def git_started(args: list, where: str, env, feeding: bool = False):
+def git_started(args: list, where: str, env, feeding: bool = False, **outputs):
     """`git -C where ARGS` started (`git_finished` waits for it); its input the user's unless
-    `feeding` (a prompt for credentials reads the terminal)."""
+    `feeding` (a prompt for credentials reads the terminal); `outputs`: its stdout and stderr,
+    pipes unless given."""
     import subprocess
 
     try:
         return subprocess.Popen(["git", "-C", where, *args], stdin=subprocess.PIPE if feeding else None,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=dict(env))
+                                **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **outputs},
+                                env=dict(env))
     except FileNotFoundError:
         raise UserError("git is not installed (or not on PATH): push and pull run the git program") from None
 
@@ -220,22 +222,17 @@ def contributor(repo: Repository, env, keep: bool = True) -> str:
 
 # git's object ids, computed here ------------------------------------------------------------------
 def blob_id(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return packfile.object_id("blob", data)
 
 
-def tree_id(entries: dict) -> str:
-    """The id of a tree of `entries` (name -> (mode, hex id)), as git computes it: entries sorted
-    by name, a folder's name compared as if it ended with '/'."""
-    import hashlib
-
+def tree_body(entries: dict) -> bytes:
+    """A tree of `entries` (name -> (mode, hex id)) as git writes it: entries sorted by name, a
+    folder's name compared as if it ended with '/'."""
     def order(name: str) -> bytes:
         return name.encode() + (b"/" if entries[name][0] == "40000" else b"")
 
-    body = b"".join(f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1])
+    return b"".join(f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1])
                     for n in sorted(entries, key=order))
-    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 
 
 # what a push writes ---------------------------------------------------------------------------------
@@ -357,14 +354,17 @@ def manifest_bytes(contributor_name: str, packed: list) -> bytes:
                   "sessions": [p.entry for p in sorted(packed, key=lambda p: p.entry["id"])]})
 
 
-def trees(contributor_name: str, packed: list) -> tuple[str, bytes, str]:
-    """(manifest blob id, manifest bytes, root tree id) of a push."""
+def trees(contributor_name: str, packed: list) -> tuple[list, str]:
+    """The manifest and the trees of a push, as (kind, body, zlib level) for `packfile.stream`
+    (the root tree last), and the root tree's id."""
     manifest = manifest_bytes(contributor_name, packed)
-    manifest_oid = blob_id(manifest)
-    top = {MANIFEST: ("100644", manifest_oid)}
+    written = [("blob", manifest, 1)]
+    top = {MANIFEST: ("100644", blob_id(manifest))}
     if packed:  # (git keeps no empty folder)
-        top[SESSIONS] = ("40000", tree_id({blob_name(p.entry["id"]): ("100644", p.oid) for p in packed}))
-    return manifest_oid, manifest, tree_id(top)
+        written.append(("tree", tree_body({blob_name(p.entry["id"]): ("100644", p.oid) for p in packed}), 1))
+        top[SESSIONS] = ("40000", packfile.object_id("tree", written[-1][1]))
+    written.append(("tree", tree_body(top), 1))
+    return written, packfile.object_id("tree", written[-1][1])
 
 
 # push ---------------------------------------------------------------------------------------------------
@@ -374,18 +374,23 @@ def run_push(args, env) -> int:
     me = contributor(repo, env, keep=not args.dry_run)
     state = cache.load(env, STATE_FILE)
     mine = state.setdefault(repo.key(), {"blobs": {}, "pushed": {}})
-    packed, rendered = _packed(repo, me, env, mine["blobs"], args.dry_run)
+    ref = OWN_REFS + me
+    tips = repo.tips()
+    streamed = not args.dry_run and ref not in tips  # the ref will change: its pack can start now
+    packed, rendered, pack = _packed(repo, me, env, mine["blobs"], tips, args.dry_run, streamed)
     if args.dry_run:
         _report_dry_run(packed, rendered, me)
         return 0
-    ref = OWN_REFS + me
-    _, manifest, tree = trees(me, packed)
-    tips = repo.tips()
-    commit, kept_tree = tips.get(ref, (None, None))
-    written = 0
-    if kept_tree != tree:
-        written = _write(repo, ref, me, packed, manifest)
-        commit = repo.tips()[ref][0]
+    try:
+        made, tree = trees(me, packed)
+        commit, kept_tree = tips.get(ref, (None, None))
+        written = 0
+        if kept_tree != tree:
+            commit, written = _write(repo, ref, me, packed, made, pack)
+    except BaseException:
+        if pack is not None:
+            pack.abandon()
+        raise
     url = url_of(repo, remote)
     first = url not in mine["pushed"]
     if mine["pushed"].get(url) == commit and tips.get(PULLED_REFS + me, (None,))[0] == commit:
@@ -416,19 +421,24 @@ def _save_state(env, state: dict, repo: Repository, mine: dict, packed: list) ->
     cache.save(env, STATE_FILE, state)
 
 
-def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) -> tuple[list, int]:
+def _packed(repo: Repository, me: str, env, blobs: dict, tips: dict, count: bool = False,
+            streamed: bool = False) -> tuple[list, int, "_Pack | None"]:
     """Every session to push, and how many were rendered now: the project's own (live and
     archived, the forgotten left out), their blobs reused while their rendering is the one the
     state knows and the repository still holds it; and the sessions already on this
-    contributor's ref (here, or as the last pull saw it on the remote) that are not here any
-    more (another machine of theirs, an agent's clean-up), unless forgotten. `count`: each
-    session's redactions counted (rendered again, unless the state knows them)."""
+    contributor's ref (here, or as the last pull saw it on the remote; `tips`: the refs'
+    `Repository.tips`) that are not here any more (another machine of theirs, an agent's
+    clean-up), unless forgotten. `count`: each session's redactions counted (rendered again,
+    unless the state knows them). `streamed`: the blobs rendered now written to a pack as
+    they come (git stores it on another core meanwhile; `_write` ends it), returned third
+    (None when nothing was rendered)."""
     from rendering import documents
 
     found, todo = [], []
-    for session in own_sessions(repo, env):
+    sessions, discovered = own_sessions(repo, env)
+    for session in sessions:
         key = documents.cache_key(session)
-        taken = documents.stamps(session, env)
+        taken = documents.stamps(session, env, discovered.known(session), discovered.stats)
         kept = blobs.get(key)
         if kept and kept[0] == taken[0] and not (count and kept[3] is None):
             entry = manifest_entry(session, repo.root, kept[2])
@@ -437,19 +447,34 @@ def _packed(repo: Repository, me: str, env, blobs: dict, count: bool = False) ->
             todo.append((session, taken))
     lost = set(_missing(repo, [p.oid for _, p in found]))
     todo += [item for item, p in found if p.oid in lost]
-    packed = [p for _, p in found if p.oid not in lost] + _rendered(todo, env, repo.root, count)
-    return packed + _carried(repo, me, env, packed), len(todo)
+    pack = _Pack(repo, len(todo) + 4) if streamed and todo else None  # + manifest, 2 trees, commit
+    try:
+        packed = [p for _, p in found if p.oid not in lost] + _rendered(todo, env, repo.root, count, pack)
+        return packed + _carried(repo, me, env, packed, tips), len(todo), pack
+    except BaseException:
+        if pack is not None:
+            pack.abandon()
+        raise
 
 
-def _rendered(items: list, env, root: str, count: bool) -> list:
+def _rendered(items: list, env, root: str, count: bool, into: "_Pack | None" = None) -> list:
     """`Packed` of each session (with its `documents.stamps`), compressed now or before: those a
     push compressed before (the cache keeps them), those whose document is in the cache
     (compressed here, on zstd's threads: cheaper than handing them to other processes), the
-    others translated on every core. `count`: every document read, to count its redactions."""
+    others translated on every core. `count`: every document read, to count its redactions.
+    `into`: each blob added to that pack as soon as it is read or made."""
     from core import parallel
     from rendering import doccache, documents
 
-    before = {} if count else {id(item): compressed_before(item, env) for item in items}
+    def added(data: bytes) -> None:
+        if into is not None:
+            into.add("blob", data)
+
+    before = {}
+    for item in [] if count else items:
+        before[id(item)] = found = compressed_before(item, env)
+        if found:
+            added(found[0])
     compressed = [item for item in items if before.get(id(item))]
     ready = [] if count else [item for item in items if not before.get(id(item)) and
                               doccache.has(env, documents.cache_key(item[0]), item[0].short_id, item[1][1])]
@@ -460,7 +485,9 @@ def _rendered(items: list, env, root: str, count: bool) -> list:
     try:
         done = itertools.chain((before[id(item)] for item in compressed), packed_from_cache(ready, env),
                                parallel.ordered(pack, others, (env, count)))
-        for (session, taken), (data, size, redactions) in zip(compressed + ready + others, done):
+        for n, ((session, taken), (data, size, redactions)) in enumerate(zip(compressed + ready + others, done)):
+            if n >= len(compressed):  # (those were added as they were read)
+                added(data)
             entry = manifest_entry(session, root, size)
             found.append(Packed(entry, blob_id(data), data, documents.cache_key(session), taken[0], redactions))
             progress.step()
@@ -469,15 +496,15 @@ def _rendered(items: list, env, root: str, count: bool) -> list:
     return found
 
 
-def own_sessions(repo: Repository, env) -> list:
+def own_sessions(repo: Repository, env) -> tuple[list, "catalog.Catalog"]:
     """The project's sessions a push publishes: what `export` of the work tree writes, less the
-    pulled ones and those `forget` was asked to forget."""
+    pulled ones and those `forget` was asked to forget; and the discovery that found them."""
     from discovery import archive, catalog
 
     found = catalog.discover(catalog.looking_in(env, repo.root), within=repo.root)
     forgotten = archive.load(env)["forgotten"]
     return [s for s in catalog.Scope(repo.root, env).filter(found.sessions)
-            if not pulled.marked(s) and not (forgotten and archive.key_of(s) in forgotten)]
+            if not pulled.marked(s) and not (forgotten and archive.key_of(s) in forgotten)], found
 
 
 def _missing(repo: Repository, oids: list) -> list:
@@ -488,21 +515,21 @@ def _missing(repo: Repository, oids: list) -> list:
     return [line.split()[0].decode() for line in out.splitlines() if line.endswith(b" missing")]
 
 
-def _carried(repo: Repository, me: str, env, packed: list) -> list:
+def _carried(repo: Repository, me: str, env, packed: list, tips: dict) -> list:
     """The sessions of this contributor's ref (as pushed from here, and as the last pull saw it
-    on the remote) that this machine does not have, unless forgotten or not documents: their
-    blobs as they are."""
+    on the remote; `tips`: `Repository.tips`) that this machine does not have, unless forgotten
+    or not documents: their blobs as they are."""
     from discovery import archive
 
+    commits = [tips[ref][0] for ref in (OWN_REFS + me, PULLED_REFS + me) if ref in tips]
+    if not commits:
+        return []
     forgotten = archive.load(env)["forgotten"]
     here = {(p.entry["agent"], p.entry["native_id"]) for p in packed}
     found: dict = {p.entry["id"]: None for p in packed}  # an id this machine's sessions have is theirs
-    tips = repo.tips()
     with Objects(["-C", repo.root], repo.env) as objects:
-        for ref in (OWN_REFS + me, PULLED_REFS + me):
-            commit = tips.get(ref, (None,))[0]
-            entries = read_ref(repo, commit, objects, [], here) if commit else []
-            for entry, oid in entries:
+        for commit in commits:
+            for entry, oid in read_ref(repo, commit, objects, [], here):
                 if entry["id"] in found:
                     continue
                 if forgotten and any(archive.key_of(s) in forgotten for s in _places(entry, repo.root)):
@@ -526,39 +553,73 @@ def _places(entry: dict, here: str) -> list:
     return [pulled.session_of("", "", entry, root, "") for root in {entry["root"] or here, here}]
 
 
-def _write(repo: Repository, ref: str, me: str, packed: list, manifest: bytes) -> int:
-    """The new blobs, and a commit without parent of the whole tree, written by one `git
-    fast-import` at `ref` (rewritten); the number of objects written."""
-    import subprocess
-    import tempfile
+class _Pack:
+    """A pack stored by `git index-pack --stdin` as it is written (`packfile.Writer`): git
+    checks every object as it reads it, on another core than the one making them."""
+
+    INDEXING = ["index-pack", "--stdin"]
+
+    def __init__(self, repo: Repository, count: int):
+        import subprocess
+
+        self.process = git_started(self.INDEXING, repo.root, repo.env, feeding=True, stdout=subprocess.DEVNULL)
+        self._widen_pipe()
+        self.writer = self._writing(lambda: packfile.Writer(self.process.stdin, count))
+
+    def _widen_pipe(self) -> None:
+        """A 1 MB pipe to git where the system allows (Linux; else its 64 KB): the blobs are
+        read on while git catches up."""
+        try:
+            import fcntl
+
+            fcntl.fcntl(self.process.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        except (ImportError, AttributeError, OSError):
+            pass
+
+    def add(self, kind: str, body: bytes, level: int = 0) -> None:
+        """One more object (`level`: its zlib level, 0 for the zstd documents)."""
+        if self.writer is not None:
+            self._writing(lambda: self.writer.add(kind, body, level))
+
+    def _writing(self, write):
+        try:
+            return write()
+        except BrokenPipeError:  # git stopped reading: `stored` says why
+            self.writer = None
+
+    def stored(self) -> None:
+        """Once every object is added: git's check done, the pack stored (GitFailed if not)."""
+        git_finished(self.process, self.INDEXING)
+
+    def abandon(self) -> None:
+        self.process.kill()
+        self.process.communicate()
+
+
+def _write(repo: Repository, ref: str, me: str, packed: list, made: list, pack: _Pack | None = None) -> tuple[str, int]:
+    """The new blobs, the trees `made` and a commit without parent of the root tree, stored as
+    one pack (`pack`, when the blobs were added to it already), then `ref` set (rewritten) to
+    the commit; (the commit, how many blobs and commits were written)."""
     import time
 
-    with tempfile.TemporaryFile() as errors:
-        # the documents are zstd already: git's zlib would spend time on them for nothing
-        process = subprocess.Popen(["git", "-c", "pack.compression=0", "-C", repo.root, "fast-import", "--quiet", "--force"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
-                                   env=repo.env)
-        new = [p for p in packed if p.data is not None]
-        try:
-            for mark, p in enumerate(new, 1):
-                process.stdin.write(b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(p.data), p.data))
-            message = f"trajectoriz: {len(packed)} session(s) shared by {me}\n".encode()
-            process.stdin.write(b"commit %s\ncommitter trajectoriz <trajectoriz@localhost> %d +0000\n"
-                                b"data %d\n%s\ndeleteall\n" % (ref.encode(), time.time(), len(message), message))
-            process.stdin.write(b"M 100644 inline %s\ndata %d\n%s\n" % (MANIFEST.encode(), len(manifest), manifest))
-            marks = {id(p): b":%d" % mark for mark, p in enumerate(new, 1)}
-            for p in packed:
-                name = f"{SESSIONS}/{blob_name(p.entry['id'])}".encode()
-                process.stdin.write(b"M 100644 %s %s\n" % (marks.get(id(p), p.oid.encode()), name))
-            process.stdin.write(b"\ndone\n")
-            process.stdin.close()
-        except BrokenPipeError:
-            pass
-        if process.wait() != 0:
-            errors.seek(0)
-            lines = [line for line in errors.read().decode("utf-8", "replace").splitlines() if line.strip()]
-            raise UserError(f"git could not write {ref}: {lines[-1] if lines else 'git fast-import failed'}")
-    return len(new) + 1
+    if pack is None:
+        new = {p.oid: p.data for p in packed if p.data is not None}
+        pack = _Pack(repo, len(new) + len(made) + 1)
+        for data in new.values():
+            pack.add("blob", data)
+    message = f"trajectoriz: {len(packed)} session(s) shared by {me}\n".encode()
+    who = b"trajectoriz <trajectoriz@localhost> %d +0000" % time.time()
+    body = b"tree %s\nauthor %s\ncommitter %s\n\n%s" % (packfile.object_id("tree", made[-1][1]).encode(),
+                                                         who, who, message)
+    for kind, data, level in made + [("commit", body, 1)]:
+        pack.add(kind, data, level)
+    commit = packfile.object_id("commit", body)
+    try:
+        pack.stored()
+        repo.git("update-ref", ref, commit)
+    except GitFailed as exc:
+        raise UserError(f"git could not write {ref}: {exc}") from None
+    return commit, sum(p.data is not None for p in packed) + 1
 
 
 def _report_dry_run(packed: list, rendered: int, me: str) -> None:
