@@ -872,10 +872,10 @@ def clean_among(texts: list) -> set:
     that is found in it alone; and may have more (a secret of one text mentioned in another,
     a word near another text's token): those are left out, for `redact_text` to read alone.
     A text holding a NUL is never among them (it would be two strings here)."""
-    unique = [text for text in dict.fromkeys(texts) if isinstance(text, str) and "\0" not in text]
+    unique = [text for text in dict.fromkeys(texts) if isinstance(text, str) and SEPARATOR not in text]
     if not unique:
         return set()
-    joined = "\0".join(unique)
+    joined = SEPARATOR.join(unique)
     data = joined.encode("utf-8", "surrogatepass")
     with markers_of("clean_among"):  # whatever markers a found secret makes here are dropped
         held, _ = redacted_strings(unique, data, len(data) == len(joined))

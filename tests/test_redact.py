@@ -745,3 +745,21 @@ def test_a_listing_read_in_a_batch_is_the_listing_read_alone(tmp_path):
     alone = [catalog.untrusted(s).to_cache() for s in sessions()]
     assert batched == alone
     assert secret not in str(batched) and len(clean) >= len(BENIGN_TITLES) - 1
+
+
+# Texts ending where a rule's match would begin or go on: a neighbour's opener must not swallow
+# the start of the next text's secret (a match running across the NUL between them).
+OPENERS = ["password: ", "token=", "Authorization: Bearer ", "mysql -u root -p", "https://user:",
+           "export AWS_SECRET_ACCESS_KEY=", '"api_key": "', "--password ", "discord ",
+           "-----BEGIN RSA PRIVATE KEY-----\n", "     1\t", "\x1b[32m", "KEY_", "secret: 'abc", "x:",
+           "\\", "\\n", "\\u001b[", "ghp_", "sk-", "AKIA", "a" * 300]
+
+
+def test_no_neighbour_hides_a_secret():
+    """Every text of the generated corpus that holds a secret stays out of `clean_among`
+    beside each opener, before or after it."""
+    texts = [t for t in dict.fromkeys(oracle_texts(1)) if redact_text(t)[1]]
+    assert len(texts) > 100
+    hidden = [(opener, text[:60]) for opener in OPENERS for text in texts
+              if text in redact_module.clean_among([opener, text]) | redact_module.clean_among([text, opener])]
+    assert hidden == []
