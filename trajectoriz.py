@@ -11,7 +11,11 @@ import argparse
 import os
 import sys
 
-from core.version import VERSION
+if __package__:  # installed by pip: site-packages/trajectoriz/ holds this file and its packages (pyproject.toml)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.modules["trajectoriz"] = sys.modules[__name__]  # `import trajectoriz` is this module, as in the source tree
+
+from core.version import VERSION  # noqa: E402
 
 EXIT_ERROR = 2
 
@@ -509,7 +513,7 @@ def main(argv=None) -> int:
     if args.man:
         from commands import manual
 
-        return manual.run()
+        return guarded(manual.run)
     if args.completion:
         from commands import completion
 
@@ -522,10 +526,15 @@ def main(argv=None) -> int:
 
 def run(args) -> int:
     """The command `args` names, its failures said in one line."""
+    return guarded(lambda: dispatch(args, os.environ))
+
+
+def guarded(work) -> int:
+    """work()'s exit status, its failures said in one line."""
     from core.errors import UserError
 
     try:
-        return dispatch(args, os.environ)
+        return work()
     except UserError as exc:
         print(f"trajectoriz: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -15,6 +15,13 @@ case ${XDG_CACHE_HOME-} in  # a relative value is ignored, as the XDG specificat
     /*) cache=$XDG_CACHE_HOME/trajectoriz/app ;;
     *) cache=${HOME:-/nonexistent}/.cache/trajectoriz/app ;;
 esac
+# The program names this file, as the user ran it, where it tells how to run it again (the copy it
+# runs from is unpacked, and an upgrade removes it): core/invocation.py.
+case $0 in
+    /*) TRAJECTORIZ_RELEASE_FILE=$0 ;;
+    *) TRAJECTORIZ_RELEASE_FILE=$PWD/$0 ;;
+esac
+export TRAJECTORIZ_RELEASE_FILE
 # .interpreter links to the absolute path written into the program: it dangles if the folder was
 # moved or copied elsewhere (a cache restored under another home), and the program is unpacked again.
 [ -x "$cache/$id/.interpreter" ] && exec "$cache/$id/trajectoriz" "$@"

@@ -3,7 +3,8 @@
 The single-file executable carries the page build/manpage.py wrote when it was built
 (build/trajectoriz.spec puts it beside the bundled modules); from the source tree it is made
 from the parser on the spot (argparse-manpage, a build dependency), else read from the
-trajectoriz.1 that `make man` wrote. Printed as roff, the text `man` reads
+trajectoriz.1 that `make man` wrote; a pip or pipx install reads the trajectoriz.1 its wheel
+carries (build/pip_backend.py wrote it). Printed as roff, the text `man` reads
 (`trajectoriz --man > ~/.local/share/man/man1/trajectoriz.1` installs it); on a terminal it
 is shown through `man -l -` where man exists.
 """
@@ -38,8 +39,9 @@ def page() -> str:
         with open(os.path.join(HERE, NAME), encoding="utf-8") as handle:
             return handle.read()
     except OSError:
-        raise UserError("no manual page here: install argparse-manpage (pip install -r "
-                        "requirements.txt) or run `make man`") from None
+        raise UserError("no manual page here: in a clone, install argparse-manpage (pip install -r "
+                        "requirements.txt) or run `make man`; a pip install has it when argparse-manpage "
+                        "was there as it was built") from None
 
 
 def run() -> int:

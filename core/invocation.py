@@ -2,7 +2,7 @@
 
 The mount starts its server and render workers with it, the daily archive job runs it, and the
 README beside the session files tells the agent that reads it (who may not have trajectoriz on
-its PATH) exactly what to type."""
+its PATH) exactly what to type: the program as the user runs it (shown_command)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import shlex
 import sys
 
 PROGRAM_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where trajectoriz.py is
+# The release file's launcher (build/launcher.sh) names itself here: the program it runs is an
+# unpacked copy in the user's cache, which an upgrade removes.
+RELEASE_FILE = "TRAJECTORIZ_RELEASE_FILE"
 
 
 def self_command() -> list[str]:
@@ -20,8 +23,50 @@ def self_command() -> list[str]:
 
 
 def shown_command() -> str:
-    """`self_command` as a shell would take it."""
+    """The program as the user runs it, as a shell would take it: `trajectoriz` when that name on
+    PATH is this program, else the file the user runs (the release file, or a pip install's
+    console script), else `self_command` (a clone: Python and trajectoriz.py)."""
+    import shutil
+
+    program = user_program()
+    on_path = shutil.which("trajectoriz")
+    if on_path and (program and os.path.realpath(on_path) == os.path.realpath(program) or _same_release(on_path)):
+        return "trajectoriz"
+    if program:
+        return shlex.quote(program)
     return " ".join(shlex.quote(part) for part in self_command())
+
+
+def user_program() -> str | None:
+    """The file the user runs this program as, or None (a clone, a bundle run in place)."""
+    if getattr(sys, "frozen", False):
+        named = os.path.normpath(os.environ.get(RELEASE_FILE) or "relative")
+        return named if os.path.isabs(named) and _same_release(named) else None
+    import sysconfig
+
+    for scheme in (sysconfig.get_default_scheme(), f"{os.name}_user"):
+        try:
+            installed = os.path.join(sysconfig.get_path("purelib", scheme), "trajectoriz")
+            script = os.path.join(sysconfig.get_path("scripts", scheme), "trajectoriz")
+        except KeyError:
+            continue
+        if os.path.realpath(installed) == os.path.realpath(PROGRAM_ROOT) and os.path.isfile(script):
+            return script  # pip's or pipx's console script (pyproject.toml)
+    return None
+
+
+def _same_release(path: str) -> bool:
+    """`path` is a release file whose launcher unpacks this very program (its `id=` line names
+    the folder this process runs from)."""
+    if not getattr(sys, "frozen", False):
+        return False
+    app_id = os.path.basename(os.path.dirname(sys._MEIPASS))
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return f"\nid={app_id}\n".encode() in head
 
 
 # The single-file release runs on a C library of its own (build/ownlibc.py), whatever the host
