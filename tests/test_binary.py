@@ -141,10 +141,8 @@ def test_export_and_validate(binary, store, tmp_path):
     assert names == sorted(os.listdir(out_source)) and "README.md" in names
     for name in names:
         frozen, source = (out_frozen / name).read_bytes(), (out_source / name).read_bytes()
-        if name == "README.md":  # each names the command that runs it again (core/invocation.py)
-            [app_id] = app_dirs(env["XDG_CACHE_HOME"])
-            program = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app", app_id, "trajectoriz")
-            source = source.replace(invocation.shown_command().encode(), program.encode())
+        if name == "README.md":  # each names the program as the user runs it (core/invocation.py)
+            source = source.replace(invocation.shown_command().encode(), binary.encode())
         assert frozen == source, name
     files = sorted(str(p) for p in out_frozen.glob("*.atif.json"))
     checked = run(binary, "validate", *files, env=env, cwd=project)
@@ -153,6 +151,34 @@ def test_export_and_validate(binary, store, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": "ATIF-v1.7", "steps": []}')
     assert run(binary, "validate", "-q", str(bad), env=env, cwd=project).returncode == 1
+
+
+def test_memory_readme_names_the_release_file_as_the_user_runs_it(binary, store, tmp_path):
+    """Not the copy unpacked in the cache (an upgrade removes it, and an exported README.md then
+    names nothing): `trajectoriz` where that name on PATH is this release (the file, or a link to
+    it), else the file's own path."""
+    env, project = store
+    folder = os.path.dirname(binary)
+    linked = tmp_path / "bin"
+    linked.mkdir()
+    os.symlink(binary, linked / "trajectoriz")
+    for path, shown in ((f"{folder}:/usr/bin:/bin", "trajectoriz"), (f"{linked}:/usr/bin:/bin", "trajectoriz"),
+                        ("/usr/bin:/bin", binary)):
+        out = tmp_path / f"out{len(os.listdir(tmp_path))}"
+        assert run(binary, "export", "--out", str(out), env={**env, "PATH": path}, cwd=project).returncode == 0
+        readme = (out / "README.md").read_text()
+        assert f"trajectoriz is run here as `{shown}`" in readme and f"\n    {shown} search --local " in readme
+        assert env["XDG_CACHE_HOME"] not in readme and "host-libc" not in readme
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    os.chdir(moved)
+    try:  # run by a relative path: named by its absolute one
+        relative = os.path.relpath(binary)
+        out = tmp_path / "relative"
+        assert run(relative, "export", "--out", str(out), env=env, cwd=project).returncode == 0
+    finally:
+        os.chdir(ROOT)
+    assert f"trajectoriz is run here as `{binary}`" in (out / "README.md").read_text()
 
 
 def test_invoked_as_trajectoriz_cli_it_behaves_the_same(binary, store):
@@ -446,6 +472,9 @@ def test_background_mount_outlives_the_launcher_and_uses_the_hosts_libfuse(binar
         run(binary, "export", "--out", str(exported), env=env, cwd=project)
         sessions = sorted(p.name for p in exported.glob("*.atif.json"))
         assert grep.returncode == 0 and sessions and set(sessions) <= set(found)
+        # The server (the unpacked copy, on the host's C library) names the file the user ran.
+        with open(os.path.join(point, "README.md"), encoding="utf-8") as handle:
+            assert f"trajectoriz is run here as `{binary}`" in handle.read()
     finally:
         stopped = run(binary, "memory", "--unmount", point, env=env, cwd=project, timeout=60)
         if stopped.returncode != 0:
