@@ -84,12 +84,9 @@ def clone(tmp_path_factory):
             shutil.copy2(source, target)
         elif os.path.lexists(target):
             os.remove(target)
+    assert os.path.exists(os.path.join(folder, "trajectoriz.py"))
+    assert not {"pyi-work", "dist", ".venv", "trajectoriz.1"} & set(os.listdir(folder))  # nothing built
     return folder
-
-
-def test_the_clone_has_nothing_built(clone):
-    assert not {"pyi-work", "dist", ".venv", "trajectoriz.1"} & set(os.listdir(clone))
-    assert os.path.exists(os.path.join(clone, "trajectoriz.py"))
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +218,20 @@ def test_memory_readme_names_the_installed_program_as_the_user_runs_it(venv, sta
         assert f"trajectoriz is run here as `{shown}`" in readme
         assert f"\n    {shown} search --local " in readme
         assert "site-packages" not in readme and "bin/python" not in readme
+
+
+def test_a_clone_is_named_by_its_python_and_script_though_another_trajectoriz_is_on_path(staged, tmp_path):
+    """In a clone, `trajectoriz` on PATH may be another program (a release, an older install):
+    the README then names this one, the clone's Python and trajectoriz.py."""
+    import shlex
+
+    env, project = staged
+    other = tmp_path / "bin"
+    other.mkdir()
+    (other / "trajectoriz").write_text("#!/bin/sh\necho another trajectoriz\n")
+    (other / "trajectoriz").chmod(0o755)
+    out = tmp_path / "out"
+    done = cli("export", "--out", str(out), env={**env, "PATH": f"{other}:/usr/bin:/bin"}, cwd=project)
+    assert done.returncode == 0, done.stderr
+    me = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(ROOT, 'trajectoriz.py'))}"
+    assert f"trajectoriz is run here as `{me}`" in (out / "README.md").read_text()
