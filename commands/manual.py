@@ -26,15 +26,17 @@ def page() -> str:
     if getattr(sys, "frozen", False):
         with open(os.path.join(sys._MEIPASS, NAME), encoding="utf-8") as handle:
             return handle.read()
-    sys.path.insert(0, os.path.join(HERE, "build"))
-    try:
-        import manpage
+    build = os.path.join(HERE, "build")
+    if os.path.exists(os.path.join(build, "manpage.py")):  # a clone (a pip install has no build/)
+        sys.path.insert(0, build)
+        try:
+            import manpage
 
-        return manpage.manpage()
-    except ImportError:
-        pass
-    finally:
-        sys.path.remove(os.path.join(HERE, "build"))
+            return manpage.manpage()
+        except ImportError:
+            pass
+        finally:
+            sys.path.remove(build)
     try:
         with open(os.path.join(HERE, NAME), encoding="utf-8") as handle:
             return handle.read()
