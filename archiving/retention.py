@@ -86,6 +86,10 @@ class SettingsFiles:
         self._read: dict = {}
         self._links: dict = {}  # the projects' settings files share most of their folders
 
+    def read_paths(self) -> list[str]:
+        """The settings files asked for so far (missing ones included)."""
+        return list(self._read)
+
     def get(self, path: str, comments: bool = False) -> dict:
         if path not in self._read:
             self._read[path] = self._load(path, comments)
@@ -405,8 +409,68 @@ def warning(counts: dict[str, int], days: int = WINDOW_DAYS) -> str | None:
 
 def warn_at_risk(found: Catalog, env) -> None:
     """One line on stderr when agents will delete, within a week, sessions not archived yet."""
-    from discovery import archive
-
-    line = warning(at_risk(found, archive.holds(env), env))
+    line = warning(decided_at_risk(found, env))
     if line:
         print(f"trajectoriz: {line}", file=sys.stderr)
+
+
+NOTE = "retention-v1.json"  # in the cache folder: the last decision of `decided_at_risk`
+DECIDED_FOR = DAY
+
+
+def decided_at_risk(found: Catalog, env, now: float | None = None) -> dict[str, int]:
+    """`at_risk` of the whole catalog, decided at most once a day: deciding stats and keys every
+    session of the machine not yet archived (30,000 for a heavy user: most of a warm listing's
+    time), for one line about sessions a week away from deletion. The decision is kept
+    (`NOTE`) and made again after a day, or as soon as the archive (`archive`, `forget`, a
+    mount's archiving) or a settings file it read (or where those are) changes. Only a catalog
+    of every project's sessions decides for the day (`list --all`, or a project's discovery
+    from a snapshot of every store); one of a project's sources alone says what it can."""
+    from core import cache
+    from discovery import archive
+
+    now = time.time() if now is None else now
+    kept = cache.load(env, NOTE)
+    if _still_decided(kept, env, now):
+        return dict(kept["counts"])
+    whole = not found.scoped  # a project's first discovery knows its own sessions only: not kept
+    archived = _file_state(archive.index_path(env))
+    rules = Retention(found, env)
+    horizon = now + WINDOW_DAYS * DAY
+    held = archive.holds(env)
+    counts: dict = {}
+    for session in rules.doomed(horizon):
+        if not held(session):
+            counts[session.agent] = counts.get(session.agent, 0) + 1
+    if whole:
+        settings = sorted([path, _file_state(path)] for path in rules.files.read_paths())
+        cache.save(env, NOTE, {"decided": now, "where": _settings_homes(env), "archive": archived,
+                               "settings": settings, "counts": counts})
+    return counts
+
+
+def _still_decided(kept: dict, env, now: float) -> bool:
+    from discovery import archive
+
+    try:
+        return (0 <= now - kept["decided"] < DECIDED_FOR and kept["where"] == _settings_homes(env)
+                and kept["archive"] == _file_state(archive.index_path(env))
+                and all(_file_state(path) == state for path, state in kept["settings"])
+                and all(isinstance(n, int) for n in kept["counts"].values()))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def _settings_homes(env) -> list:
+    """What places the settings files of the agents that delete: a decision made with other
+    ones does not hold."""
+    return [home(env), CLAUDE_MANAGED, GEMINI_SYSTEM] + [env.get(name) for name in (
+        "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH")]
+
+
+def _file_state(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
