@@ -947,3 +947,18 @@ def chosen_project(args) -> str:
             raise UserError(f"--dir {directory}: no such directory")
         return os.path.realpath(directory)
     return project_root(os.getcwd())
+
+
+def empty_hint(found: Catalog, project: str | None, env) -> str:
+    """What to try when a listing is empty: where the sessions are, or that no store was found."""
+    every_store = discover(looking_in(env, project)) if found.scoped else found
+    everything = every_store.everything()  # (a project's first discovery left the others out)
+    if not everything:
+        home = env.get("HOME", "~")
+        return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
+                f"agent keeps them (and the variables that move them).")
+    elsewhere = len(everything)
+    unplaced = sum(1 for s in everything if not s.cwd)
+    note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
+    return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
+            f"`trajectoriz list --all` lists them all, with their projects.")
