@@ -90,6 +90,15 @@ class SettingsFiles:
         """The settings files asked for so far (missing ones included)."""
         return list(self._read)
 
+    def state(self, path: str) -> list | str | None:
+        """What tells whether a settings file changed: its inode, size and mtime (None when
+        missing), found as `get` finds it: never through a FUSE mount discovery avoids (a
+        project inside a stopped one would hang the stat)."""
+        resolved = safepath.resolve(path, self._avoided, self._links)
+        if resolved is None or mounts.inside(resolved, self._avoided):
+            return "unread"
+        return _file_state(resolved)
+
     def get(self, path: str, comments: bool = False) -> dict:
         if path not in self._read:
             self._read[path] = self._load(path, comments)
@@ -443,7 +452,7 @@ def decided_at_risk(found: Catalog, env, now: float | None = None) -> dict[str, 
         if not held(session):
             counts[session.agent] = counts.get(session.agent, 0) + 1
     if whole:
-        settings = sorted([path, _file_state(path)] for path in rules.files.read_paths())
+        settings = sorted([path, rules.files.state(path)] for path in rules.files.read_paths())
         cache.save(env, NOTE, {"decided": now, "where": _settings_homes(env), "archive": archived,
                                "settings": settings, "counts": counts})
     return counts
@@ -452,10 +461,11 @@ def decided_at_risk(found: Catalog, env, now: float | None = None) -> dict[str, 
 def _still_decided(kept: dict, env, now: float) -> bool:
     from discovery import archive
 
+    files = SettingsFiles(env)
     try:
         return (0 <= now - kept["decided"] < DECIDED_FOR and kept["where"] == _settings_homes(env)
                 and kept["archive"] == _file_state(archive.index_path(env))
-                and all(_file_state(path) == state for path, state in kept["settings"])
+                and all(files.state(path) == state for path, state in kept["settings"])
                 and all(isinstance(n, int) for n in kept["counts"].values()))
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
