@@ -179,7 +179,7 @@ def prepare(point: str, project: str, unmount: str, env) -> bool:
                         "would hide its files)")
     if not existed:
         write_private_file(env, _created_name(point), _created_mark(point))
-    elif not mounts.find(point):  # the user's own folder (or one we made before, mounted again)
+    else:  # the user's own folder, or one a mount made before (its server died): mounted again
         _forget_created(env, point, keep_if_ours=True)
     exclude_from_git(point)
     return True
@@ -202,13 +202,14 @@ def _forget_created(env, point: str, keep_if_ours: bool = False) -> bool:
     """Whether trajectoriz created the mountpoint `point` (its note in the private folders);
     the note removed, unless `keep_if_ours` and it names `point` (a folder made by an earlier
     mount, mounted again)."""
-    ours = False
+    mark, ours = _created_mark(point), False
     for folder in private_folders(env):
         note = os.path.join(folder, _created_name(point))
         try:
             with open(note, "rb") as handle:
-                ours = ours or handle.read() == _created_mark(point) != b""
-            if not (keep_if_ours and ours):
+                names_it = bool(mark) and handle.read() == mark
+            ours = ours or names_it
+            if not (keep_if_ours and names_it):
                 os.remove(note)
         except OSError:
             continue
