@@ -45,7 +45,7 @@ from collections import namedtuple
 
 from agents.base import as_dict, home, open_binary
 from atif.serialize import loads
-from core import compiledre, mounts, safepath
+from core import cache, compiledre, mounts, safepath
 from discovery.catalog import Catalog, listing_text
 
 WINDOW_DAYS = 7
@@ -85,19 +85,6 @@ class SettingsFiles:
         self._avoided = mounts.avoided(env)
         self._read: dict = {}
         self._links: dict = {}  # the projects' settings files share most of their folders
-
-    def read_paths(self) -> list[str]:
-        """The settings files asked for so far (missing ones included)."""
-        return list(self._read)
-
-    def state(self, path: str) -> list | str | None:
-        """What tells whether a settings file changed: its inode, size and mtime (None when
-        missing), found as `get` finds it: never through a FUSE mount discovery avoids (a
-        project inside a stopped one would hang the stat)."""
-        resolved = safepath.resolve(path, self._avoided, self._links)
-        if resolved is None or mounts.inside(resolved, self._avoided):
-            return "unread"
-        return _file_state(resolved)
 
     def get(self, path: str, comments: bool = False) -> dict:
         if path not in self._read:
@@ -423,7 +410,7 @@ def warn_at_risk(found: Catalog, env) -> None:
         print(f"trajectoriz: {line}", file=sys.stderr)
 
 
-NOTE = "retention-v1.json"  # in the cache folder: the last decision of `decided_at_risk`
+NOTE = cache.named("retention-v1", python=True, ext=".bin")  # the last decision of `decided_at_risk`
 DECIDED_FOR = DAY
 
 
@@ -432,50 +419,45 @@ def decided_at_risk(found: Catalog, env, now: float | None = None) -> dict[str, 
     session of the machine not yet archived (30,000 for a heavy user: most of a warm listing's
     time), for one line about sessions a week away from deletion. The decision is kept
     (`NOTE`) and made again after a day, or as soon as the archive (`archive`, `forget`, a
-    mount's archiving) or a settings file it read (or where those are) changes. Only a catalog
-    of every project's sessions decides for the day (`list --all`, or a project's discovery
-    from a snapshot of every store); one of a project's sources alone says what it can."""
-    from core import cache
+    mount's archiving) or a user's or system settings file changes (a project's own settings
+    count from the next day's decision). Only a catalog of every project's sessions decides
+    for the day (`list --all`, or a project's discovery from a snapshot of every store); one
+    of a project's sources alone says what it can."""
     from discovery import archive
 
     now = time.time() if now is None else now
     kept = cache.load(env, NOTE)
     if _still_decided(kept, env, now):
         return dict(kept["counts"])
-    whole = not found.scoped  # a project's first discovery knows its own sessions only: not kept
     archived = _file_state(archive.index_path(env))
-    rules = Retention(found, env)
-    horizon = now + WINDOW_DAYS * DAY
-    held = archive.holds(env)
-    counts: dict = {}
-    for session in rules.doomed(horizon):
-        if not held(session):
-            counts[session.agent] = counts.get(session.agent, 0) + 1
-    if whole:
-        settings = sorted([path, rules.files.state(path)] for path in rules.files.read_paths())
-        cache.save(env, NOTE, {"decided": now, "where": _settings_homes(env), "archive": archived,
-                               "settings": settings, "counts": counts})
+    settings = _machine_settings(env)
+    counts = at_risk(found, archive.holds(env), env, now=now)
+    if not found.scoped:  # a project's first discovery knows its own sessions only: not kept
+        cache.save(env, NOTE, {"decided": now, "archive": archived, "settings": settings, "counts": counts})
     return counts
 
 
 def _still_decided(kept: dict, env, now: float) -> bool:
     from discovery import archive
 
-    files = SettingsFiles(env)
     try:
-        return (0 <= now - kept["decided"] < DECIDED_FOR and kept["where"] == _settings_homes(env)
+        return (0 <= now - kept["decided"] < DECIDED_FOR
                 and kept["archive"] == _file_state(archive.index_path(env))
-                and all(files.state(path) == state for path, state in kept["settings"])
+                and kept["settings"] == _machine_settings(env)
                 and all(isinstance(n, int) for n in kept["counts"].values()))
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
 
 
-def _settings_homes(env) -> list:
-    """What places the settings files of the agents that delete: a decision made with other
-    ones does not hold."""
-    return [home(env), CLAUDE_MANAGED, GEMINI_SYSTEM] + [env.get(name) for name in (
-        "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH")]
+def _machine_settings(env) -> list:
+    """[path, state] of the settings files of the agents that delete, outside any project: the
+    user's and the system's (where the variables put them)."""
+    gemini_user = os.path.join(env.get("GEMINI_CLI_HOME") or home(env), ".gemini", "settings.json")
+    system = env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or GEMINI_SYSTEM
+    defaults = env.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or os.path.join(os.path.dirname(system),
+                                                                          "system-defaults.json")
+    paths = [path for _, path in claude_files(None, env)] + [gemini_user, system, defaults]
+    return [[path, _file_state(path)] for path in paths]
 
 
 def _file_state(path: str) -> list | None:
