@@ -4,10 +4,12 @@ test requirement only, far too slow to run inline).
 A generated corpus: every kind of secret below, in every presentation an agent's tools give
 text (plain, a file read with line numbers as `cat -n`, Claude Code's Read and `grep -rn` print
 it, terminal colours raw and JSON-escaped, an assignment in the middle of a line, a token
-glued to the word before it, JSON in JSON, a password quoted bare after a URL held it), planted
+glued to the word before it, or on both sides (`KEY_AKIA…b into note.txt`), JSON in JSON, a password quoted bare after a URL held it), planted
 (tests/test_redteam.py's planting) into every text field of every agent's store. Hypothesis
 draws the seed of the secrets' bodies and of each presentation's details (line numbers, gutter widths,
-colours, names, neighbours); the kinds meet the presentations in a rotation over the agents,
+colours, names, neighbours; the values of names ending in `_PASSWORD`, `_SECRET`, `_TOKEN`,
+`_KEY` in any case, with `=`, `:` or `: `, some shaped as issue 37's `ia8bmmCTJbz2`); the kinds
+meet the presentations in a rotation over the agents,
 so that every pair is planted. Then every output channel (test_redteam.channels: list,
 `--json`, search, show, `--markdown`, export, stats, and every cache file) is scanned:
 - no planted secret may come out, whole or its last 12 characters (our own check), and
