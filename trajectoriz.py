@@ -506,10 +506,15 @@ def main(argv=None) -> int:
     if argv[:1] == ["complete-ids"]:
         return run(argparse.Namespace(command="complete-ids"))
     parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
+    if argv[:1] and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        parser.error(f"unknown command {argv[0]!r}{did_you_mean(argv[0], COMMANDS)} "
+                     f"(commands: {', '.join(COMMANDS)})")
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's own parser: its usage, not the whole program's
         after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
-        (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        said = parser.subcommands[args.command] if after else parser
+        said.error(f"unrecognized arguments: {' '.join(extra)}"
+                   f"{did_you_mean(extra[0], said._option_string_actions) if extra[0].startswith('--') else ''}")
     if args.man:
         from commands import manual
 
@@ -522,6 +527,14 @@ def main(argv=None) -> int:
         parser.print_help()
         return EXIT_ERROR
     return run(args)
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`; did you mean 'list'?` for the choice closest to a misspelled `word`, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [c for c in choices if c != "complete-ids"], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def run(args) -> int:

@@ -52,12 +52,15 @@ NAME = "gemini"
 PREFIX = "gm"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "gemini-cli"
-VERSION = 3
+VERSION = 4   # 4: chat names whose sessionId start holds a hyphen (a2a-server) are told apart
 
 PROMPT_LOG = "logs.json"
 SESSION_CONTEXT = "<session_context>"
 STATE_SNAPSHOT = "<state_snapshot>"
 AGENT_TYPES = ("gemini", "model", "assistant")
+# `session-<yyyy-mm-ddThh-mm>-<the first 8 characters of the sessionId>`: any characters, a
+# hyphen too (`a2a-server` gives `…-a2a-serv`); other names end in 8 letters or digits.
+_CHAT_NAME = compiledre.compile(r"^session-\d{4}-\d\d-\d\dT\d\d-\d\d-(.{1,8})$", re.S)
 _SHORT_ID = compiledre.compile(r"-([0-9A-Za-z]{8})$")
 SHELL_TOOL = "run_shell_command"
 _EXIT_CODE = compiledre.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
@@ -98,7 +101,7 @@ def _unclaimed_folders(names: list[str], folders: list[str]) -> list[str]:
     such as `skill-extraction-<hex>/`: their transcripts are listed as sessions of their own
     rather than lost."""
     stems = (os.path.splitext(name)[0] for name in names if name.endswith((".json", ".jsonl")))
-    shorts = {match.group(1) for match in map(_SHORT_ID.search, stems) if match}
+    shorts = {short for short in map(_short_id, stems) if short}
     return [folder for folder in folders if not any(folder.startswith(short) for short in shorts)]
 
 
@@ -133,11 +136,17 @@ def _subagent_dirs(source: str, session_id: str | None = None) -> list[str]:
     if session_id:
         path = os.path.join(chats, session_id)
         return [path] if storefs.isdir(path) else []
-    match = _SHORT_ID.search(os.path.splitext(os.path.basename(source))[0])
-    if not match:
+    short = _short_id(os.path.splitext(os.path.basename(source))[0])
+    if not short:
         return []
     return [os.path.join(chats, name) for name in listdir_cached(chats)
-            if name.startswith(match.group(1)) and storefs.isdir(os.path.join(chats, name))]
+            if name.startswith(short) and storefs.isdir(os.path.join(chats, name))]
+
+
+def _short_id(stem: str) -> str | None:
+    """The start of the `sessionId` a chat file's name ends with (`_CHAT_NAME`), or None."""
+    match = _CHAT_NAME.match(stem) or _SHORT_ID.search(stem)
+    return match.group(1) if match else None
 
 
 def _subagent_files(directory: str) -> list[str]:
@@ -168,19 +177,19 @@ def scan(source: str, env) -> list[Session]:
 
 def _conversation_id(source: str, session_id: str, started: float | None) -> str:
     """The id of the conversation a chat file holds: its `sessionId`, unless another chat file
-    of the folder (its name ending in the same 8 characters) records the same `sessionId` with
+    of the folder (its name ending in the same start of a sessionId, `_short_id`) records the same `sessionId` with
     an earlier start: one server process (Cloud Shell's `a2a-server`) records each of its
     conversations under its own id. The later conversation's id then adds its start time
     (`<sessionId>-<yyyymmddThhmmss>`), which no later file changes. A legacy `.json` migrated
     to a `.jsonl` of the same name is the same conversation."""
     stem = os.path.splitext(os.path.basename(source))[0]
-    short = _SHORT_ID.search(stem)
+    short = _short_id(stem)
     if started is None or short is None:
         return session_id
     chats = os.path.dirname(source)
     for name in listdir_cached(chats):
         other, suffix = os.path.splitext(name)
-        if other != stem and suffix in (".json", ".jsonl") and other.endswith(short.group(0)):
+        if other != stem and suffix in (".json", ".jsonl") and _short_id(other) == short:
             other_id, other_start = _identity(os.path.join(chats, name))
             if other_id == session_id and other_start is not None and other_start < started:
                 return session_id + "-" + iso(started)[:19].replace("-", "").replace(":", "")

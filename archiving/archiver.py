@@ -66,6 +66,7 @@ class Summary:
     unchanged: int = 0
     deferred: int = 0       # being recorded (the mount archives those once they settle)
     skipped: int = 0        # forgotten, or unreadable when scanned
+    forgotten: int = 0      # of those skipped: forgotten (`trajectoriz forget`), never archived again
     failed: int = 0         # native files that could not be read
     bytes_native: int = 0   # native bytes read and stored by this run
     bytes_stored: int = 0   # bytes this run added to the archive
@@ -174,6 +175,7 @@ class Writer:
         entry = self.index["sessions"].get(key)
         if key in self.index["forgotten"] or "scan_error" in session.extra:
             self.summary.skipped += 1
+            self.summary.forgotten += key in self.index["forgotten"]
             return
         deps = catalog.dependencies(module, session.source, self.env)
         stats = cache.stats(deps, self._stat_memo)
@@ -693,7 +695,8 @@ def _print_summary(args, summary: Summary, totals: dict, env) -> None:
 
     print(f"Archived {summary.archived} new and {summary.updated} changed session(s) of "
           f"{summary.sessions_seen} ({summary.unchanged} unchanged"
-          f"{f', {summary.failed} unreadable' if summary.failed else ''}): "
+          f"{f', {summary.failed} unreadable' if summary.failed else ''}"
+          f"{f', {summary.forgotten} skipped: forgotten (trajectoriz forget)' if summary.forgotten else ''}): "
           f"{human_bytes(summary.bytes_native)} read, {human_bytes(summary.bytes_stored)} stored.\n"
           f"The archive holds {totals['archive_sessions']} session(s), "
           f"{human_bytes(totals['archive_stored_bytes'])} for "

@@ -45,7 +45,7 @@ from collections import namedtuple
 
 from agents.base import as_dict, home, open_binary
 from atif.serialize import loads
-from core import compiledre, mounts, safepath
+from core import cache, compiledre, mounts, safepath
 from discovery.catalog import Catalog, listing_text
 
 WINDOW_DAYS = 7
@@ -405,8 +405,64 @@ def warning(counts: dict[str, int], days: int = WINDOW_DAYS) -> str | None:
 
 def warn_at_risk(found: Catalog, env) -> None:
     """One line on stderr when agents will delete, within a week, sessions not archived yet."""
-    from discovery import archive
-
-    line = warning(at_risk(found, archive.holds(env), env))
+    line = warning(decided_at_risk(found, env))
     if line:
         print(f"trajectoriz: {line}", file=sys.stderr)
+
+
+NOTE = cache.named("retention-v1", python=True, ext=".bin")  # the last decision of `decided_at_risk`
+DECIDED_FOR = DAY
+
+
+def decided_at_risk(found: Catalog, env, now: float | None = None) -> dict[str, int]:
+    """`at_risk` of the whole catalog, decided at most once a day: deciding stats and keys every
+    session of the machine not yet archived (30,000 for a heavy user: most of a warm listing's
+    time), for one line about sessions a week away from deletion. The decision is kept
+    (`NOTE`) and made again after a day, or as soon as the archive (`archive`, `forget`, a
+    mount's archiving) or a user's or system settings file changes (a project's own settings
+    count from the next day's decision). Only a catalog of every project's sessions decides
+    for the day (`list --all`, or a project's discovery from a snapshot of every store); one
+    of a project's sources alone says what it can."""
+    from discovery import archive
+
+    now = time.time() if now is None else now
+    kept = cache.load(env, NOTE)
+    if _still_decided(kept, env, now):
+        return dict(kept["counts"])
+    archived = _file_state(archive.index_path(env))
+    settings = _machine_settings(env)
+    counts = at_risk(found, archive.holds(env), env, now=now)
+    if not found.scoped:  # a project's first discovery knows its own sessions only: not kept
+        cache.save(env, NOTE, {"decided": now, "archive": archived, "settings": settings, "counts": counts})
+    return counts
+
+
+def _still_decided(kept: dict, env, now: float) -> bool:
+    from discovery import archive
+
+    try:
+        return (0 <= now - kept["decided"] < DECIDED_FOR
+                and kept["archive"] == _file_state(archive.index_path(env))
+                and kept["settings"] == _machine_settings(env)
+                and all(isinstance(n, int) for n in kept["counts"].values()))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def _machine_settings(env) -> list:
+    """[path, state] of the settings files of the agents that delete, outside any project: the
+    user's and the system's (where the variables put them)."""
+    gemini_user = os.path.join(env.get("GEMINI_CLI_HOME") or home(env), ".gemini", "settings.json")
+    system = env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or GEMINI_SYSTEM
+    defaults = env.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or os.path.join(os.path.dirname(system),
+                                                                          "system-defaults.json")
+    paths = [path for _, path in claude_files(None, env)] + [gemini_user, system, defaults]
+    return [[path, _file_state(path)] for path in paths]
+
+
+def _file_state(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]

@@ -68,7 +68,7 @@ def run_list(args, env) -> int:
                            for s, f in rows])
     write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
     if not rows:
-        write(f"\n{empty_hint(found, project, env)}\n")
+        write(f"\n{catalog.empty_hint(found, project, env)}\n")
     return 0
 
 
@@ -102,21 +102,6 @@ def project_column(env):
             found = done[session.cwd] = cell(cwd if len(cwd) <= 40 else "…" + cwd[-39:])
         return found
     return cell_of
-
-
-def empty_hint(found: catalog.Catalog, project: str | None, env) -> str:
-    """What to try when a listing is empty: where the sessions are, or that no store was found."""
-    every_store = catalog.discover(catalog.looking_in(env, project)) if found.scoped else found
-    everything = every_store.everything()  # (a project's first discovery left the others out)
-    if not everything:
-        home = env.get("HOME", "~")
-        return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
-                f"agent keeps them (and the variables that move them).")
-    elsewhere = len(everything)
-    unplaced = sum(1 for s in everything if not s.cwd)
-    note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
-    return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
-            f"`trajectoriz list --all` lists them all, with their projects.")
 
 
 def known_facts(found: catalog.Catalog, sessions: list, env, translate: bool) -> list:

@@ -14,7 +14,7 @@ import re
 
 from commands import basics
 from core.errors import UserError
-from core.output import printable
+from core.output import cut_at_word, printable
 from discovery import catalog, pulled
 from rendering import documents, toolkinds
 
@@ -103,7 +103,7 @@ def last_requests(doc: dict) -> dict:
     found, request = {}, ""
     for step in doc.get("steps") or ():
         if step.get("source") == "user" and isinstance(step.get("message"), str):
-            request = " ".join(step["message"].split())[:REQUEST_CHARS]
+            request = cut_at_word(" ".join(step["message"].split()), REQUEST_CHARS)
         found[step.get("step_id")] = request
     return found
 
@@ -114,7 +114,8 @@ def report(file: str, line: int | None, content: str | None, found: list[dict]) 
         return (f"No session found wrote line {line} of {file} ({shown!r}): it was written by hand, "
                 f"or by a session or tool trajectoriz does not see.\n")
     if not found:
-        return f"No session found wrote or edited {file}.\n"
+        missing = "" if os.path.lexists(file) else f" (there is no file {os.path.abspath(file)}: check its path)"
+        return f"No session found wrote or edited {file}{missing}.\n"
     order = "most recent first" if content is not None else "oldest first"
     what = f"line {line} of {file}" if content is not None else file
     parts = [f"## Sessions that wrote {what} — {len(found)} change(s), {order}\n"]

@@ -160,12 +160,25 @@ def markdown(rows: list[dict], env) -> str:
     headers = ["Agent", "Store", "Sessions", "Native data", "With warnings", "Failed", "Formats",
                "Versions", "Retention"]
     body = table(headers, [_table_row(r, env) for r in rows])
-    found = sum(1 for r in rows if r["sources"])
-    lines = [f"## Agent stores — {found} of {len(rows)} agent(s) found", "", body]
+    lines = [f"## Agent stores — {heading(rows)}", "", body]
     details = [line for r in rows for line in _problem_lines(r)]
     if details:
         lines += ["", "### Problems (first reason of each kind)", "", *details]
     return "\n".join(lines) + "\n"
+
+
+def heading(rows: list[dict]) -> str:
+    """How many agents' stores this machine holds, and of how many agents sessions are listed
+    without one (from the archive, or shared by teammates and pulled)."""
+    found = sum(1 for r in rows if r["sources"])
+    text = f"{found} of {len(rows)} agents' stores found on this machine"
+    shared = sum(1 for r in rows if not r["sources"] and r["shared"])
+    archived = sum(1 for r in rows if not r["sources"] and not r["shared"] and r["archived_only"])
+    if shared:
+        text += f"; sessions of {shared} more agent(s) shared by teammates (`pull`)"
+    if archived:
+        text += f"; sessions of {archived} more agent(s) from the archive only"
+    return text
 
 
 def _table_row(row: dict, env) -> list[str]:

@@ -34,6 +34,18 @@ def cell(value, limit: int = 0) -> str:
     return text.replace("|", "\\|")
 
 
+def cut_at_word(text: str, limit: int) -> str:
+    """`text` of at most `limit` characters: cut, when longer, after its last whole word that
+    fits (mid-word only for a word longer than half the limit), and marked with `…`."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space >= limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + "…"
+
+
 def table(headers: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

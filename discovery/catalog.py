@@ -858,8 +858,9 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
 
 
 def find(catalog: Catalog, ident: str) -> Session:
-    """A session by short id (or a longer prefix of its hash), mount file name, or native id
-    (or a unique prefix of it)."""
+    """A session by short id (or a longer prefix of its hash, with or without the agent's
+    prefix: `cl-cf7afd41`, `cf7afd41`), mount file name, or native id (or a unique prefix of
+    it)."""
     ident = ident.strip()
     if ident.endswith(".atif.json"):
         ident = os.path.basename(ident)[: -len(".atif.json")].rsplit("_", 1)[-1]
@@ -871,6 +872,9 @@ def find(catalog: Catalog, ident: str) -> Session:
                        and full_hash(s).startswith(hex_part.lower())]
     if not matches and len(ident) >= 4:
         matches = [s for s in catalog.sessions if shown_id(s).startswith(ident)]
+        if all(c in "0123456789abcdef" for c in ident.lower()):  # a short id without its agent's prefix
+            named = {id(s) for s in matches}
+            matches += [s for s in catalog.sessions if id(s) not in named and full_hash(s).startswith(ident.lower())]
     if not matches:
         raise UserError(f"no session with id {ident!r} (try: trajectoriz list --all, or trajectoriz search)")
     if len(matches) > 1:
@@ -947,3 +951,18 @@ def chosen_project(args) -> str:
             raise UserError(f"--dir {directory}: no such directory")
         return os.path.realpath(directory)
     return project_root(os.getcwd())
+
+
+def empty_hint(found: Catalog, project: str | None, env) -> str:
+    """What to try when a listing is empty: where the sessions are, or that no store was found."""
+    every_store = discover(looking_in(env, project)) if found.scoped else found
+    everything = every_store.everything()  # (a project's first discovery left the others out)
+    if not everything:
+        home = env.get("HOME", "~")
+        return (f"No agent's sessions were found under {home}: `trajectoriz agents` says where each "
+                f"agent keeps them (and the variables that move them).")
+    elsewhere = len(everything)
+    unplaced = sum(1 for s in everything if not s.cwd)
+    note = f" ({unplaced} of them recorded no working directory, so they are in no project)" if unplaced else ""
+    return (f"None of the {elsewhere} session(s) found ran in {project}{note}: "
+            f"`trajectoriz list --all` lists them all, with their projects.")

@@ -70,12 +70,15 @@ def run_memory(args, env) -> int:
         return 0
     if args.foreground:
         return serve(fuse, project, point, env)
-    retention.warn_at_risk(catalog.discover(catalog.looking_in(env, project), within=project), env)  # the index, built
-    # here: the server then finds it warm (see below), once it is written
+    found = catalog.discover(catalog.looking_in(env, project), within=project)  # the index, built
+    retention.warn_at_risk(found, env)  # here: the server then finds it warm (see below), once it is written
     cache.settle_writers()
     start_background(project, point, env)
     print(f"Mounting trajectory memory for {project} at\n  {point} (daemonized).\n"
           f"Unmount with: {unmount}")
+    if not catalog.Scope(project, env).filter(found.sessions):
+        print(f"It holds no session yet (new ones appear as they are recorded). "
+              f"{catalog.empty_hint(found, project, env)}")
     return 0
 
 
@@ -165,6 +168,7 @@ def prepare(point: str, project: str, unmount: str, env) -> bool:
         recover(point, env, health)
     if os.path.lexists(point) and not os.path.isdir(point):
         raise UserError(f"{point} exists and is not a directory")
+    existed = os.path.lexists(point)
     try:
         cache.make_private_dirs(point)  # 0700, like everything trajectoriz creates
         occupied = bool(os.listdir(point))
@@ -173,8 +177,54 @@ def prepare(point: str, project: str, unmount: str, env) -> bool:
     if occupied:
         raise UserError(f"{point} is not empty: mount onto an empty or new directory (the mount "
                         "would hide its files)")
+    if not existed:
+        write_private_file(env, _created_name(point), _created_mark(point))
+    else:  # the user's own folder, or one a mount made before (its server died): mounted again
+        _forget_created(env, point, keep_if_ours=True)
     exclude_from_git(point)
     return True
+
+
+def _created_name(point: str) -> str:
+    return _state_name(point)[: -len(".json")] + ".created"
+
+
+def _created_mark(point: str) -> bytes:
+    """What the note of a mountpoint trajectoriz created holds: its path and inode (a folder
+    made again in its place by someone else is not ours)."""
+    try:
+        return os.fsencode(point) + b"\0" + str(os.stat(point).st_ino).encode()
+    except OSError:
+        return b""
+
+
+def _forget_created(env, point: str, keep_if_ours: bool = False) -> bool:
+    """Whether trajectoriz created the mountpoint `point` (its note in the private folders);
+    the note removed, unless `keep_if_ours` and it names `point` (a folder made by an earlier
+    mount, mounted again)."""
+    mark, ours = _created_mark(point), False
+    for folder in private_folders(env):
+        note = os.path.join(folder, _created_name(point))
+        try:
+            with open(note, "rb") as handle:
+                names_it = bool(mark) and handle.read() == mark
+            ours = ours or names_it
+            if not (keep_if_ours and names_it):
+                os.remove(note)
+        except OSError:
+            continue
+    return ours
+
+
+def remove_created(env, point: str) -> None:
+    """Unmounted: remove the mountpoint when trajectoriz created it and it is empty (a user's
+    own folder, or one something was put in, stays)."""
+    if mounts.find(point) is not None or not _forget_created(env, point):
+        return
+    try:
+        os.rmdir(point)
+    except OSError:
+        pass
 
 
 def _fuse_for_memoryfs(fuse):
@@ -309,12 +359,14 @@ def run_unmount(point: str, env) -> int:
     current = mounts.find(point)
     if current is None:
         print(f"{point} is not mounted.", file=sys.stderr)
+        remove_created(env, point)
         return 0
     health = probe(point)
     if health != "ok":
         recover(point, env, health)
         reason = "had died" if health == "stale" else "was not answering"
         print(f"Unmounted {point} (its server {reason}).")
+        remove_created(env, point)
         return 0
     pid = server_pid(env, point)
     gone, complaint = mounts.unmount(point)
@@ -322,6 +374,7 @@ def run_unmount(point: str, env) -> int:
         if pid:
             wait_for_exit(pid, EXIT_SECONDS)
         print(f"Unmounted {point}.")
+        remove_created(env, point)
         return 0
     gone, _ = mounts.unmount(point, force=True)
     if not gone:

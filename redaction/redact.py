@@ -18,7 +18,7 @@ found.
 | stripe | `sk_live_`, `sk_test_`, `rk_live_`, `rk_test_` keys, `whsec_` webhook secrets |
 | google | API keys `AIza` + 35 |
 | google_oauth | access tokens `ya29.…`, client secrets `GOCSPX-` + 28 |
-| aws | access key ids `AKIA`, `ASIA`, `ABIA`, `ACCA` + 16 capitals and digits (also after `_`: `MY_KEY_AKIA…`) |
+| aws | access key ids `AKIA`, `ASIA`, `ABIA`, `ACCA` + 16 capitals and digits (also after `_`: `MY_KEY_AKIA…`; a small letter after it ends it: `KEY_AKIA…b into`) |
 | aws_secret | the value of `aws_secret_access_key`, `AWS_SECRET_ACCESS_KEY`, `SecretAccessKey` |
 | azure | `AccountKey=…`, `SharedAccessKey=…`, Entra client secrets (`abc8Q~…`) |
 | github | `ghp_`, `gho_`, `ghu_`, `ghs_` (app), `ghr_` (refresh) tokens, `github_pat_…` |
@@ -59,21 +59,23 @@ A token with a prefix counts where no small letter or digit comes before it (`ta
 `AKIAIOSFODNN7EXAMPLE`) does not. An assignment is a name, an optional closing quote, `=`, `:`,
 `:=` or `=>` (a space after a `--flag`), and a value, quoted or not. The name's last word decides:
 `token`, `secret`, `password`, `passwd`, `pwd`, `auth`, `credentials`, and `key` after `api`,
-`access`, `secret`, `private`, … or in an upper-case NAME; not `MAX_TOKENS`, `token_count`,
+`access`, `secret`, `private`, … or after `_` (`STRIPE_KEY`, `stripe_key`); not `MAX_TOKENS`, `token_count`,
 `sort_key`, `PUBLIC_KEY`, `CACHE_KEY`, `page_token`, `ClientRequestToken` (idempotency), nor a
 part of an ARN (`…:secret:…`). How the value is judged:
 - token-, secret- and key-like names: a literal of a token's characters (no spaces or brackets)
   that looks random: letters and digits mixed, where the parts between punctuation are not all
-  words (`user_profile_v2`, `python3.11`, `Socks5Auth`, `2024-01-15` are), or a UUID, or 20
+  words (`user_profile_v2`, `python3.11`, `Socks5Auth`, `2024-01-15` are; `ia8bmmCTJbz2`,
+  `TGEsd0VYLklf3` are not: `is_words`), or a UUID, or 20
   letters whose mixed case camelCase does not explain. Calls and subscripts (`getpass()`,
   `os.environ[…]`) are code.
 - password-like names: a quoted literal is a secret (but not a constant's label such as
   `FORCE_CHANGE_PASSWORD`, nor a sentence); an unquoted value too unless it is code: a call, a
   subscript, a dotted name, a snake_case or camelCase variable made of words (`dbPass2`, not
   `y8p0aOW9mkOhzHr`), a type or keyword (`str`,
-  `None`); a lone word only where it ends its line or a clause (` ;`, ` ,`, ` |` after it) after
-  `: ` or a bare `=` (YAML, INI, .env), not after ` = ` (code) nor in prose (`pwd: expected
-  bytes`).
+  `None`); after `:` with no space, only a value that looks random (`DB_PASSWORD:x9Qw2LmZp4`,
+  not `password:str`); a lone word only where it ends its line or a clause (` ;`, ` ,`, ` |`
+  after it) after `: ` or a bare `=` (YAML, INI, .env), not after ` = ` (code) nor in prose
+  (`pwd: expected bytes`).
 - never secrets: placeholders (`$VAR`, `${VAR}`, `<your key>`, `***`, `{{ x }}`, `…`, values
   with `your`, `example`, `xxxx`, `changeme`, `redacted`), paths, URLs, ARNs, values of fewer than
   four distinct characters, and words that stand for themselves (`password`, `secret`, `test`).
@@ -176,7 +178,8 @@ def marker_key() -> bytes:
 # How a value is judged.
 
 _PUNCTUATION = rb"-_./:+@#~=,"
-_CAMEL_WORDS = rb"(?:(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))[0-9]{0,3}){2,}"  # Socks5Auth, XMLHttpRequest
+# Socks5Auth, XMLHttpRequest; a word after digits starts with a capital (`ia8bmmCTJbz2` is no words)
+_CAMEL_WORDS = rb"(?:(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z]))[0-9]{0,3}(?![a-z])){2,}"
 _WORDY = compiledre.compile(rb"(?:(?>" + _CAMEL_WORDS + rb"|(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,3}|[0-9]+[A-Za-z]{0,2})(?=["
                             + _PUNCTUATION + rb"]|\Z)|[" + _PUNCTUATION + rb"])*")
 _UUID = compiledre.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
@@ -208,8 +211,36 @@ def looks_random(value: bytes) -> bool:
     if len(value) < 8 or value.startswith(_PUBLIC_KEY_TYPES):
         return False
     if _DIGIT.search(value) is None or _LETTER.search(value) is None:
-        return any(_mixed_case(run) for run in _LONG_LETTERS.findall(value)) and not _WORDY.fullmatch(value)
-    return _UUID.fullmatch(value) is not None or _WORDY.fullmatch(value) is None
+        return any(_mixed_case(run) for run in _LONG_LETTERS.findall(value)) and not is_words(value)
+    return _UUID.fullmatch(value) is not None or not is_words(value)
+
+
+_PART = compiledre.compile(rb"[^" + _PUNCTUATION + rb"]+")
+_ACRONYM = compiledre.compile(rb"[A-Z]{2,}")
+_LONG_ACRONYM = compiledre.compile(rb"[A-Z]{6}")
+_VOWELS = b"aeiouAEIOU"
+_CONSONANTS = compiledre.compile(rb"[b-df-hj-np-tv-z]{4}")  # `jlbq`, `Dckz`: no syllable
+
+
+def is_words(value: bytes) -> bool:
+    """Words run together (`_WORDY`) that read as words: no four small consonants in a row (not
+    `jlbqVed`), and in each part that mixes small letters and capitals at most one run of
+    capitals, of five at most (`XMLHttpRequest`; not `TGEsd0VYLklf3`, `faxBYNZNXUQ7`), and a vowel
+    in every six letters of eight or more (not `aj868MkzDGKX3`): random letters and digits fit
+    `_WORDY` one time in a few."""
+    if _WORDY.fullmatch(value) is None:
+        return False
+    for part in _PART.findall(value):
+        if _CONSONANTS.search(part):
+            return False
+        letters = part.translate(None, b"0123456789")
+        if letters.isupper() or letters.islower() or not letters:
+            continue
+        vowels = len(letters) - len(letters.translate(None, _VOWELS))
+        if (len(_ACRONYM.findall(part)) > 1 or _LONG_ACRONYM.search(part)
+                or (len(letters) >= 8 and 6 * vowels < len(letters))):
+            return False
+    return True
 
 
 def _mixed_case(letters: bytes) -> bool:
@@ -248,7 +279,7 @@ def is_variable(value: bytes) -> bool:
     if value.lower() in NOT_SECRETS:
         return True
     return _IDENTIFIER.fullmatch(value) is not None and (
-        b"_" in value.strip(b"_") or _CAMEL.search(value) is not None) and _WORDY.fullmatch(value) is not None
+        b"_" in value.strip(b"_") or _CAMEL.search(value) is not None) and is_words(value)
 
 
 def is_path(value: bytes) -> bool:
@@ -281,8 +312,10 @@ def is_password(assigned: Assignment) -> bool:
         return False
     if assigned.quoted:
         return not (_LABEL.fullmatch(value) and _SECRET_WORD.search(value))
-    if is_expression(value, assigned.after) or is_variable(value) or (b":" in between and not between[-1:].isspace()):
+    if is_expression(value, assigned.after) or is_variable(value):
         return False
+    if b":" in between and not between[-1:].isspace() and not looks_random(value):
+        return False  # `password:str`, `pwd:expected`; not `DB_PASSWORD:x9Qw2LmZp4Rt`
     if value.isalpha():
         return assigned.ends_line and b" =" not in between and b"= " not in between
     return True
@@ -403,7 +436,7 @@ def kind_of_name(name: bytes) -> str | None:
     if last.endswith(b"secret") or last in (b"auth", b"credential", b"credentials"):
         return "assignment"
     if last in _GLUED_KEYS or (last == b"key" and len(words) > 1 and (
-            words[-2] in _KEY_QUALIFIERS or (name.isupper() and b"_" in name))):
+            words[-2] in _KEY_QUALIFIERS or name[-4:-3] == b"_")):
         return _key_kind(words)
     return None
 
@@ -689,7 +722,7 @@ PASSES: dict[bytes, list] = {
 CASED_PASSES: dict[bytes, list] = {
     b"A": [
         Token("google", rb"Iza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", before=None),
-        Token("aws", rb"(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Za-z])", before=None),
+        Token("aws", rb"(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Z])", before=None),  # `…KIA…b into`: ends at a small letter
         Token("age", rb"GE-SECRET-KEY-1[0-9A-Z]{58}(?![0-9A-Za-z])", before=None),
         Token("atlassian", rb"TATT3[A-Za-z0-9_=-]{100,}", before=None),
     ],

@@ -88,6 +88,14 @@ def archived_stamp(session: Session, env, module, redact: bool) -> list:
     return [archive.fingerprint(session, env), version, VERSION, redact]
 
 
+def _as_from_store(stamp: list) -> list | None:
+    """An archived rendering's stamp (`archived_stamp`) as the store's rendering of the same
+    native files has it."""
+    if len(stamp) != 4 or not isinstance(stamp[1], str) or "+archived:" not in stamp[1]:
+        return None
+    return [stamp[0], stamp[1].split("+archived:", 1)[0], *stamp[2:]]
+
+
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     """Translated, cleaned (secrets out unless told otherwise, valid Unicode always), then
     serialized once."""
@@ -230,8 +238,16 @@ class Facts:
         return cache_key(session) in self.entries
 
     def get(self, session: Session, stamp: list) -> dict | None:
+        """The facts recorded for `stamp`; for a session served from the archive, also those
+        of its rendering from the store while its native files were as archived (the same
+        bytes: `archived_stamp` names its rendering apart only in the document cache), so
+        that its steps stay known once its agent deleted it."""
         found = self.entries.get(cache_key(session))
-        return found if found and found.get("stamp") == stamp else None
+        if not found or not isinstance(found, dict):
+            return None
+        if found.get("stamp") == stamp or (archive.marked(session) and found.get("stamp") == _as_from_store(stamp)):
+            return found
+        return None
 
     def latest(self, session: Session) -> dict | None:
         """The facts of the session's latest redacted rendering, of its current version or

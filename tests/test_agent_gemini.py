@@ -411,3 +411,29 @@ def test_two_chats_of_one_session_id_started_apart_are_two_sessions(tmp_path):
     assert doc["session_id"] == "a2a00001-cafe-20260101T093005"
     assert [s["message"] for s in doc["steps"]] == ["second task"]
     assert translate_file(gemini, first, env)["session_id"] == "a2a00001-cafe"
+
+
+def test_the_a2a_servers_real_chat_names_are_two_sessions(tmp_path):
+    """Issue 37: the chat files Cloud Shell's a2a-server writes, by their real names: the
+    8 characters after the time are the start of the sessionId `a2a-server`, a hyphen
+    included; each file is its own session, and a sub-agent folder of that sessionId is
+    claimed by them."""
+    chats = tmp_path / "home/.gemini/tmp/p/chats"
+    first = write_jsonl(chats / "session-2026-08-13T04-43-a2a-serv.jsonl", [
+        {**META, "sessionId": "a2a-server", "startTime": "2026-08-13T04:43:10.000Z"},
+        user("m1", "fix the login page", "2026-08-13T04:43:11.000Z")])
+    second = write_jsonl(chats / "session-2026-08-16T07-02-a2a-serv.jsonl", [
+        {**META, "sessionId": "a2a-server", "startTime": "2026-08-16T07:02:40.000Z"},
+        user("m1", "add a test for the parser", "2026-08-16T07:02:41.000Z")])
+    write_jsonl(chats / "a2a-server" / "helper-1.jsonl", [
+        {**META, "sessionId": "helper-1", "kind": "subagent", "startTime": "2026-08-16T07:03:00.000Z"},
+        user("m1", "look up the parser", "2026-08-16T07:03:01.000Z")])
+    env = base_env(tmp_path)
+    ids = {s.title: s.native_id for s in scan_all(gemini, env)}
+    assert ids == {"fix the login page": "a2a-server",
+                   "add a test for the parser": "a2a-server-20260816T070240"}
+    listed = catalog.discover(env).sessions
+    assert sorted(s.title for s in listed) == ["add a test for the parser", "fix the login page"]
+    assert len({s.short_id for s in listed}) == 2
+    assert translate_file(gemini, second, env)["session_id"] == "a2a-server-20260816T070240"
+    assert translate_file(gemini, first, env)["session_id"] == "a2a-server"

@@ -352,6 +352,9 @@ def test_forget_before_a_date_and_a_live_session_is_not_archived_again(tmp_path)
     assert result.returncode == 0, result.stderr
     assert archive.read_index(env)["sessions"] == {}
     assert archive_summary(env)["archived"] == 0  # still live, and forgotten: not archived again
+    said = ok(env, "archive").decode()  # and it says so (issue 42)
+    assert said.startswith(f"Archived 0 new and 0 changed session(s) of {len(sessions)} (0 unchanged, "
+                           f"{len(sessions)} skipped: forgotten (trajectoriz forget)): "), said
     assert [name for _, _, names in os.walk(os.path.join(archive.folder(env), "data")) for name in names] == []
     listed = [json.loads(line) for line in ok(env, "list", "--all", "--json").splitlines()]
     assert len(listed) == len(sessions) and not any(r["archived"] for r in listed)

@@ -186,3 +186,29 @@ def test_errors_are_one_line_and_exit_2(project):
     for args in (["src/main.py:99"], ["src/main.py", "--line", "0"], ["src/main.py:4"], ["--dir", p + "/missing", "x"]):
         result = blame(env, p, *args)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, (args, result.stderr)
+
+
+def test_a_file_no_session_wrote_and_one_that_does_not_exist(project):
+    """Issue 42: `No session found wrote or edited README.md.` also says when there is no such
+    file (a path mistyped, or relative to another folder)."""
+    env, p = project
+    with open(f"{p}/README.md", "w") as handle:
+        handle.write("# P\n")
+    here = blame(env, p, "README.md")
+    assert here.returncode == 1 and here.stdout.decode() == "No session found wrote or edited README.md.\n"
+    missing = blame(env, p + "/src", "README.md")
+    assert missing.returncode == 1
+    assert missing.stdout.decode() == (f"No session found wrote or edited README.md (there is no file "
+                                       f"{p}/src/README.md: check its path).\n")
+
+
+def test_a_long_request_is_cut_at_a_word_with_an_ellipsis(project):
+    """Issue 42: the request beside a change is cut after a whole word, and says it was cut."""
+    env, p = project
+    words = " ".join(["refactor"] + ["parser%d" % n for n in range(60)])
+    claude_session(env["HOME"], p, "c7", 7, words, [
+        ("Write", {"file_path": f"{p}/LONG.md", "content": "long\n"})])
+    [request] = [r for _, _, r in changes(blame(env, p, "LONG.md", "--json"))]
+    assert request.endswith("…") and len(request) <= 200
+    assert words.startswith(request[:-1]) and words[len(request) - 1] == " "
+    assert "Request: " + request in blame(env, p, "LONG.md").stdout.decode()

@@ -151,7 +151,7 @@ def test_a_listing_translates_nothing(store, monkeypatch):
     (["list", "--dir", "/no/such/dir"], "--dir /no/such/dir: no such directory"),
     (["list", "--agent", "nope"], "unknown agent 'nope'"),
     (["show", "x", "--step", "notanumber"], "invalid int value"),
-    (["frobnicate"], "invalid choice"),
+    (["frobnicate"], "unknown command 'frobnicate' (commands: list,"),
 ])
 def test_mistakes_give_one_clear_line_and_exit_2(store, args, message):
     env, _ = store
@@ -233,3 +233,49 @@ def test_agents_says_which_sessions_are_in_no_project(store):
         handle.write(text)
     report = cli("agents", env=env).stdout.decode()
     assert "1 session(s) recorded no working directory, so they are in no project" in report
+
+
+def test_a_misspelled_command_or_option_gets_a_did_you_mean(store):
+    """Issue 42: `trajectoriz lsit` says which command was meant, on its one error line."""
+    env, _ = store
+    result = cli("lsit", env=env)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines()[-1].startswith(
+        "trajectoriz: error: unknown command 'lsit'; did you mean 'list'? (commands: list, show,")
+    option = cli("list", "--stpes", env=env)
+    assert option.returncode == 2
+    assert option.stderr.decode().splitlines()[-1] == (
+        "trajectoriz list: error: unrecognized arguments: --stpes; did you mean '--steps'?")
+    assert b"did you mean" not in cli("xyzzy", env=env).stderr
+
+
+def test_show_takes_a_short_id_without_its_agents_prefix(store):
+    """Issue 42: `show cf7afd41` (an id of `list` without its `cl-`) shows that session when no
+    other session's id or native id starts so."""
+    env, _ = store
+    for record in listing(env, "--all"):
+        bare = record["id"].split("-", 1)[1]
+        shown = cli("show", bare, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == cli("show", record["id"], env=env).stdout
+    missing = cli("show", "0000ffff", env=env)
+    assert missing.returncode == 2 and b"no session with id '0000ffff'" in missing.stderr
+
+
+def test_an_archived_session_keeps_its_step_count_once_its_file_is_deleted(store):
+    """Issue 42: a session archived, then deleted by its agent, is listed from the archive with
+    the same steps and size as before (its facts, recorded by `archive`, still hold: the same
+    bytes)."""
+    env, projects = store
+    proj = str(projects / "proj-claude")
+    assert cli("archive", env=env, cwd=proj).returncode == 0
+    before = {r["id"]: r for r in listing(env, cwd=proj)}
+    assert all(r["steps"] for r in before.values())
+    gone = next(iter(before.values()))
+    os.remove(gone["source"])
+    after = {r["id"]: r for r in listing(env, cwd=proj)}
+    assert after[gone["id"]]["archived"] is True
+    assert [(r["steps"], r["bytes"]) for r in after.values()] == [(r["steps"], r["bytes"]) for r in before.values()]
+    assert after[gone["id"]]["bytes"] == len(cli("show", gone["id"], env=env).stdout)
+    table = cli("list", env=env, cwd=proj).stdout.decode()
+    assert f"| `{gone['id']}` | claude | 2026-11-29 | {gone['steps']} |" in table

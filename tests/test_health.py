@@ -12,7 +12,7 @@ import pytest
 import agents
 from commands import health
 from core import parallel
-from helpers import LIVE, SAMPLES, assert_valid, base_env, cli
+from helpers import LIVE, SAMPLES, assert_valid, base_env, cli, run_main
 
 LIVE_SUBDIRS = {"pi-0.73.1": ".pi", "kimi-cli-1.52.0": ".kimi", "hermes-agent-0.19.0": ".hermes",
                 "mini-swe-agent-2.4.6": ".config"}
@@ -97,7 +97,7 @@ def test_planted_defects_are_named(rows):
 def test_markdown_report(planted, rows):
     result = cli("agents", env=planted)
     text = result.stdout.decode()
-    assert text.startswith(f"## Agent stores — 5 of {len(rows)} agent(s) found")
+    assert text.startswith(f"## Agent stores — 5 of {len(rows)} agents' stores found on this machine\n")
     table_rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| Agent")]
     assert [line.split(" | ")[0][2:] for line in table_rows[: len(rows)]] == list(rows)
     assert "| pi | `~/.pi/agent/sessions` | 4 |" in text
@@ -152,3 +152,32 @@ def test_each_agent_says_how_long_it_keeps_sessions(tmp_path):
     assert "30d" in retention_of("gemini")
     table = cli("agents", env=env).stdout.decode()
     assert "| Retention |" in table and "90 days" in table
+
+
+def test_shared_sessions_without_a_store_are_not_called_not_found(tmp_path):
+    """Issue 42: a teammate who pulled sessions and has no agent store of their own read "0 of 23
+    found" above a table listing those sessions; the heading says what was found where."""
+    from test_sharing import claude_session, clone, git, teammate
+    import subprocess
+
+    remote = str(tmp_path / "remote.git")
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
+    alice, bob = teammate(tmp_path, "alice"), teammate(tmp_path, "bob")
+    seed = str(tmp_path / "seed")
+    git(alice, tmp_path, "init", "-q", seed)
+    with open(f"{seed}/notes.txt", "w") as handle:
+        handle.write("notes\n")
+    git(alice, seed, "add", ".")
+    git(alice, seed, "commit", "-qm", "first")
+    git(alice, seed, "push", "-q", remote, "main")
+    a = clone(alice, remote, os.path.join(alice["HOME"], "src", "proj"))
+    claude_session(alice["HOME"], a, "c1", 1, "write the notes", [
+        ("Write", {"file_path": f"{a}/notes.txt", "content": "notes\n"})])
+    b = clone(bob, remote, str(tmp_path / "bob" / "work" / "proj"))
+    assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
+    assert run_main(bob, ["pull", "--remote", "origin"], cwd=b).returncode == 0
+    text = run_main(bob, ["agents"], cwd=b).stdout.decode()
+    known = len(agents.names())
+    assert text.startswith(f"## Agent stores — 0 of {known} agents' stores found on this machine; sessions of "
+                           f"1 more agent(s) shared by teammates (`pull`)\n"), text
+    assert "| claude | not found | 1 (1 shared) |" in text

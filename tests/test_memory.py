@@ -839,7 +839,34 @@ def test_stale_mounts_are_recovered_by_mount_and_by_unmount(store, tmp_path):
         kill_server(pid)
         done = cli("memory", "--unmount", point, env=env)
         assert done.returncode == 0 and b"had died" in done.stdout, done.stderr
-        assert mounts.find(point) is None and client("ls", point).returncode == 0
+        assert mounts.find(point) is None and not os.path.exists(point)  # the folder `memory` made: gone
+    finally:
+        take_down(point)
+
+
+@needs_fuse
+def test_a_folder_without_sessions_says_why_and_unmount_removes_the_folder_memory_made(store, tmp_path):
+    """Issue 42: `memory` where no session ran says why its folder is empty, as `list` does
+    there; `--unmount` removes the empty memory/ it created, and leaves a folder the user made."""
+    env, _, _ = store
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    point = str(lonely / "memory")
+    try:
+        hint = cli("list", env=env, cwd=str(lonely)).stdout.decode().splitlines()[-1]
+        assert hint.startswith("None of the ") and "`trajectoriz list --all`" in hint
+        result = cli("memory", env=env, cwd=str(lonely), timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.decode().splitlines()[3:] == [
+            f"It holds no session yet (new ones appear as they are recorded). {hint}"]
+        assert mounts.find(point) is not None
+        done = cli("memory", "--unmount", env=env, cwd=str(lonely))
+        assert done.returncode == 0, done.stderr
+        assert mounts.find(point) is None and not os.path.exists(point)
+        os.mkdir(point)  # the user's own folder
+        assert cli("memory", env=env, cwd=str(lonely), timeout=60).returncode == 0
+        assert cli("memory", "--unmount", env=env, cwd=str(lonely)).returncode == 0
+        assert mounts.find(point) is None and os.path.isdir(point)
     finally:
         take_down(point)
 

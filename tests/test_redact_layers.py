@@ -211,13 +211,53 @@ def test_a_telegram_bot_token_at_a_lines_start_is_no_gutter():
     assert counts == {"telegram": 1} and token[-12:] not in out
 
 
+# issue 37: what still left in `export` and the document cache ------------------------------------------
+def test_an_aws_key_id_glued_to_letters_on_both_sides():
+    """`KEY_AKIA` + 16 + a small letter, as a shell line carries it (the issue's X are its body)."""
+    key_id = "AKIA" + rand(16, string.ascii_uppercase + "234567", "aws-glued")
+    out, counts = redact_text(f"cp notes.txt /tmp ; KEY_{key_id}b into note.txt")
+    assert counts == {"aws": 1} and key_id[4:] not in out
+    assert out.endswith("b into note.txt") and "KEY_«REDACTED:aws:" in out
+
+
+@pytest.mark.parametrize("line", [
+    "host=db ; DB_PASSWORD: ia8bmmCTJbz2 ; port=5432",  # the issue's line
+    "host=db ; DB_PASSWORD:ia8bmmCTJbz2 ; port=5432",
+    "host=db ; db_password=ia8bmmCTJbz2 ; port=5432",
+    "host=db ; Smtp_Password: ia8bmmCTJbz2 ; port=5432",
+    "host=db ; JWT_SECRET: ia8bmmCTJbz2 ; port=5432",
+    "host=db ; webhook_secret=ia8bmmCTJbz2 ; port=5432",
+    "host=db ; SLACK_BOT_TOKEN: ia8bmmCTJbz2 ; port=5432",
+    "host=db ; refresh_token:ia8bmmCTJbz2 ; port=5432",
+    "host=db ; STRIPE_KEY=ia8bmmCTJbz2 ; port=5432",
+    "host=db ; stripe_key: ia8bmmCTJbz2 ; port=5432",
+    "host=db ; Signing_Key: TGEsd0VYLklf3 ; port=5432",
+])
+def test_a_secret_named_value_mid_line_that_reads_as_words_run_together(line):
+    """Random letters and digits that `_WORDY` reads as camelCase words (`ia8bmm`+`CT`+`Jbz2`)
+    after a name ending in `_PASSWORD`, `_SECRET`, `_TOKEN` or `_KEY`, in any case, with `:` or
+    `=`."""
+    value = line.split(" ; ")[1].replace(":", "=").split("=")[1].strip()
+    out, counts = redact_text(line)
+    assert value not in out and sum(counts.values()) == 1, out
+    assert out.startswith("host=db ; ") and out.endswith(" ; port=5432")
+
+
+@pytest.mark.parametrize("line", ["password: userPassword", "token = accessToken", "DB_PASSWORD=dbPassword2",
+                                  "password:str", "api_key: XMLHttpRequest", "SECRET_KEY=Socks5Auth",
+                                  "stripe_key: base64Encoded", "sort_key: a8f3k2j9d0s1"])
+def test_names_and_words_stay(line):
+    assert redact_text(line) == (line, {})
+
+
 # the rules' version -------------------------------------------------------------------------------------
 # version.RULES -> digests of the rules (redact.py and presented.py, import lines left out: a
 # move between packages changes nothing). A change of the rules changes the digest: raise
 # RULES if what they find changed (caches of the older rules are then removed), else record
 # the new digest under the same version.
 RULES_DIGESTS = {2: {"151d29174a8a5b09eba0b43d153cc210a118fc8997302ccf8d7b6772cb8038ef",
-                    "2e6cfc33e1da00eb36a6a85f9650584e6040602ff5ceb768c878254145b55bb4"}}  # + clean_among: finds the same
+                    "2e6cfc33e1da00eb36a6a85f9650584e6040602ff5ceb768c878254145b55bb4"},  # + clean_among: finds the same
+                3: {"d21cc6f9fc9c4027befe6cd7552dc3ab12204e772aaacd3dc65e8e77dd1c29c0"}}  # issue 37: AWS ids before a small letter, words run together, `NAME:value`
 
 
 def rules_digest() -> str:

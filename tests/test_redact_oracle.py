@@ -4,10 +4,12 @@ test requirement only, far too slow to run inline).
 A generated corpus: every kind of secret below, in every presentation an agent's tools give
 text (plain, a file read with line numbers as `cat -n`, Claude Code's Read and `grep -rn` print
 it, terminal colours raw and JSON-escaped, an assignment in the middle of a line, a token
-glued to the word before it, JSON in JSON, a password quoted bare after a URL held it), planted
+glued to the word before it, or on both sides (`KEY_AKIA…b into note.txt`), JSON in JSON, a password quoted bare after a URL held it), planted
 (tests/test_redteam.py's planting) into every text field of every agent's store. Hypothesis
 draws the seed of the secrets' bodies and of each presentation's details (line numbers, gutter widths,
-colours, names, neighbours); the kinds meet the presentations in a rotation over the agents,
+colours, names, neighbours; the values of names ending in `_PASSWORD`, `_SECRET`, `_TOKEN`,
+`_KEY` in any case, with `=`, `:` or `: `, some shaped as issue 37's `ia8bmmCTJbz2`); the kinds
+meet the presentations in a rotation over the agents,
 so that every pair is planted. Then every output channel (test_redteam.channels: list,
 `--json`, search, show, `--markdown`, export, stats, and every cache file) is scanned:
 - no planted secret may come out, whole or its last 12 characters (our own check), and
@@ -63,6 +65,30 @@ def _url_password(rng):
     return [f"mongodb+srv://app:{password}@cluster0.example.net/db", f"the password is {password} for now"], [password]
 
 
+# Names ending in `_PASSWORD`, `_SECRET`, `_TOKEN`, `_KEY`, in any case (issue 37: `DB_PASSWORD:`
+# after other text on its line leaked).
+SECRET_NAMES = {"password": ["DB", "SMTP", "ADMIN", "Redis"], "secret": ["CLIENT", "JWT", "webhook", "App"],
+                "token": ["GITHUB", "SLACK_BOT", "refresh", "Access"], "key": ["STRIPE", "ENCRYPTION", "app", "Signing"]}
+SEPARATORS = ["=", ": ", ":"]
+
+
+def _secret_name(rng, last: str) -> str:
+    first = rng.choice(SECRET_NAMES[last])
+    return f"{first}_{last}".upper() if first.isupper() else f"{first}_{last.title() if first[0].isupper() else last}"
+
+
+def _value(rng) -> str:
+    """A random password or token, either drawn from letters and digits (a digit among them:
+    letters alone shorter than 20 are read as a word or a name), or made of short runs of
+    small letters, capitals and digits (`ia8bmmCTJbz2`, which issue 37 saw leak, reads as words
+    run together)."""
+    if rng.random() < 0.5:
+        return _body(rng, 11 + rng.randrange(8)) + rng.choice(string.digits)
+    runs = [(string.ascii_lowercase, 2, 3), (string.digits, 1, 1), (string.ascii_lowercase, 3, 3),
+            (string.ascii_uppercase, 3, 3), (string.ascii_lowercase, 2, 2), (string.digits, 1, 1)]
+    return "".join(_body(rng, rng.randint(low, high), alphabet) for alphabet, low, high in runs)
+
+
 KINDS = {
     "github": lambda rng: "ghp_" + _body(rng, 36),
     "github_oauth": lambda rng: "gho_" + _body(rng, 36),
@@ -78,7 +104,10 @@ KINDS = {
     "huggingface": lambda rng: "hf_" + _body(rng, 34, string.ascii_letters),
     "sendgrid": lambda rng: "SG." + _body(rng, 22, ALNUM + "_-") + "." + _body(rng, 43, ALNUM + "_-"),
     "jwt": lambda rng: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ" + _body(rng, 30) + "In0." + _body(rng, 43, ALNUM + "_-"),
-    "password": lambda rng: ("DB_PASSWORD", _body(rng, 16)),
+    "password": lambda rng: (_secret_name(rng, "password"), _value(rng)),
+    "secret_name": lambda rng: (_secret_name(rng, "secret"), _value(rng)),
+    "token_name": lambda rng: (_secret_name(rng, "token"), _value(rng)),
+    "key_name": lambda rng: (_secret_name(rng, "key"), _value(rng)),
     "api_key": lambda rng: ("PAYMENTS_API_KEY", _body(rng, 32, string.hexdigits.lower()[:16])),
     "rsa_key": _key("RSA PRIVATE KEY"),
     "openssh_key": _key("OPENSSH PRIVATE KEY"),
@@ -95,7 +124,7 @@ def recorded(kind: str, rng) -> tuple[list[str], list[str]]:
         return [made], [made]
     if isinstance(made[0], str):  # (name, value): an assignment
         name, value = made
-        return [f"{name}={value}"], [value]
+        return [f"{name}{rng.choice(SEPARATORS)}{value}"], [value]
     return made
 
 
@@ -130,12 +159,15 @@ def coloured_in_json(lines, rng):
     return json.dumps({"stdout": coloured(lines, rng)})
 
 
+ASSIGNMENT = re.compile(r"[A-Za-z_]+(?:=|:)")
+
+
 def mid_line(lines, rng):
     """A secret after other text on its line; a key block starts there (`tls: -----BEGIN…`)."""
     name = rng.choice(["password", "DB_PASSWORD", "api_token", "client_secret", "SECRET_KEY"])
     if lines[0].startswith(("-----BEGIN", "{")):
         return "\n".join([f"tls: {lines[0]}", *lines[1:]])
-    if len(lines) > 1 or "=" in lines[0]:
+    if len(lines) > 1 or ASSIGNMENT.match(lines[0]):
         return "\n".join(f"host=db; {line} ; port=5432" for line in lines)
     return f"host=db; {name}: {lines[0]} ; port=5432"
 
@@ -150,13 +182,26 @@ def glued(lines, rng):
     return "\n".join(word + line for line in lines)
 
 
+def glued_both_sides(lines, rng):
+    """A token glued to a word before it and, where its alphabet has no small letter (an AWS
+    access key id), to a small letter after it, as a shell line or a sentence carries it:
+    `… ; KEY_AKIA…b into note.txt` (issue 37). (A small letter after a token whose alphabet
+    has them makes another, longer string.)"""
+    if len(lines) > 1:
+        return glued(lines, rng)
+    line = lines[0]
+    after = rng.choice(string.ascii_lowercase) if not any(c.islower() for c in line) else ""
+    return f"cp notes.txt /tmp ; {rng.choice(['KEY_', 'ID_', 'MYKEY'])}{line}{after} into note.txt"
+
+
 def json_in_json(lines, rng):
     return json.dumps(json.dumps({"output": "\n".join(lines)}))
 
 
 PRESENTATIONS = {"plain": plain, "cat -n": numbered("cat"), "Read": numbered("read"),
                  "grep -rn": numbered("grep"), "colours": coloured, "colours in JSON": coloured_in_json,
-                 "mid-line": mid_line, "glued": glued, "JSON in JSON": json_in_json}
+                 "mid-line": mid_line, "glued": glued, "glued both sides": glued_both_sides,
+                 "JSON in JSON": json_in_json}
 
 
 def payload(agent_index: int, seed: int) -> tuple[str, list[str]]:

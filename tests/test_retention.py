@@ -389,3 +389,45 @@ def test_the_archive_is_read_only_when_a_session_is_at_risk(tmp_path, env, monke
     assert retention.at_risk([fresh], archive.holds(env), env) == {} and reads == []
     assert retention.at_risk([fresh, doomed, doomed], archive.holds(env), env) == {"claude": 2}
     assert len(reads) == 1
+
+
+def test_a_warm_list_decides_the_warning_at_most_once_a_day(tmp_path, env, monkeypatch):
+    """Issue 37: deciding the warning stats every session of the machine not yet archived (30,000
+    for a heavy user), so it is decided at most once a day: a later `list` says the same line
+    without looking at one session file, and the decision is made again after a day, or as soon
+    as a settings file it read or the archive changes. A decision made without every project's
+    sessions (a project's first discovery reads its own sources only) is not kept."""
+    from core import cache
+    from helpers import run_main
+
+    looked = []
+    real = retention.last_activity
+    monkeypatch.setattr(retention, "last_activity", lambda session: looked.append(session.source) or real(session))
+    proj, other = project(tmp_path, "app"), project(tmp_path, "other")
+    for name, days, cwd in (("old", 29, other), ("older", 28, other), ("new", 3, proj)):
+        folder = os.path.join(env["HOME"], ".claude", "projects", cwd.replace("/", "-"))
+        aged(write_jsonl(os.path.join(folder, f"{name}.jsonl"), [
+            {"type": "user", "cwd": cwd, "sessionId": name, "timestamp": "2026-01-01T00:00:00Z",
+             "message": {"role": "user", "content": f"the {name} one"}}]), days)
+    line = b"2 session(s) not archived yet will be deleted by their agent within 7 days (claude 2)"
+
+    def listed(*args) -> bytes:
+        result = run_main(env, ["list", *args], cwd=proj)
+        assert result.returncode == 0 and b"the new one" in result.stdout
+        return result.stderr
+
+    assert b"will be deleted" not in listed()  # the other project's sessions are not read here
+    assert line in listed("--all") and len(looked) >= 2
+    looked.clear()
+    assert line in listed() and line in listed() and line in listed("--all") and looked == []
+    note = cache.load(env, retention.NOTE)
+    cache.save(env, retention.NOTE, {**note, "decided": note["decided"] - retention.DAY - 60})
+    assert line in listed("--all") and len(looked) >= 2   # a day later: decided again
+    looked.clear()
+    assert line in listed() and looked == []
+    write(os.path.join(env["HOME"], ".claude", "settings.json"), {"cleanupPeriodDays": 90})
+    assert b"will be deleted" not in listed("--all")   # the user's settings changed
+    os.remove(os.path.join(env["HOME"], ".claude", "settings.json"))
+    assert line in listed("--all")
+    assert run_main(env, ["archive"], cwd=proj).returncode == 0   # every project's sessions
+    assert b"will be deleted" not in listed() and b"will be deleted" not in listed("--all")  # the archive changed
