@@ -123,9 +123,9 @@ def test_an_agent_without_resume_offers_the_handoff(tmp_path):
     home = str(tmp_path / "home")
     import shutil
 
-    shutil.copytree(live_store("droid"), home, symlinks=True)
+    shutil.copytree(live_store("mswea"), home, symlinks=True)
     env = base_env(tmp_path, home=home)
-    session = next(s for s in _listed(env) if s["agent"] == "droid")
+    session = next(s for s in _listed(env) if s["agent"] == "mswea")
     result = run_main(env, ["resume", session["id"]])
     assert result.returncode == 2
     assert f"trajectoriz handoff {session['id']} --to claude" in result.stderr.decode()
@@ -252,3 +252,25 @@ def test_handoff_to_an_agent_that_takes_no_prompt_lists_those_that_do(tmp_path):
     assert result.returncode == 2
     said = result.stderr.decode()
     assert "--to nosuchagent" in said and "claude" in said and "codex" in said
+
+
+def test_readme_table_is_each_agents_own_command_line():
+    """README's table says what each agent module's CLI holds, column by column."""
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
+                  encoding="utf-8").read()
+    rows = {}
+    for line in readme.split("| Agent | `resume` runs |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    shown = {"{id}": "ID", "{path}": "FILE", "{prompt}": "PROMPT"}
+    carried = [a for a in agents.names() if getattr(agents.load(a), "CLI", None)]
+    assert sorted(rows) == sorted(carried)
+    for agent in carried:
+        cli_line = agents.load(agent).CLI
+        for cell, key in zip(rows[agent][:3], ("resume", "resume_prompt", "start")):
+            template = cli_line.get(key) or (cli_line.get("start_prompt") if key == "start" else None)
+            if template is None:
+                assert cell.startswith("-"), (agent, key)
+            else:
+                assert cell.split("`")[1] == " ".join(shown.get(p, p) for p in template), (agent, key)
+        assert rows[agent][3] == cli_line["checked"]
