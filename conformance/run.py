@@ -391,6 +391,9 @@ def carry_on(driver: Driver, install_dir: str, root: str, runs: list) -> dict:
     wanted = {"resume": bool(cli.get("resume_prompt")), "handoff": bool(cli.get("start_prompt"))}
     if not any(wanted.values()):
         return {"resume": "-", "handoff": "-"}
+    for run in (first, last):  # where users carry on: a git work tree (`codex exec` refuses to run elsewhere)
+        if not os.path.isdir(os.path.join(run.directory, ".git")):
+            subprocess.run(["git", "init", "-q", run.directory], check=False)
     log_path = os.path.join(root, "carryon.jsonl")
     with open(log_path, "w") as server_log, open(os.path.join(root, "carryon.log"), "w") as log:
         server = ModelServer(Script(driver.parallel, driver.finish_command), log=server_log).start()
@@ -422,7 +425,8 @@ def configured(driver: Driver, install_dir: str, home: str, url: str) -> dict:
 
 
 def session_id(env: dict, agent: str, run: check.RunSpec) -> str:
-    found = [s for s in check.listing(trajectoriz_command(), env, agent, "--all") if run.sid in (s.get("title") or "")]
+    found = [s for s in check.listing(trajectoriz_command(), env, agent, "--all")
+             if f"SCENARIO {run.sid} " in f"{s.get('first_message') or ''} {s.get('title') or ''}"]
     return found[0]["id"] if found else "missing"
 
 
