@@ -307,6 +307,7 @@ examples:
   trajectoriz resume cx-1a2b3c4d --print    # the command line, to run yourself
   trajectoriz resume cl-eb1c6529 --prompt 'run the tests again'
   trajectoriz resume cl-eb1c6529 --restore  # archived only: put its file back first
+  trajectoriz resume cl-eb1c6529 -- --model opus   # after --: the agent's own arguments
 
 Exit status: 0 (or the agent's own), 2 when it cannot be resumed (the line says why and
 names the handoff that works).""",
@@ -315,6 +316,7 @@ examples:
   trajectoriz handoff cl-eb1c6529 --to codex
   trajectoriz handoff cx-1a2b3c4d --to claude --print     # the command line and prompt
   trajectoriz handoff cl-eb1c6529 --to gemini --budget 2000 --task 'review the diff'
+  trajectoriz handoff cl-eb1c6529 --to codex -- -m gpt-5   # after --: the agent's own arguments
 
 The prompt is redacted like every output; still, read it (--print) before it goes to an
 agent whose model runs elsewhere.""",
@@ -557,8 +559,10 @@ def main(argv=None) -> int:
         return warmup.run_worker(os.environ)
     if argv[:1] == ["complete-ids"]:
         return run(argparse.Namespace(command="complete-ids"))
+    argv, agent_args = _agent_arguments(argv)
     parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
+    args.agent_args = agent_args
     if extra:  # said by the command's own parser: its usage, not the whole program's
         after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
         (parser.subcommands[args.command] if after else parser).error(f"unrecognized arguments: {' '.join(extra)}")
@@ -574,6 +578,15 @@ def main(argv=None) -> int:
         parser.print_help()
         return EXIT_ERROR
     return run(args)
+
+
+def _agent_arguments(argv: list) -> tuple[list, list]:
+    """The arguments after `--` of the commands that start an agent (resume, handoff): the
+    agent's own, passed on as they are."""
+    if argv[:1] and argv[0] in ("resume", "handoff") and "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1:]
+    return argv, []
 
 
 def run(args) -> int:

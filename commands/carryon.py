@@ -49,7 +49,7 @@ def run_resume(args, env) -> int:
         how = "without its interface" if key == "resume_prompt" and _cli(module).get("resume") else "from the command line"
         raise UserError(f"{_label(module)} cannot resume a session {how}; carry {session.short_id} over "
                         f"instead: {_handoff_hint(session)}")
-    argv = _filled(template, session, args.prompt)
+    argv = _filled(template, session, args.prompt, args.agent_args)
     return _launch(argv, _directory(session), args.print)
 
 
@@ -120,7 +120,7 @@ def run_handoff(args, env) -> int:
     where = _whereabouts(session, data, env)
     prompt = briefing.briefing(doc, _described(session, doc), where, args.budget,
                                task=args.task or briefing.TASK)
-    return _launch(_filled(template, session, prompt), _directory(session), args.print)
+    return _launch(_filled(template, session, prompt, args.agent_args), _directory(session), args.print)
 
 
 def _whereabouts(session, data: bytes, env) -> list[str]:
@@ -186,9 +186,15 @@ def _launch(argv: list[str], directory: str, only_print: bool) -> int:
     return 0  # not reached
 
 
-def _filled(template: tuple, session, prompt: str | None) -> list[str]:
+def _filled(template: tuple, session, prompt: str | None, extra: list | None = None) -> list[str]:
+    """The template's words filled in; `extra` (the user's own arguments for the agent, given
+    after `--`) goes after the program and its subcommand words, where every CLI takes options."""
     values = {"{id}": session.native_id, "{path}": session.source, "{prompt}": prompt or ""}
-    return [values.get(part, part) for part in template]
+    words = [values.get(part, part) for part in template]
+    at = 1
+    while at < len(words) and not template[at].startswith(("-", "{")):
+        at += 1
+    return words[:at] + list(extra or ()) + words[at:]
 
 
 def _directory(session) -> str:

@@ -400,12 +400,14 @@ def carry_on(driver: Driver, install_dir: str, root: str, runs: list) -> dict:
         try:
             env = configured(driver, install_dir, home, server.url)
             ids = {run.sid: session_id(env, driver.name, run) for run in (first, last)}
+            passed = ("--", *driver.carry_args) if driver.carry_args else ()
             if wanted["resume"]:
                 trajectoriz_run(env, log, first.directory, driver.timeout, "resume", ids[first.sid], "--prompt",
-                                f"{RESUME_MARK} {driver.name}: what does note.txt hold now?")
+                                f"{RESUME_MARK} {driver.name}: what does note.txt hold now?", *passed)
             if wanted["handoff"]:
                 trajectoriz_run(env, log, last.directory, driver.timeout, "handoff", ids[last.sid], "--to",
-                                driver.name, "--headless", "--task", f"{HANDOFF_MARK} {driver.name}: say what was done.")
+                                driver.name, "--headless", "--task", f"{HANDOFF_MARK} {driver.name}: say what was done.",
+                                *passed)
         finally:
             server.stop()
     bodies = [json.dumps(json.loads(line).get("body")) for line in open(log_path) if line.strip()]

@@ -274,3 +274,16 @@ def test_readme_table_is_each_agents_own_command_line():
             else:
                 assert cell.split("`")[1] == " ".join(shown.get(p, p) for p in template), (agent, key)
         assert rows[agent][3] == cli_line["checked"]
+
+
+def test_the_agents_own_arguments_go_after_its_program_and_subcommand(tmp_path):
+    """After `--`, arguments are the agent's: placed where its CLI takes options (after `codex
+    exec resume`, before gemini's `-p` and its value), never mistaken for trajectoriz's."""
+    env = _claude_in(tmp_path)
+    session = _listed(env)[0]
+    _, argv = _printed(env, "resume", session["id"], "--print", "--prompt", "go on", "--", "--model", "opus")
+    assert argv == ["claude", "--model", "opus", "-p", "--resume", session["native_id"], "go on"]
+    _, argv = _printed(env, "handoff", session["id"], "--to", "gemini", "--headless", "--print", "--", "-m", "x")
+    assert argv[:4] == ["gemini", "-m", "x", "-p"] and "What was asked" in argv[4]
+    _, argv = _printed(env, "handoff", session["id"], "--to", "codex", "--headless", "--print", "--", "--print")
+    assert argv[:4] == ["codex", "exec", "--print", argv[3]] and "What was asked" in argv[3]
