@@ -305,6 +305,25 @@ examples:
   trajectoriz list                        # with theirs, and who shared each
 
 In CI: `trajectoriz pull` before the agent runs, `trajectoriz push` after.""",
+    "resume": """\
+examples:
+  trajectoriz resume cl-eb1c6529            # claude --resume <its id>, in its directory
+  trajectoriz resume cx-1a2b3c4d --print    # the command line, to run yourself
+  trajectoriz resume cl-eb1c6529 --prompt 'run the tests again'
+  trajectoriz resume cl-eb1c6529 --restore  # archived only: put its file back first
+  trajectoriz resume cl-eb1c6529 -- --model opus   # after --: the agent's own arguments
+
+Exit status: 0 (or the agent's own), 2 when it cannot be resumed (the line says why and
+names the handoff that works).""",
+    "handoff": """\
+examples:
+  trajectoriz handoff cl-eb1c6529 --to codex
+  trajectoriz handoff cx-1a2b3c4d --to claude --print     # the command line and prompt
+  trajectoriz handoff cl-eb1c6529 --to gemini --budget 2000 --task 'review the diff'
+  trajectoriz handoff cl-eb1c6529 --to codex -- -m gpt-5   # after --: the agent's own arguments
+
+The prompt is redacted like every output; still, read it (--print) before it goes to an
+agent whose model runs elsewhere.""",
     "validate": """\
 examples:
   trajectoriz validate memory/*.atif.json
@@ -447,6 +466,43 @@ def _pull_parser(commands) -> None:
                       help="the git remote to fetch from (default: the one kept by push or pull --remote)")
 
 
+def _resume_parser(commands) -> None:
+    resume = commands.add_parser(
+        "resume", help="reopen a session in the agent that recorded it", epilog=EPILOGS["resume"],
+        description="Reopen a past session in its own agent, in the session's working directory, with "
+                    "that agent's own resume command (README: Carry on). A session the agent no longer "
+                    "holds (only in the archive) or one a teammate shared is carried over with "
+                    "`trajectoriz handoff` instead.")
+    resume.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    resume.add_argument("--print", action="store_true", help="print the command line instead of running it")
+    resume.add_argument("--prompt", metavar="TEXT",
+                        help="send TEXT as one more request without the agent's interactive interface "
+                             "(its non-interactive mode), then exit")
+    resume.add_argument("--restore", action="store_true",
+                        help="for a session only in the archive: put its archived files back where its "
+                             "agent reads them (only creating missing files, byte-identical to the "
+                             "archive; with --print, only say what would be written)")
+
+
+def _handoff_parser(commands) -> None:
+    handoff = commands.add_parser(
+        "handoff", help="carry a session over to another agent", epilog=EPILOGS["handoff"],
+        description="Start AGENT in the session's working directory with a first prompt that carries "
+                    "the session over: every request, the commits, files written and failed commands, "
+                    "where it stopped, and where the whole session is. The prompt quotes the session "
+                    "as history in one delimited block, redacted, within --budget tokens.")
+    handoff.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    handoff.add_argument("--to", metavar="AGENT", required=True, help="the agent to start (e.g. claude, codex, gemini)")
+    handoff.add_argument("--print", action="store_true",
+                         help="print the command line (with the prompt) instead of running it")
+    handoff.add_argument("--budget", type=int, default=4000, metavar="TOKENS",
+                         help="the prompt's size in tokens, counted conservatively (3 bytes a token; default 4000)")
+    handoff.add_argument("--task", metavar="TEXT",
+                         help="what the new agent is asked to do (default: carry on where the session stopped)")
+    handoff.add_argument("--headless", action="store_true",
+                         help="run AGENT's non-interactive mode: it answers the prompt once and exits")
+
+
 def _filter_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--agent", metavar="NAME", help="only sessions of this agent (e.g. claude, codex)")
     command.add_argument("--since", metavar="DATE",
@@ -475,7 +531,8 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
 COMMANDS = {"list": _list_parser, "show": _show_parser, "search": _search_parser, "stats": _stats_parser,
             "blame": _blame_parser, "export": _export_parser, "agents": _agents_parser,
             "memory": _memory_parser, "archive": _archive_parser, "forget": _forget_parser,
-            "push": _push_parser, "pull": _pull_parser, "validate": _validate_parser}
+            "push": _push_parser, "pull": _pull_parser, "resume": _resume_parser, "handoff": _handoff_parser,
+            "validate": _validate_parser}
 
 # command -> (module, function): each command's module is imported only when it runs
 HANDLERS = {
@@ -485,7 +542,8 @@ HANDLERS = {
     "stats": ("commands.stats", "run_stats"), "agents": ("commands.health", "run"),
     "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
     "forget": ("archiving.forget", "run_forget"), "push": ("sharing.remote", "run_push"),
-    "pull": ("sharing.remote", "run_pull"),
+    "pull": ("sharing.remote", "run_pull"), "resume": ("commands.carryon", "run_resume"),
+    "handoff": ("commands.carryon", "run_handoff"),
     "complete-ids": ("commands.completion", "run_ids"),  # what the completion scripts run: no parser, no help
 }
 
@@ -505,11 +563,13 @@ def main(argv=None) -> int:
         return warmup.run_worker(os.environ)
     if argv[:1] == ["complete-ids"]:
         return run(argparse.Namespace(command="complete-ids"))
+    argv, agent_args = _agent_arguments(argv)
     parser = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
     if argv[:1] and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         parser.error(f"unknown command {argv[0]!r}{did_you_mean(argv[0], COMMANDS)} "
                      f"(commands: {', '.join(COMMANDS)})")
     args, extra = parser.parse_known_args(argv)
+    args.agent_args = agent_args
     if extra:  # said by the command's own parser: its usage, not the whole program's
         after = args.command in argv and argv.index(extra[0]) > argv.index(args.command)
         said = parser.subcommands[args.command] if after else parser
@@ -535,6 +595,15 @@ def did_you_mean(word: str, choices) -> str:
 
     close = difflib.get_close_matches(word, [c for c in choices if c != "complete-ids"], n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _agent_arguments(argv: list) -> tuple[list, list]:
+    """The arguments after `--` of the commands that start an agent (resume, handoff): the
+    agent's own, passed on as they are."""
+    if argv[:1] and argv[0] in ("resume", "handoff") and "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1:]
+    return argv, []
 
 
 def run(args) -> int:

@@ -27,6 +27,9 @@ from core import storefs
 NAME = "amp"
 PREFIX = "am"
 ATIF_NAME = "amp"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("amp", "threads", "continue", "{id}"), "start_prompt": ("amp", "-x", "{prompt}"),
+       "checked": "0.0.1790142911"}
 VERSION = 1
 
 

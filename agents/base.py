@@ -23,6 +23,13 @@ sessions of `source` or their translation (side files, sub-agent transcripts, a 
 `sources(env, session_dirs)` with the working directories of the sessions it found, so that
 those projects are looked into on the same run.
 
+Optional, to carry a session on (`trajectoriz resume` and `handoff`, commands/carryon.py): `CLI`,
+a dict of argument templates of the agent's own command line, checked against the release
+`CLI["checked"]`: "resume" reopens a session ({id}: its native id, {path}: its source file),
+"resume_prompt" sends it one more request ({prompt}) without the interactive interface,
+"start" opens a new session whose first request is {prompt}, "start_prompt" runs that request
+without it. A key is missing where the CLI cannot do it.
+
 Optional, for speed: `dependencies_of(sources, env)`, `dependencies` of many sources at once;
 `APPENDS_ONLY = True` for a store that only appends to its files (a scan that read a complete
 head is then settled); `outside(source, scope, memo) -> bool`, whether a source's path shows

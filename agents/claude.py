@@ -29,6 +29,9 @@ NAME = "claude"
 PREFIX = "cl"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "claude-code"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("claude", "--resume", "{id}"), "resume_prompt": ("claude", "-p", "--resume", "{id}", "{prompt}"),
+       "start": ("claude", "{prompt}"), "start_prompt": ("claude", "-p", "{prompt}"), "checked": "2.1.332"}
 VERSION = 4
 APPENDS_ONLY = True  # transcripts only grow (catalog: a scan of a head that did not end stays true)
 

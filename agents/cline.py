@@ -26,6 +26,8 @@ from core import storefs
 NAME = "cline"
 PREFIX = "cn"
 ATIF_NAME = "cline"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("cline", "--id", "{id}"), "start": ("cline", "{prompt}"), "checked": "3.0.65"}
 VERSION = 2
 
 EXTENSION_ID = "saoudrizwan.claude-dev"

@@ -50,6 +50,9 @@ from atif.build import image_part, metrics, plain_or_parts, text_part, Trajector
 NAME = "codex"
 PREFIX = "cx"
 ATIF_NAME = "codex"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("codex", "resume", "{id}"), "resume_prompt": ("codex", "exec", "resume", "{id}", "{prompt}"),
+       "start": ("codex", "{prompt}"), "start_prompt": ("codex", "exec", "{prompt}"), "checked": "0.171.0"}
 VERSION = 2
 APPENDS_ONLY = True  # a rollout only grows (catalog: a scan of a head that did not end stays true)
 

@@ -38,6 +38,8 @@ from core import storefs
 NAME = "continue"
 PREFIX = "co"
 ATIF_NAME = "continue-cli"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"start": ("cn", "{prompt}"), "start_prompt": ("cn", "-p", "{prompt}"), "checked": "1.5.47"}
 VERSION = 2
 
 INDEX = "sessions.json"

@@ -39,6 +39,9 @@ from core import storefs
 NAME = "copilot"
 PREFIX = "cp"
 ATIF_NAME = "copilot-cli"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("copilot", "--resume", "{id}"), "resume_prompt": ("copilot", "--resume", "{id}", "-p", "{prompt}"),
+       "start": ("copilot", "-i", "{prompt}"), "start_prompt": ("copilot", "-p", "{prompt}"), "checked": "1.0.102"}
 VERSION = 2
 
 EVENTS = "events.jsonl"

@@ -32,6 +32,9 @@ from core import storefs
 NAME = "droid"
 PREFIX = "fd"
 ATIF_NAME = "factory-droid"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("droid", "--resume", "{id}"), "start": ("droid", "{prompt}"),
+       "start_prompt": ("droid", "exec", "{prompt}"), "checked": "0.215.0"}
 VERSION = 2
 
 STREAM_TYPES = {"system", "tool_call", "tool_result", "completion"}

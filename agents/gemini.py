@@ -52,6 +52,9 @@ NAME = "gemini"
 PREFIX = "gm"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "gemini-cli"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("gemini", "--resume", "{id}"), "resume_prompt": ("gemini", "--resume", "{id}", "-p", "{prompt}"),
+       "start": ("gemini", "-i", "{prompt}"), "start_prompt": ("gemini", "-p", "{prompt}"), "checked": "0.61.0"}
 VERSION = 4   # 4: chat names whose sessionId start holds a hyphen (a2a-server) are told apart
 
 PROMPT_LOG = "logs.json"

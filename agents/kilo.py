@@ -10,6 +10,9 @@ from agents.base import Session
 NAME = "kilo"
 PREFIX = "kl"
 ATIF_NAME = "kilo-cli"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("kilo", "--session", "{id}"), "resume_prompt": ("kilo", "run", "--session", "{id}", "{prompt}"),
+       "start": ("kilo", "--prompt", "{prompt}"), "start_prompt": ("kilo", "run", "{prompt}"), "checked": "7.7.7"}
 VERSION = opencode.VERSION
 
 KILO = opencode.Family("kilo", "KILO_DB", NAME, ATIF_NAME)

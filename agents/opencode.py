@@ -44,6 +44,9 @@ from core import storefs
 NAME = "opencode"
 PREFIX = "oc"
 ATIF_NAME = "opencode"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("opencode", "--session", "{id}"), "resume_prompt": ("opencode", "run", "--session", "{id}", "{prompt}"),
+       "start": ("opencode", "--prompt", "{prompt}"), "start_prompt": ("opencode", "run", "{prompt}"), "checked": "1.18.33"}
 VERSION = 2
 
 MAX_DEPTH = 8           # nesting of sub-agent sessions embedded in one document

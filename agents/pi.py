@@ -33,6 +33,9 @@ from core import storefs
 NAME = "pi"
 PREFIX = "pi"
 ATIF_NAME = "pi"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("pi", "--session", "{path}"), "resume_prompt": ("pi", "--session", "{path}", "-p", "{prompt}"),
+       "start": ("pi", "{prompt}"), "start_prompt": ("pi", "-p", "{prompt}"), "checked": "0.73.1"}
 VERSION = 2
 
 KNOWN_ENTRIES = {"session", "message", "model_change", "thinking_level_change", "compaction",

@@ -30,6 +30,9 @@ NAME = "qwen"
 PREFIX = "qw"
 SESSIONS_PER_PROJECT = True  # one id in two project folders: two sessions (catalog.discover)
 ATIF_NAME = "qwen-code"
+# its command line, to resume a session or start one with a prompt (agents/base.py)
+CLI = {"resume": ("qwen", "--resume", "{id}"), "resume_prompt": ("qwen", "--resume", "{id}", "{prompt}"),
+       "start": ("qwen", "-i", "{prompt}"), "start_prompt": ("qwen", "{prompt}"), "checked": "0.24.4"}
 VERSION = 2
 
 ARTIFACT_SUBTYPES = ("session_artifact_event", "session_artifact_snapshot")

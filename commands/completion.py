@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 PROGRAMS = ("trajectoriz", "trajectoriz-cli")
 
 # metavar -> what completes it
-KINDS = {"ID": "ids", "FILE": "files", "DIR": "dirs", "P": "dirs", "MOUNTPOINT": "dirs", "NAME": "agents"}
+KINDS = {"ID": "ids", "FILE": "files", "DIR": "dirs", "P": "dirs", "MOUNTPOINT": "dirs", "NAME": "agents", "AGENT": "agents"}
 
 
 @dataclass

@@ -33,6 +33,7 @@ class Driver:
     last_session: str = ""         # glob under $HOME whose newest match's name is {last}
     binary: str = ""               # npm package of the agent's binary for {platform}, installable alone
     runtime: tuple = ()            # npm packages installed beside it, that it runs on ("bun@1.4.5")
+    carry_args: tuple = ()         # what `trajectoriz resume`/`handoff` pass it after `--` here (its model)
     note: str = ""
 
     @property
@@ -259,12 +260,12 @@ DRIVERS = {d.name: d for d in [
     Driver("omp", "npm:@oh-my-pi/pi-coding-agent", "18.2.3", ("omp",),
            new=PI[1:] + ("--yolo", "--mode", "json", "-p", "{prompt}"),
            resume=PI[1:] + ("--yolo", "--continue", "-p", "{prompt}"),
-           files={".omp/agent/models.json": PI_MODELS}, runtime=("bun@1.4.5",),
+           files={".omp/agent/models.json": PI_MODELS}, runtime=("bun@1.4.5",), carry_args=PI[1:] + ("--yolo",),
            note="runs on bun (npm `bun`, >= 1.3.14), installed beside it"),
     Driver("droid", "npm:droid", "0.215.0", ("droid",),
            new=("exec", "--auto", "high", "-m", "custom:fake-model", "{prompt}"),
            resume=None,
-           files={".factory/settings.json": DROID_SETTINGS},
+           files={".factory/settings.json": DROID_SETTINGS}, carry_args=("--auto", "high", "-m", "custom:fake-model"),
            note="no continuation: `droid exec -s <id>` exits 1 and prints nothing, `--fork <id>` starts a new session"),
     Driver("gptme", "pypi:gptme", "0.35.1", ("{venv}/bin/gptme",),
            new=GPTME + ("{prompt}",),

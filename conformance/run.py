@@ -53,9 +53,12 @@ class Row:
     passed: int | str
     failures: list
     notes: list = field(default_factory=list)   # facts about the agent, not failures
+    resume: str = "-"    # `trajectoriz resume --prompt` sent the earlier turns to the model (carry_on)
+    handoff: str = "-"   # `trajectoriz handoff --to <this agent> --headless` sent the briefing
 
     def ok(self) -> bool:
-        return not self.failures and isinstance(self.sessions, int) and 0 < self.sessions == self.passed
+        carried = not (self.resume.startswith("no") or self.handoff.startswith("no"))
+        return carried and not self.failures and isinstance(self.sessions, int) and 0 < self.sessions == self.passed
 
     def what_failed(self) -> str:
         return "; ".join(self.failures + [f"({note})" for note in self.notes])
@@ -359,6 +362,7 @@ def run_installed(driver: Driver, version: str, install_dir: str, keep: bool) ->
     end_leftovers(env["HOME"])
     result = check.check_agent(driver.name, env, runs, script.plan, script.served, trajectoriz_command())
     failures = run_problems + result.failures
+    carried = carry_on(driver, install_dir, root, runs)
     with open(os.path.join(root, "plan.json"), "w") as handle:
         json.dump(script.plan, handle, indent=1)
     if keep or failures:
@@ -366,7 +370,89 @@ def run_installed(driver: Driver, version: str, install_dir: str, keep: bool) ->
     else:
         shutil.rmtree(root, ignore_errors=True)
     return Row(driver.name, version, result.sessions, result.passed, failures,
-               result.notes + ([driver.note] if driver.note else []))
+               result.notes + ([driver.note] if driver.note else []), **carried)
+
+
+# carrying a session on ---------------------------------------------------------------------------------
+RESUME_MARK, HANDOFF_MARK = "CARRYON-RESUME", "CARRYON-HANDOFF"
+
+
+def carry_on(driver: Driver, install_dir: str, root: str, runs: list) -> dict:
+    """Once the sessions are checked: `trajectoriz resume ID --prompt` on the first session and
+    `trajectoriz handoff ID --to <this agent> --headless` of the last, each against a fresh
+    scripted server. Resuming works when a request that carries the new prompt also carries the
+    session's earlier prompt; a handoff, when a request carries the briefing's block and the
+    handed session's prompt. Each result: "yes", "no: why", or "-" (the agent's CLI cannot)."""
+    import agents
+
+    cli = getattr(agents.load(driver.name), "CLI", {})
+    first, last = runs[0], runs[-1]
+    home = os.path.join(root, "home")
+    wanted = {"resume": bool(cli.get("resume_prompt")), "handoff": bool(cli.get("start_prompt"))}
+    if not any(wanted.values()):
+        return {"resume": "-", "handoff": "-"}
+    for run in (first, last):  # where users carry on: a git work tree (`codex exec` refuses to run elsewhere)
+        if not os.path.isdir(os.path.join(run.directory, ".git")):
+            subprocess.run(["git", "init", "-q", run.directory], check=False)
+    log_path = os.path.join(root, "carryon.jsonl")
+    with open(log_path, "w") as server_log, open(os.path.join(root, "carryon.log"), "w") as log:
+        server = ModelServer(Script(driver.parallel, driver.finish_command), log=server_log).start()
+        try:
+            env = configured(driver, install_dir, home, server.url)
+            ids = {run.sid: session_id(env, driver.name, run) for run in (first, last)}
+            passed = ("--", *driver.carry_args) if driver.carry_args else ()
+            if wanted["resume"]:
+                trajectoriz_run(env, log, first.directory, driver.timeout, "resume", ids[first.sid], "--prompt",
+                                f"{RESUME_MARK} {driver.name}: what does note.txt hold now?", *passed)
+            if wanted["handoff"]:
+                trajectoriz_run(env, log, last.directory, driver.timeout, "handoff", ids[last.sid], "--to",
+                                driver.name, "--headless", "--task", f"{HANDOFF_MARK} {driver.name}: say what was done.",
+                                *passed)
+        finally:
+            server.stop()
+    bodies = [json.dumps(json.loads(line).get("body")) for line in open(log_path) if line.strip()]
+    return {"resume": carried(bodies, wanted["resume"], RESUME_MARK, [first.sid]),
+            "handoff": carried(bodies, wanted["handoff"], HANDOFF_MARK, ["<<<HISTORY", last.sid])}
+
+
+def configured(driver: Driver, install_dir: str, home: str, url: str) -> dict:
+    """The agent's config files rewritten for the server at `url`, and its environment."""
+    values = {"home": home, "venv": os.path.join(install_dir, "venv"), "url": url}
+    for relative, content in driver.files.items():
+        with open(os.path.join(home, relative), "w") as handle:
+            handle.write(fill(content, values))
+    env = base_env(home, install_dir)
+    env.update({key: fill(value, values) for key, value in driver.env.items()})
+    return env
+
+
+def session_id(env: dict, agent: str, run: check.RunSpec) -> str:
+    found = [s for s in check.listing(trajectoriz_command(), env, agent, "--all")
+             if f"SCENARIO {run.sid} " in f"{s.get('first_message') or ''} {s.get('title') or ''}"]
+    return found[0]["id"] if found else "missing"
+
+
+def trajectoriz_run(env: dict, log, directory: str, timeout: int, *args: str) -> None:
+    argv = trajectoriz_command() + list(args)
+    log.write(f"\n$ ({directory}) {shlex.join(argv)}\n")
+    log.flush()
+    process = subprocess.Popen(argv, cwd=directory, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        log.write(f"[exit {process.wait(timeout=timeout)}]\n")
+    except subprocess.TimeoutExpired:
+        log.write(f"[no exit after {timeout}s]\n")
+    end_group(process)
+
+
+def carried(bodies: list, wanted: bool, mark: str, also: list) -> str:
+    if not wanted:
+        return "-"
+    asked = [body for body in bodies if mark in body]
+    if not asked:
+        return "no: the model was never sent the request"
+    missing = [text for text in also if not any(text in body for body in asked)]
+    return f"no: the request lacked {', '.join(missing)}" if missing else "yes"
 
 
 def play(driver: Driver, install_dir: str, root: str, runs: list, script: Script) -> tuple[dict, list[str]]:
@@ -411,10 +497,11 @@ def trajectoriz_command() -> list[str]:
 
 # the table -----------------------------------------------------------------------------------------------
 def table(rows: list[Row]) -> str:
-    lines = ["| agent | version | sessions | passed | what failed |", "|---|---|---|---|---|"]
+    lines = ["| agent | version | sessions | passed | resume | handoff | what failed |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         failed = row.what_failed().replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {row.agent} | {row.version} | {row.sessions} | {row.passed} | {failed} |")
+        lines.append(f"| {row.agent} | {row.version} | {row.sessions} | {row.passed} | {row.resume} | {row.handoff} "
+                     f"| {failed} |")
     return "\n".join(lines) + "\n"
 
 

@@ -122,7 +122,7 @@ def test_options_are_completed(candidates):
     assert candidates("trajectoriz search --c") == {"--content"}
 
 
-@pytest.mark.parametrize("command", ["show", "forget"])
+@pytest.mark.parametrize("command", ["show", "forget", "resume", "handoff"])
 def test_show_and_forget_offer_the_projects_session_ids_and_files(candidates, setup, command):
     _, _, _, ids = setup
     assert candidates(f"trajectoriz {command} ").issuperset(ids)
@@ -139,6 +139,7 @@ def test_blame_and_validate_complete_files(candidates):
 def test_folders_agents_and_shells_are_completed(candidates):
     assert candidates("trajectoriz export --out notes") in ({"notes.d"}, {"notes.d/"})
     assert candidates("trajectoriz list --agent cl") == {"claude", "cline"}
+    assert candidates("trajectoriz handoff cl-1 --to co") == {"codex", "continue", "copilot"}
     assert candidates("trajectoriz --completion ") == set(SHELLS)
 
 
