@@ -88,6 +88,14 @@ def _show_parser(commands) -> None:
                       help="with --markdown, cut tool arguments, results and system text longer "
                            "than N characters (default 2000; 0 never cuts)")
     _redaction_option(show)
+    _show_html_options(show)
+
+
+def _show_html_options(show) -> None:
+    show.add_argument("--html", action="store_true",
+                      help="print one self-contained HTML page of the session (to open in a browser, "
+                           "or to share: redacted like every output), its tool calls folded to one line")
+    show.add_argument("--out", metavar="FILE", help="with --html, write the page to FILE (0600) instead of stdout")
 
 
 def _search_parser(commands) -> None:
