@@ -165,7 +165,7 @@ class View:
         return f'<input type="hidden" name="token" value="{esc(self.token)}">'
 
     def shell(self, title: str, body: str, query: dict | None = None) -> bytes:
-        return page.shell(f"{title} — trajectoriz", self.nav(query) + body)
+        return page.shell(f"{title} — trajectoriz", self.nav(query) + body, wide=True)
 
     def selected(self) -> tuple:
         found, sessions, project = basics.selected(self.scope, self.env)
@@ -235,7 +235,9 @@ class View:
                  *([esc(basics.project_cell(session, self.env))] if project is None else []),
                  esc(catalog.title(session, facts or None)), esc(facts.get("outcome") or ""),
                  *([esc(pulled.contributor_of(session) or "")] if sharers else [])]
-        return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        wrapped = {len(cells) - 2 - bool(sharers), *([4] if project is None else [])}  # title, project
+        return "<tr>" + "".join(f'<td class="wrap">{c}</td>' if i in wrapped else f"<td>{c}</td>"
+                                for i, c in enumerate(cells)) + "</tr>"
 
     def content_hits(self, sessions: list, text: str) -> str:
         from commands import search
@@ -255,7 +257,7 @@ class View:
                     rows.append(f'<tr><td><a href="{self.link("/session/" + session.short_id)}#{esc(where)}">'
                                 f'<code>{esc(session.short_id)}</code> step {esc(f"{path}:{step}" if path else step)}</a></td>'
                                 f'<td>{esc(session.agent)}</td><td>{esc(catalog.local_date(session))}</td>'
-                                f'<td>{esc(snippet)}</td></tr>')
+                                f'<td class="wrap">{esc(snippet)}</td></tr>')
                 total += count
                 shown.value = total
         finally:
@@ -275,8 +277,8 @@ class View:
         for session, f in zip(sessions, known):
             cells = memoryindex.row(session, f, project or "")
             cells[0] = f'<a href="{self.link("/session/" + session.short_id)}">{esc(cells[0].strip("`"))}</a>'
-            rows.append("<tr>" + "".join(f"<td>{c if i == 0 else esc(c.replace(chr(92) + '|', '|'))}</td>"
-                                         for i, c in enumerate(cells)) + "</tr>")
+            rows.append("<tr>" + "".join(f'<td class="wrap">{c if i == 0 else esc(c.replace(chr(92) + "|", "|"))}</td>'
+                                         if i in (0, 4, 7, 8) else f"<td>{esc(c)}</td>" for i, c in enumerate(cells)) + "</tr>")
         table = (f'<table id="index"><thead><tr>{"".join(f"<th>{esc(h)}</th>" for h in headers)}</tr></thead>'
                  f'<tbody>{"".join(rows)}</tbody></table>')
         return self.shell("Index", f"<h1>INDEX.md of {esc(project or 'every project')}</h1>"

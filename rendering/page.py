@@ -31,6 +31,7 @@ from rendering.transcript import content_text, tokens_line
 INLINE_CHARS = 1500   # a call's arguments or output longer than this waits, as data, until it is opened
 SUMMARY_CHARS = 160   # a folded call's one line
 DATA_ID = "trajectoriz-data"
+WIDE = ' class="wide"'
 
 _REFUSAL = re.compile(r"doesn't want to proceed with this tool use|user rejected|user denied|"
                       r"denied by the user|permission denied by|declined to run", re.I)
@@ -62,7 +63,9 @@ details.call>summary code{font-size:12.5px}
 details.subagent{border:1px solid var(--line);padding:.3rem .6rem;margin:.4rem 0}
 .label{font-size:.75rem;color:var(--muted);margin-top:.3rem}
 table{border-collapse:collapse;width:100%;font-size:.9rem}
-th,td{border-bottom:1px solid var(--line);padding:.25rem .4rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{border-bottom:1px solid var(--line);padding:.25rem .4rem;text-align:left;vertical-align:top;white-space:nowrap}
+td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12rem}
+body.wide{max-width:90rem}
 form.filters{display:flex;flex-wrap:wrap;gap:.4rem;margin:.6rem 0}
 .note{color:var(--muted)}
 """
@@ -95,7 +98,7 @@ def esc(value) -> str:
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
-def shell(title: str, body: str, data: list | None = None) -> bytes:
+def shell(title: str, body: str, data: list | None = None, wide: bool = False) -> bytes:
     """A whole page around `body` (HTML made here, every untrusted string escaped): the policy as
     a <meta> (a file opened from disk gets no header), the style, the lazy data and the script."""
     data_block = ""
@@ -109,7 +112,7 @@ def shell(title: str, body: str, data: list | None = None) -> bytes:
             f'<meta http-equiv="Content-Security-Policy" content="{esc(policy())}">\n'
             f'<meta name="referrer" content="no-referrer">\n'
             f'<meta name="viewport" content="width=device-width,initial-scale=1">\n'
-            f'<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n'
+            f'<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body{WIDE if wide else ""}>\n{body}\n'
             f'{data_block}<script>{SCRIPT}</script>\n</body></html>\n')
     return page.encode("utf-8", "replace")
 

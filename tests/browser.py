@@ -30,7 +30,7 @@ def chromium() -> str | None:
 class Browser:
     """A headless Chromium in a fresh, empty profile, driven over its DevTools pipe."""
 
-    def __init__(self, timeout: float = 30):
+    def __init__(self, flags: tuple = (), timeout: float = 30):
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="trajectoriz-chromium-")
         to_child, self._out = os.pipe()
@@ -42,7 +42,7 @@ class Browser:
             os.dup2(b, 4)
 
         self.process = subprocess.Popen(
-            [chromium(), *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "about:blank"],
+            [chromium(), *FLAGS, *flags, f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=pipes, pass_fds=(3, 4), close_fds=True)
         os.close(to_child)
@@ -167,7 +167,7 @@ class Tab:
         self.send("Input.insertText", {"text": text})
 
     def key(self, key: str, code: int) -> None:
-        for kind in ("rawKeyDown", "keyUp"):
+        for kind in ("keyDown", "keyUp"):
             self.send("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": key,
                                                  "windowsVirtualKeyCode": code, "text": "\r" if key == "Enter" else ""})
 
