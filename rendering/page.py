@@ -71,9 +71,10 @@ form.filters{display:flex;flex-wrap:wrap;gap:.4rem;margin:.6rem 0}
 """
 
 SCRIPT = """(function(){
-var node=document.getElementById('%s'),data=node?JSON.parse(node.textContent):[];
+var data=null;
+function text(i){if(data===null){var node=document.getElementById('%s');data=node?JSON.parse(node.textContent):[];}return data[i];}
 function fill(d){var pres=d.querySelectorAll('pre[data-d]');for(var i=0;i<pres.length;i++){var p=pres[i];
-if(p.closest('details')===d&&!p.hasAttribute('data-shown')){p.textContent=data[+p.getAttribute('data-d')];p.setAttribute('data-shown','');}}}
+if(p.closest('details')===d&&!p.hasAttribute('data-shown')){p.textContent=text(+p.getAttribute('data-d'));p.setAttribute('data-shown','');}}}
 document.addEventListener('toggle',function(e){if(e.target.open)fill(e.target);},true);
 function reveal(){var id=decodeURIComponent(location.hash.slice(1)),t=id&&document.getElementById(id);if(!t)return;
 for(var p=t.parentElement;p;p=p.parentElement){if(p.tagName==='DETAILS'&&!p.open){p.open=true;fill(p);}}t.scrollIntoView();}
