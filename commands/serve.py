@@ -96,6 +96,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status, data = view.route(url.path, {k: v[-1] for k, v in query.items()})
         except UserError as exc:
             status, data = 400, view.shell("Error", f"<p class=bad>{esc(exc)}</p>")
+        except Exception as exc:  # one line, as every command says its failures; the server goes on
+            status, data = 500, view.shell("Error", f"<p class=bad>internal error: {esc(type(exc).__name__)}: {esc(exc)}</p>")
         self._send(status, "text/html; charset=utf-8", data, body)
 
     def _send(self, status: int, kind: str, data: bytes, body: bool, extra: dict | None = None) -> None:

@@ -261,6 +261,31 @@ def test_serve_refuses_a_missing_or_wrong_token_and_a_host_not_its_own(served):
         assert headers["Content-Type"].startswith("text/plain")
 
 
+def test_serve_listens_on_the_loopback_address_alone(served):
+    server, _ = served
+    listening = []
+    with open("/proc/net/tcp") as handle:  # local address (hex, little-endian IPv4) and port, state 0A: LISTEN
+        for line in handle.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and int(local.split(":")[1], 16) == server.port:
+                listening.append(local.split(":")[0])
+    assert listening == ["0100007F"]  # 127.0.0.1
+    with open("/proc/net/tcp6") as handle:
+        assert not [line for line in handle.readlines()[1:]
+                    if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == server.port]
+
+
+def test_the_branch_filter_reads_the_branch_the_agent_recorded(tmp_path):
+    env = homes.by_agent("qwen").build(tmp_path)
+    server = Served(env, "--all")
+    try:
+        everything = len(listed(env, "--all"))
+        assert f">{everything} session(s)<" in server.get("/?branch=master")[2].decode()
+        assert ">0 session(s)<" in server.get("/?branch=main")[2].decode()
+    finally:
+        server.stop()
+
+
 def test_serve_only_reads(served):
     server, _ = served
     for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
@@ -306,6 +331,12 @@ def test_served_pages_list_filter_search_show_index_and_blame(served):
                                             if json.loads(line)["id"] == planted)
     _, _, body = server.get("/?outcome=completed")
     assert re.search(r">(\d+) session\(s\)<", body.decode())
+    dates = sorted(r["date"] for r in sessions.values())  # the showcase's 2026-06-15, the live ones' 2026-11-29
+    assert dates[0] < dates[-1]
+    assert f">{dates.count(dates[-1])} session(s)<" in server.get(f"/?since={dates[-1]}")[2].decode()
+    assert f">{dates.count(dates[0])} session(s)<" in server.get(f"/?until={dates[0]}")[2].decode()
+    status, _, body = server.get("/?since=yesterday-ish")
+    assert status == 400 and b"yesterday-ish" in body
 
     _, _, body = server.get("/index")
     for short_id, record in sessions.items():
