@@ -6,6 +6,7 @@ only its own Host with its token, only reads, and sends its policy; pulled sessi
 
 from __future__ import annotations
 
+import argparse
 import html.parser
 import http.client
 import json
@@ -20,6 +21,7 @@ import pytest
 import homes
 import test_sharing
 from helpers import ROOT, SAMPLES, base_env, live_claude_in, needs, run_main
+from commands import serve
 from rendering import page
 from test_sharing import team  # noqa: F401  (a fixture: a bare remote, Alice's sessions, Bob's clone)
 
@@ -148,10 +150,16 @@ def test_every_agents_sessions_make_a_page_with_every_step_and_call(home, tmp_pa
     env = home.build(tmp_path)
     sessions = listed(env, "--all")
     assert sessions, home.agent
+    view = serve.View(argparse.Namespace(all=True, dir=None), env, "token", 1)  # serve's pages, in this process
+    status, listing = view.route("/", {})
+    assert status == 200 and f">{len(sessions)} session(s)<".encode() in listing
+    assert view.route("/index", {})[0] == 200
     for short_id in sessions:
         doc = json.loads(run_main(env, ["show", short_id]).stdout)
         text = show_html(env, short_id)
         assert_page_of(text, doc)
+        status, served = view.route(f"/session/{short_id}", {})
+        assert status == 200 and served == page.render(doc, view.nav())
         for step in doc["steps"][:50]:  # what each step says is on the page, as text
             message = step.get("message")
             if isinstance(message, str) and message.strip() and len(message) <= page.INLINE_CHARS:
