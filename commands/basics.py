@@ -204,7 +204,8 @@ def show_html(session, args, env, redact: bool) -> int:
         cache.write_private(os.path.abspath(args.out), data)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot write it: {exc.strerror}") from None
-    print(f"Wrote {args.out} ({len(data):,} bytes): redacted; read it before you share it", file=sys.stderr)
+    said = "redacted; read it before you share it" if redact else "NOT redacted (--no-redact): do not share it"
+    print(f"Wrote {args.out} ({len(data):,} bytes): {said}", file=sys.stderr)
     return 0
 
 

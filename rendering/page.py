@@ -211,6 +211,8 @@ def _step(step: dict, path: str, subs: dict, shown: set, data: list) -> str:
     if step.get("is_copied_context"):
         heading.append("copied context")
     error = extra.get("kind") == "api_error"
+    if error:
+        heading.append('<span class="bad">✗ API error</span>')
     parts = [f'<div class="head">{" · ".join(heading)}</div>']
     if isinstance(step.get("reasoning_content"), str) and step["reasoning_content"].strip():
         parts.append(_folded("Reasoning", step["reasoning_content"], data, "reasoning"))

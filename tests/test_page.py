@@ -256,15 +256,16 @@ def served(tmp_path_factory):
 
 def test_serve_refuses_a_missing_or_wrong_token_and_a_host_not_its_own(served):
     server, _ = served
-    assert server.get("/")[0] == 200
-    assert server.get(f"/?token={server.token}", token=False)[0] == 200
-    assert server.get(f"/localhost", host=f"localhost:{server.port}")[0] == 404  # its own names, a page it lacks
+    for path, token, host, wanted in (("/", True, None, 200), (f"/?token={server.token}", False, None, 200),
+                                      ("/localhost", True, f"localhost:{server.port}", 404)):  # its own names
+        status, _, body = server.get(path, host=host, token=token)
+        assert status == wanted, (path, host, status, body[:300])
     for path, token, host in (("/", False, None), (f"/?token={server.token[:-1]}x", False, None),
                               (f"/?token={server.token}&token=other", False, None),
                               ("/", True, f"evil.example:{server.port}"), ("/", True, "127.0.0.1"),
                               ("/", True, f"127.0.0.1:{server.port + 1}"), ("/session/x", False, None)):
         status, headers, body = server.get(path, host=host, token=token)
-        assert status == 403, (path, host, status)
+        assert status == 403, (path, host, status, body[:300])
         assert server.token.encode() not in body and b"<tr" not in body
         assert headers["Content-Type"].startswith("text/plain")
 
