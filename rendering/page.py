@@ -30,6 +30,7 @@ from rendering.transcript import content_text, tokens_line
 
 INLINE_CHARS = 1500   # a call's arguments or output longer than this waits, as data, until it is opened
 SUMMARY_CHARS = 160   # a folded call's one line
+SYSTEM_CHARS = 240    # system text (what the harness injected) longer than this, or of 4 lines or more, is folded
 DATA_ID = "trajectoriz-data"
 WIDE = ' class="wide"'
 
@@ -218,7 +219,7 @@ def _step(step: dict, path: str, subs: dict, shown: set, data: list) -> str:
         parts.append(_folded("Reasoning", step["reasoning_content"], data, "reasoning"))
     message = content_text(step.get("message"))
     if message.strip():
-        if source == "system" and len(message) > INLINE_CHARS:
+        if source == "system" and (len(message) > SYSTEM_CHARS or message.count("\n") >= 3):  # harness text: folded
             parts.append(_folded(f"System text: {_one_line(message)}", message, data, "system"))
         else:
             parts.append(f'<div class="msg">{esc(message)}</div>')
