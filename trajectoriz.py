@@ -88,6 +88,14 @@ def _show_parser(commands) -> None:
                       help="with --markdown, cut tool arguments, results and system text longer "
                            "than N characters (default 2000; 0 never cuts)")
     _redaction_option(show)
+    _show_html_options(show)
+
+
+def _show_html_options(show) -> None:
+    show.add_argument("--html", action="store_true",
+                      help="print one self-contained HTML page of the session (to open in a browser, "
+                           "or to share: redacted like every output), its tool calls folded to one line")
+    show.add_argument("--out", metavar="FILE", help="with --html, write the page to FILE (0600) instead of stdout")
 
 
 def _search_parser(commands) -> None:
@@ -527,12 +535,34 @@ def _redaction_option(command: argparse.ArgumentParser) -> None:
              "messages in listings and search results are always redacted")
 
 
+def _serve_parser(commands) -> None:
+    serve = commands.add_parser(
+        "serve", help="a read-only web view of the sessions, on this machine only",
+        epilog=EPILOGS["serve"],
+        description="Serve this project's sessions (or every project's) as web pages at "
+                    "http://127.0.0.1: the list with filters and search, each session's page "
+                    "(as show --html), INDEX.md's table and blame. It listens on 127.0.0.1 only, "
+                    "and answers only requests that carry the random token of the URL it prints "
+                    "and name it in their Host header; it only reads (GET and HEAD).")
+    serve.add_argument("--port", type=int, default=0, metavar="N",
+                       help="the port to listen on (default: a free one, printed with the URL)")
+    _scope_options(serve)
+
+
+EPILOGS["serve"] = """\
+examples:
+  trajectoriz serve                       # this project's sessions; open the URL it prints
+  trajectoriz serve --all --port 8765     # every project, at a fixed port
+
+The URL's token is the key: do not share it. Ctrl-C stops the server."""
+
+
 # command -> what adds its parser, in the order of the program's help
 COMMANDS = {"list": _list_parser, "show": _show_parser, "search": _search_parser, "stats": _stats_parser,
             "blame": _blame_parser, "export": _export_parser, "agents": _agents_parser,
             "memory": _memory_parser, "archive": _archive_parser, "forget": _forget_parser,
             "push": _push_parser, "pull": _pull_parser, "resume": _resume_parser, "handoff": _handoff_parser,
-            "validate": _validate_parser}
+            "validate": _validate_parser, "serve": _serve_parser}
 
 # command -> (module, function): each command's module is imported only when it runs
 HANDLERS = {
@@ -543,7 +573,7 @@ HANDLERS = {
     "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
     "forget": ("archiving.forget", "run_forget"), "push": ("sharing.remote", "run_push"),
     "pull": ("sharing.remote", "run_pull"), "resume": ("commands.carryon", "run_resume"),
-    "handoff": ("commands.carryon", "run_handoff"),
+    "handoff": ("commands.carryon", "run_handoff"), "serve": ("commands.serve", "run_serve"),
     "complete-ids": ("commands.completion", "run_ids"),  # what the completion scripts run: no parser, no help
 }
 

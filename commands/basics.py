@@ -147,6 +147,8 @@ def run_show(args, env) -> int:
 
     session = catalog.find(catalog.discover_for(env, args.id), args.id)
     redact = not args.no_redact
+    if getattr(args, "html", False) or getattr(args, "out", None):
+        return show_html(session, args, env, redact)
     if not (args.markdown or args.subagent or args.steps or args.step is not None):
         facts = documents.Facts(env, redact)  # what it rendered, `list` shows without rendering
         write(facts.rendered(session)[1])
@@ -167,6 +169,28 @@ def run_show(args, env) -> int:
     first, last = transcript.step_range(steps, len(trajectory["steps"]))
     part = trajectory["steps"][first - 1: last]
     write(dumps(part[0]) if args.step is not None else dumps(part))
+    return 0
+
+
+def show_html(session, args, env, redact: bool) -> int:
+    """`show ID --html [--out FILE]`: the session's page (rendering/page.py), of the same
+    document `show` prints."""
+    from rendering import documents, page
+
+    if not args.html:
+        raise UserError("--out goes with --html (the page's file)")
+    if args.markdown or args.subagent or args.steps or args.step is not None:
+        raise UserError("--html shows the whole session (sub-agents nested): drop --markdown, --step, --steps, --subagent")
+    data = page.render(documents.translate(session, env, redact))
+    if args.out is None:
+        write(data)
+        return 0
+    try:
+        cache.write_private(os.path.abspath(args.out), data)
+    except OSError as exc:
+        raise UserError(f"--out {args.out}: cannot write it: {exc.strerror}") from None
+    said = "redacted; read it before you share it" if redact else "NOT redacted (--no-redact): do not share it"
+    print(f"Wrote {args.out} ({len(data):,} bytes): {said}", file=sys.stderr)
     return 0
 
 

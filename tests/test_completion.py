@@ -113,7 +113,7 @@ def candidates(request, setup, tmp_path):
 
 
 def test_commands_are_completed(candidates):
-    assert candidates("trajectoriz s") == {"show", "search", "stats"}
+    assert candidates("trajectoriz s") == {"show", "search", "stats", "serve"}
     assert candidates("trajectoriz-cli fo") == {"forget"}
 
 
