@@ -33,7 +33,7 @@ from agents.base import listdir
 from core import cache, invocation
 from core.errors import UserError
 from core.output import human_bytes
-from discovery import archive, catalog, pulled
+from discovery import archive, catalog
 
 LEVEL = 3                        # zstd level: about 8x on transcripts, at hundreds of MB/s
 MAX_FRAMES = 64                  # a version appended to more often is stored anew, in one frame
@@ -587,7 +587,7 @@ def pending(env, sessions: list, settled_before_ns: int | None = None) -> list:
     index = archive.load(env)
     found, memo = [], {}
     for session in sessions:
-        if pulled.marked(session):  # pulled from a remote: kept by its contributor, not here
+        if not catalog.origin(session).in_store:  # archived already, or pulled from a remote: kept by its contributor
             continue
         module = agents.load(session.agent)
         key = archive.key_of(session, module)
@@ -634,7 +634,7 @@ def archived_copy(session, env):
 
 
 def live_sessions(found) -> list:
-    return [s for s in found.sessions if not archive.marked(s)]
+    return [s for s in found.sessions if catalog.origin(s).in_store]
 
 
 # the command -------------------------------------------------------------------------------------

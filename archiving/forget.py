@@ -33,7 +33,7 @@ def run_forget(args, env) -> int:
     with archiver.Writer(env) as writer:
         removed, sharing = writer.forget(list(dict.fromkeys(archive.key_of(s) for s in chosen)))
     purge_caches(env, chosen)
-    still_live = sum(1 for s in chosen if not archive.marked(s))
+    still_live = sum(1 for s in chosen if catalog.origin(s).in_store)
     print(f"Forgot {len(chosen)} session(s): {removed} removed from the archive, and every cached "
           f"copy removed.", file=sys.stderr)
     if sharing:

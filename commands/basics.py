@@ -56,16 +56,15 @@ def run_list(args, env) -> int:
         write(b"".join(orjson.dumps({**listing_record(s, f), "steps": f and f["steps"], "bytes": f and f["size"]})
                        + b"\n" for s, f in rows))
         return 0
-    from discovery import pulled
-
-    shared = any(pulled.marked(s) for s, _ in rows)  # a column of who shared each, when some are
+    sharers = [catalog.origin(s).contributor for s, _ in rows]
+    shared = any(by is not None for by in sharers)  # a column of who shared each, when some are
     headers = ["ID", "Agent", "Date", "Steps", *(["Project"] if project is None else []),
                *(["Shared by"] if shared else []), "Title"]
     where = project_column(env)
     body = table(headers, [[f"`{s.short_id}`", s.agent, catalog.local_date(s), str(f["steps"]) if f else "",
                             *([where(s)] if project is None else []),
-                            *([pulled.contributor_of(s) or ""] if shared else []), cell(catalog.title(s, f), 80)]
-                           for s, f in rows])
+                            *([by or ""] if shared else []), cell(catalog.title(s, f), 80)]
+                           for (s, f), by in zip(rows, sharers)])
     write(f"## Sessions of {where_shown(project, args)} — {len(rows)} session(s)\n\n{body}\n")
     if not rows:
         write(f"\n{catalog.empty_hint(found, project, env)}\n")
@@ -127,15 +126,14 @@ def listing_record(session, facts: dict | None = None) -> dict:
     not UTF-8) and redacted too. `archived`: listed from the archive, its native record being
     gone; `shared_by`: the contributor whose push it was pulled from (discovery/pulled.py), None
     for this machine's own."""
-    from discovery import archive, pulled
-
+    origin = catalog.origin(session)
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": printable(catalog.shown_id(session)),
               "cwd": catalog.listing_text(session.cwd) if session.cwd else None,
               "model": session.model, "title": catalog.title(session, facts),
               "first_message": catalog.first_message(session),
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
-              "archived": archive.marked(session), "shared_by": pulled.contributor_of(session)}
+              "archived": origin.kind == "archive", "shared_by": origin.contributor}
     return record
 
 

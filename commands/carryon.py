@@ -25,7 +25,7 @@ import sys
 import agents
 from core import cache
 from core.errors import UserError
-from discovery import archive, catalog, pulled
+from discovery import archive, catalog
 
 HANDOFFS = "handoff"  # trajectoriz's private folder (cache) for the files a briefing names
 
@@ -38,10 +38,11 @@ def run_resume(args, env) -> int:
     module = agents.load(session.agent)
     key = "resume_prompt" if args.prompt is not None else "resume"
     template = _cli(module).get(key)
-    if pulled.marked(session):
-        raise UserError(f"{session.short_id} was shared by {pulled.contributor_of(session)}: {_label(module)} here "
+    origin = catalog.origin(session)
+    if origin.kind == "shared":
+        raise UserError(f"{session.short_id} was shared by {origin.contributor}: {_label(module)} here "
                         f"has no record of it to resume; carry it over instead: {_handoff_hint(session)}")
-    if archive.marked(session):
+    if origin.kind == "archive":
         raise UserError(f"{session.short_id} is only in trajectoriz's archive ({_label(module)} deleted it): "
                         f"`trajectoriz resume {session.short_id} --restore` puts its files back, or carry it "
                         f"over: {_handoff_hint(session)}")
@@ -61,7 +62,7 @@ def _resumable_format(module, session) -> bool:
 def _restore(session, env, only_print: bool) -> int:
     """Put an archived session's native files back, creating each missing one, byte-identical
     to the archive; refuse when any of them exists (nothing is ever overwritten)."""
-    if not archive.marked(session):
+    if catalog.origin(session).kind != "archive":
         raise UserError(f"{session.short_id} is still in {_label(agents.load(session.agent))}'s store: "
                         f"nothing to restore (trajectoriz resume {session.short_id})")
     index = archive.load(env)
@@ -148,7 +149,8 @@ def _described(session, doc: dict) -> str:
     model = (doc.get("agent") or {}).get("model_name")
     when = catalog.local_date(session)
     place = f" in {session.cwd}" if session.cwd else ""
-    by = f", shared by {pulled.contributor_of(session)}" if pulled.marked(session) else ""
+    contributor = catalog.origin(session).contributor
+    by = f", shared by {contributor}" if contributor is not None else ""
     return f"{_label(module)} session {session.short_id}{f' ({model})' if model else ''} of {when}{place}{by}"
 
 

@@ -23,7 +23,7 @@ import agents
 from archiving import retention
 from core import parallel
 from core.output import cell, human_bytes, table
-from discovery import archive, catalog, pulled
+from discovery import catalog
 from rendering import documents
 
 POOL_THRESHOLD = 16      # fewer sessions are translated in this process: a pool costs more
@@ -35,10 +35,11 @@ def summarize(session, env) -> dict:
     """What the report needs from one session's document (small, to cross process bounds)."""
     doc = documents.translate(session, env)  # redacted: its warnings are printed
     extra = doc.get("extra") or {}
+    origin = catalog.origin(session)
     return {"error": extra.get("error"), "warnings": warnings_of(doc),
             "version": (doc.get("agent") or {}).get("version") or "unknown",
             "format": session.extra.get("format") or "unknown", "id": session.short_id,
-            "archived": archive.marked(session), "shared": pulled.marked(session)}
+            "archived": origin.kind == "archive", "shared": origin.kind == "shared"}
 
 
 def warnings_of(doc: dict) -> list[str]:

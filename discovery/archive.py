@@ -76,6 +76,9 @@ import agents
 from agents.base import Session
 from core import cache
 from core.hashes import sha256_digest
+from core.version import VERSION
+from discovery.origin import Origin
+from discovery.store import Store, module_version
 
 FOLDER = os.path.join("trajectoriz", "archive")
 INDEX = "index.bin"
@@ -513,3 +516,32 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return True
+
+
+# the archive's origin -----------------------------------------------------------------------------
+class Archived(Store):
+    """The archive origin (discovery/origin.py): a session whose native record is gone, read
+    as its store's session is, from its archived bytes (`translate`). Its stamp is its native
+    files' fingerprint when archived, and the archived entry's identity beside its translator's
+    version, so that a rendering from other archived bytes has another name in the document
+    cache; its facts are also those of its store's rendering of the same files (`same_facts`).
+    Its cached document depends on no file read in place."""
+
+    __slots__ = ()
+    kind = "archive"
+    in_store = False
+    stamps = Origin.stamps
+
+    def stamp(self, env, redact: bool = True, known: tuple | None = None) -> list:
+        module = agents.load(self.session.agent)
+        version = f"{module_version(module)}+archived:{self.session.extra['archived']['identity']}"
+        return [fingerprint(self.session, env), version, VERSION, redact]
+
+    def same_facts(self, stamp: list) -> list | None:
+        """The stamp (`stamp`) as the store's rendering of the same native files has it."""
+        if len(stamp) != 4 or not isinstance(stamp[1], str) or "+archived:" not in stamp[1]:
+            return None
+        return [stamp[0], stamp[1].split("+archived:", 1)[0], *stamp[2:]]
+
+    def translated(self, module, env) -> dict:
+        return translate(module, self.session, env)

@@ -29,6 +29,7 @@ from core.errors import UserError
 from core.hashes import sha256
 from core.output import printable
 from discovery import snapshot
+from discovery.store import Store, dependencies, module_version  # noqa: F401 (the catalog's names for them)
 
 SHORT_HEX = 8
 
@@ -96,13 +97,17 @@ class Catalog:
         return {s.cwd for s in self.sessions if s.agent == agent} | {row[0] for row in self.rest if row[1] == agent}
 
 
-def module_version(module) -> str:
-    return str(getattr(module, "VERSION", 1))
+def origin(session: Session):
+    """Where the session's bytes live (discovery/origin.py), as the catalog chose when it listed
+    it: the archive's or a pull's, by the mark each leaves in the session's `extra` (which its
+    cached record keeps), else its agent's store."""
+    from discovery import archive, pulled
 
-
-def dependencies(module, source: str, env) -> list[str]:
-    deps = getattr(module, "dependencies", None)
-    return deps(source, env) if deps else [source]
+    if "archived" in session.extra:
+        return archive.Archived(session)
+    if "shared" in session.extra:
+        return pulled.Pulled(session)
+    return Store(session)
 
 
 def discover(env, names=None, use_cache: bool = True, within: str | None = None,

@@ -20,9 +20,11 @@ document that says why, and a warning.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from core import cache
+from discovery.origin import Origin
 
 FOLDER = "shared"
 LISTING = "listing.bin"
@@ -262,3 +264,33 @@ def _json(data: bytes):
     from atif.serialize import loads
 
     return loads(data)
+
+
+class Pulled(Origin):
+    """The pulled origin (discovery/origin.py): a session a teammate pushed, read from the ref a
+    pull fetched (`document`). Its stamp is its blob's id, its document's size and its start
+    (`stamp`); its document comes finished, as pushed, and checked when read: one that is not a
+    document gives the failure document, and a warning (a listing showed it). Its agent deletes
+    nothing of it here."""
+
+    __slots__ = ()
+    kind = "shared"
+    finished = True
+
+    @property
+    def contributor(self) -> str:
+        return self.session.extra["shared"]["by"]
+
+    def stamp(self, env, redact: bool = True, known: tuple | None = None) -> list:
+        return stamp(self.session, redact)
+
+    def document(self, env) -> dict:
+        try:
+            return document(self.session, env)
+        except ValueError as exc:
+            import agents
+            from core.output import printable
+
+            reason = f"the document {self.contributor} shared is skipped: {exc}"
+            print(f"trajectoriz: warning: {self.session.short_id}: {printable(reason)}", file=sys.stderr)
+            return self.failure_document(agents.load(self.session.agent), reason)

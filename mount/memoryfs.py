@@ -75,7 +75,7 @@ from collections import OrderedDict
 from agents import sqlite_ro
 from archiving import archiver
 from core import cache
-from discovery import archive, catalog, pulled
+from discovery import catalog
 from mount import guide, memoryindex, warmup
 from rendering import cards, documents
 
@@ -224,7 +224,7 @@ class MemoryFS:
         those it knows): the kernel's copy of a file's attributes is dropped when it changed
         since the previous rescan, or when the file is gone."""
         watched = {name: (s, known) for name, s in listing.files.items()
-                   if not archive.marked(s) and (known := found.known(s)) is not None}
+                   if catalog.origin(s).in_store and (known := found.known(s)) is not None}
         before, self._watched = self._watched, watched
         if before is None and found.snapshot is not None:  # the snapshot of an earlier discovery
             before = watched  # (the launcher's) held: every file is as that discovery found it
@@ -255,7 +255,7 @@ class MemoryFS:
         """Archive the project's sessions as the mount sees them, from this thread (requests are
         never kept waiting), a bounded slice per pass; a session being recorded is archived
         again once it settles."""
-        live = [s for s in self._listing.files.values() if not archive.marked(s)]
+        live = [s for s in self._listing.files.values() if catalog.origin(s).in_store]
         settled = time.time_ns() - SETTLED_SECONDS * 1_000_000_000
         try:
             archiver.archive_some(self._env, live, ARCHIVE_SECONDS, settled)
@@ -440,8 +440,7 @@ class MemoryFS:
         """The session of a file name; a live one deleted since the listing was made is served
         from the archive when it holds it, else it is gone (a pulled one is read from git)."""
         session = listing.files.get(path[1:])
-        if session is not None and not (archive.marked(session) or pulled.marked(session)
-                                        or os.path.lexists(session.source)):
+        if session is not None and catalog.origin(session).in_store and not os.path.lexists(session.source):
             session = archiver.archived_copy(session, self._env)
         if session is None:
             raise _error(errno.ENOENT)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from core.output import cell, table
-from discovery import catalog, pulled
+from discovery import catalog
 from rendering import documents
 from rendering.cards import relative
 
@@ -34,9 +34,10 @@ def index(project: str | None, sessions: list, facts: documents.Facts, env, know
     elsewhere = any(_elsewhere(s.cwd, project) for s in sessions)
     headers = HEADERS + (["Directory"] if elsewhere else [])
     rows = [row(s, f, project if elsewhere else None) for s, f in zip(sessions, found)]
-    if any(pulled.marked(s) for s in sessions):  # who shared each pulled session (pulled.py)
+    sharers = [catalog.origin(s).contributor for s in sessions]
+    if any(by is not None for by in sharers):  # who shared each pulled session (pulled.py)
         headers = headers + ["Shared by"]
-        rows = [r + [pulled.contributor_of(s) or ""] for r, s in zip(rows, sessions)]
+        rows = [r + [by or ""] for r, by in zip(rows, sharers)]
     missing = sum(1 for f in found if f is None)
     note = (f" Steps, outcome, commits and files changed are blank for the {missing} session(s) not "
             f"rendered since they last changed (open a file once, or run `trajectoriz list --steps`)."

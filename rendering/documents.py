@@ -8,16 +8,10 @@ becomes a valid document that says what went wrong.
 
 from __future__ import annotations
 
-import sys
-
-import agents
 from agents.base import Session
-from atif import SCHEMA_VERSION
-from atif.build import final_metrics
 from atif.serialize import dumps, loads
 from core import cache
-from core.version import VERSION
-from discovery import archive, catalog, pulled
+from discovery import catalog
 from rendering import toolkinds
 
 SHORT_HASH = 7  # of a commit, in INDEX.md
@@ -64,36 +58,8 @@ def stamps(session: Session, env, known: tuple | None = None, stats: dict | None
     files' ctimes, so that a session made unreadable (chmod changes no content, no mtime) is
     read again, and says so, rather than served from the cache. `known` and `stats`: what
     discovery has just found (`Catalog.known`, `Catalog.stats`), which spares loading the
-    translator and stat'ing its files again."""
-    if pulled.marked(session):
-        stamp = pulled.stamp(session)
-        return stamp, stamp + [[]]
-    if known is not None and not archive.marked(session):
-        stamp = cache_stamp(session, env, True, known)
-        return stamp, stamp + [[st.st_ctime_ns if st is not None else None for st in cache.stats(known[0], stats)]]
-    module = agents.load(session.agent)
-    if archive.marked(session):
-        stamp = archived_stamp(session, env, module, True)
-        return stamp, stamp + [[]]
-    found = cache.stats(catalog.dependencies(module, session.source, env))
-    stamp = [cache.fingerprint_of(found), catalog.module_version(module), VERSION, True]
-    return stamp, stamp + [[st.st_ctime_ns if st is not None else None for st in found]]
-
-
-def archived_stamp(session: Session, env, module, redact: bool) -> list:
-    """The stamp of an archived session's rendering: its native files' fingerprint when
-    archived, and the archive entry's identity beside the translator's version, so that a
-    rendering from other archived bytes has another name in the document cache."""
-    version = f"{catalog.module_version(module)}+archived:{session.extra['archived']['identity']}"
-    return [archive.fingerprint(session, env), version, VERSION, redact]
-
-
-def _as_from_store(stamp: list) -> list | None:
-    """An archived rendering's stamp (`archived_stamp`) as the store's rendering of the same
-    native files has it."""
-    if len(stamp) != 4 or not isinstance(stamp[1], str) or "+archived:" not in stamp[1]:
-        return None
-    return [stamp[0], stamp[1].split("+archived:", 1)[0], *stamp[2:]]
+    translator and stat'ing its files again. The session's origin answers (discovery/origin.py)."""
+    return catalog.origin(session).stamps(env, known, stats)
 
 
 def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
@@ -101,7 +67,7 @@ def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     serialized once."""
     from redaction.redact import clean_tree  # here: what reads cached documents never needs the rules
 
-    translated = _pulled(session, env) if pulled.marked(session) else _translated(session, env)
+    translated = _translated(session, env)
     with catalog.markers_of(session):
         doc, counts = clean_tree(translated, redact)
     if counts:
@@ -109,38 +75,18 @@ def _rendered(session: Session, env, redact: bool) -> tuple[dict, bytes]:
     return doc, dumps(doc)
 
 
-def _pulled(session: Session, env) -> dict:
-    """A pulled session's document as it was pushed, checked now (what a pull fetched is
-    untrusted), or one saying why it is not one, said on stderr too (a listing showed it)."""
-    try:
-        return pulled.document(session, env)
-    except ValueError as exc:
-        from core.output import printable
-
-        reason = f"the document {pulled.contributor_of(session)} shared is skipped: {exc}"
-        print(f"trajectoriz: warning: {session.short_id}: {printable(reason)}", file=sys.stderr)
-        return failure_document(session, agents.load(session.agent), reason)
-
-
 def translate(session: Session, env, redact: bool = True) -> dict:
     return document(session, env, redact)[0]
 
 
 def _translated(session: Session, env) -> dict:
-    """The ATIF document of a session, with trajectoriz's own fields in the root `extra`."""
-    module = agents.load(session.agent)
-    sqlite_ro = sys.modules.get("agents.sqlite_ro")  # loaded by the agents whose stores are SQLite
-    try:
-        if "scan_error" in session.extra:
-            raise RuntimeError(session.extra["scan_error"])
-        if archive.marked(session):
-            doc = archive.translate(module, session, env)  # from its archived bytes
-        elif sqlite_ro is not None:  # a store read in place must not change meanwhile
-            doc = sqlite_ro.in_one_moment(lambda: module.translate(session, env))
-        else:
-            doc = module.translate(session, env)
-    except Exception as exc:  # any defect in a store or a translator: report, don't crash
-        doc = failure_document(session, module, f"{type(exc).__name__}: {exc}")
+    """The ATIF document of a session as its origin gives it (discovery/origin.py: translated
+    from its native bytes, or the failure document), with trajectoriz's own fields in the root
+    `extra`; a document that comes finished (as pushed) as it came."""
+    origin = catalog.origin(session)
+    doc = origin.document(env)
+    if origin.finished:
+        return doc
     toolkinds.annotate(doc, session.agent, session.cwd)
     ours = {"short_id": session.short_id, "agent": session.agent, "source": session.source,
             "cwd": session.cwd, "title": catalog.first_message(session) or None}
@@ -155,15 +101,6 @@ def _translated(session: Session, env) -> dict:
     return doc
 
 
-def failure_document(session: Session, module, reason: str) -> dict:
-    steps = [{"step_id": 1, "source": "system",
-              "message": f"trajectoriz could not translate this session: {reason}"}]
-    return {"schema_version": SCHEMA_VERSION, "session_id": session.native_id,
-            "agent": {"name": getattr(module, "ATIF_NAME", session.agent), "version": "unknown"},
-            "steps": steps, "final_metrics": final_metrics(steps),
-            "extra": {"error": reason, "warnings": [f"translation failed: {reason}"]}}
-
-
 def cache_key(session: Session) -> str:
     return f"{session.agent}|{session.source}|{session.locator}"
 
@@ -172,16 +109,9 @@ def cache_stamp(session: Session, env, redact: bool = True, known: tuple | None 
     """What a cached rendering is valid for: the native files' fingerprint, the translator
     and trajectoriz versions, and whether secrets were redacted. `known`: the session's native
     files, its translator's version and the files' fingerprint as discovery has just checked
-    it (`Catalog.known`), which spares loading the translator and stat'ing them again."""
-    if pulled.marked(session):
-        return pulled.stamp(session, redact)
-    if known is not None and not archive.marked(session):
-        return [known[2], known[1], VERSION, redact]
-    module = agents.load(session.agent)
-    if archive.marked(session):
-        return archived_stamp(session, env, module, redact)
-    fp = cache.fingerprint(catalog.dependencies(module, session.source, env))
-    return [fp, catalog.module_version(module), VERSION, redact]
+    it (`Catalog.known`), which spares loading the translator and stat'ing them again. The
+    session's origin answers (discovery/origin.py)."""
+    return catalog.origin(session).stamp(env, redact, known)
 
 
 def totals(doc: dict, data: bytes, stamp: list) -> dict:
@@ -240,12 +170,13 @@ class Facts:
     def get(self, session: Session, stamp: list) -> dict | None:
         """The facts recorded for `stamp`; for a session served from the archive, also those
         of its rendering from the store while its native files were as archived (the same
-        bytes: `archived_stamp` names its rendering apart only in the document cache), so
-        that its steps stay known once its agent deleted it."""
+        bytes: its origin names its rendering apart only in the document cache, `same_facts`),
+        so that its steps stay known once its agent deleted it."""
         found = self.entries.get(cache_key(session))
         if not found or not isinstance(found, dict):
             return None
-        if found.get("stamp") == stamp or (archive.marked(session) and found.get("stamp") == _as_from_store(stamp)):
+        if found.get("stamp") == stamp or ((same := catalog.origin(session).same_facts(stamp)) is not None
+                                           and found.get("stamp") == same):
             return found
         return None
 

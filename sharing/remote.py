@@ -504,7 +504,7 @@ def own_sessions(repo: Repository, env) -> tuple[list, "catalog.Catalog"]:
     found = catalog.discover(catalog.looking_in(env, repo.root), within=repo.root)
     forgotten = archive.load(env)["forgotten"]
     return [s for s in catalog.Scope(repo.root, env).filter(found.sessions)
-            if not pulled.marked(s) and not (forgotten and archive.key_of(s) in forgotten)], found
+            if catalog.origin(s).contributor is None and not (forgotten and archive.key_of(s) in forgotten)], found
 
 
 def _missing(repo: Repository, oids: list) -> list:
