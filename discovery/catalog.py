@@ -28,8 +28,8 @@ from core import cache, mounts, safepath, storefs
 from core.errors import UserError
 from core.hashes import sha256
 from core.output import printable
-from discovery import snapshot
-from discovery.store import Store, dependencies, module_version  # noqa: F401 (the catalog's names for them)
+from discovery import archive, pulled, snapshot
+from discovery.store import Store, dependencies, module_version
 
 SHORT_HEX = 8
 
@@ -101,8 +101,6 @@ def origin(session: Session):
     """Where the session's bytes live (discovery/origin.py), as the catalog chose when it listed
     it: the archive's or a pull's, by the mark each leaves in the session's `extra` (which its
     cached record keeps), else its agent's store."""
-    from discovery import archive, pulled
-
     if "archived" in session.extra:
         return archive.Archived(session)
     if "shared" in session.extra:
@@ -123,8 +121,6 @@ def with_pulled(env, found: Catalog, within: str | None, names=None) -> None:
     """Add to a catalog the sessions pulled into the repository around `within` (the current
     directory when None), of the agents `names` when given; a session also found in a store here
     (live or archived) is listed once, from here."""
-    from discovery import pulled
-
     shared = pulled.sessions(env, project_root(within or env.get("PWD") or os.getcwd()), names)
     if shared:
         here = {(s.agent, shown_id(s)) for s in found.sessions}
@@ -547,8 +543,6 @@ def _note(made: snapshot.Made, entry: list, source: str, deps: list) -> None:
 
 def _archived_only(module, env, seen: set, per_project: bool) -> list[Session]:
     """The module's archived sessions that no live source holds any more (the live one wins)."""
-    from discovery import archive
-
     def listed(native_id: str, cwd: str | None) -> bool:
         return (native_id, cwd if per_project else None) in seen
 
