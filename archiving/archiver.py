@@ -619,20 +619,6 @@ def archive_some(env, sessions: list, seconds: float, settled_before_ns: int) ->
         return None
 
 
-def archived_copy(session, env):
-    """The archived copy of a live session its agent has just deleted (the mount serves it until
-    the next discovery lists it from the archive); None when there is none."""
-    index = archive.load(env)
-    key = archive.key_of(session)
-    entry = index["sessions"].get(key)
-    if entry is None:
-        return None
-    copy = archive.restored(key, [entry["agent"], entry["record"], archive.identity(entry, index)])
-    if copy is not None:
-        copy.short_id = session.short_id
-    return copy
-
-
 def live_sessions(found) -> list:
     return [s for s in found.sessions if catalog.origin(s).in_store]
 

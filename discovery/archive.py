@@ -77,8 +77,7 @@ from agents.base import Session
 from core import cache
 from core.hashes import sha256_digest
 from core.version import VERSION
-from discovery.origin import Origin
-from discovery.store import Store, module_version
+from discovery.origin import Origin, module_version
 
 FOLDER = os.path.join("trajectoriz", "archive")
 INDEX = "index.bin"
@@ -265,6 +264,20 @@ def holds(env):
             keys = {key for items in _listing(env).values() for key, _ in items}
         return key_of(session) in keys
     return held
+
+
+def copy_of(session: Session, env) -> Session | None:
+    """The archived copy of a live session its agent has just deleted (served until the next
+    discovery lists it from the archive), under the same short id; None when there is none."""
+    index = load(env)
+    key = key_of(session)
+    entry = index["sessions"].get(key)
+    if entry is None:
+        return None
+    copy = restored(key, [entry["agent"], entry["record"], identity(entry, index)])
+    if copy is not None:
+        copy.short_id = session.short_id
+    return copy
 
 
 def marked(session: Session) -> bool:
@@ -519,9 +532,9 @@ def _alive(pid: int) -> bool:
 
 
 # the archive's origin -----------------------------------------------------------------------------
-class Archived(Store):
-    """The archive origin (discovery/origin.py): a session whose native record is gone, read
-    as its store's session is, from its archived bytes (`translate`). Its stamp is its native
+class Archived(Origin):
+    """The archive origin (discovery/origin.py): a session whose native record is gone,
+    translated by its agent's module from its archived bytes (`translate`). Its stamp is its native
     files' fingerprint when archived, and the archived entry's identity beside its translator's
     version, so that a rendering from other archived bytes has another name in the document
     cache; its facts are also those of its store's rendering of the same files (`same_facts`).
@@ -529,8 +542,6 @@ class Archived(Store):
 
     __slots__ = ()
     kind = "archive"
-    in_store = False
-    stamps = Origin.stamps
 
     def stamp(self, env, redact: bool = True, known: tuple | None = None) -> list:
         module = agents.load(self.session.agent)

@@ -29,7 +29,8 @@ from core.errors import UserError
 from core.hashes import sha256
 from core.output import printable
 from discovery import archive, pulled, snapshot
-from discovery.store import Store, dependencies, module_version
+from discovery.origin import module_version
+from discovery.store import Store, dependencies
 
 SHORT_HEX = 8
 

@@ -35,16 +35,30 @@ An origin is bound to its session and answers:
     document(env) -> dict
         Its ATIF document: translated from its native bytes, or as pushed; when it cannot be
         read, the failure document that says why (never raises for bad bytes).
+    now(env) -> Session | None
+        The session to read now: itself; for one whose agent deleted its file since it was
+        listed, its archived copy (None when the archive holds none: it is gone).
 
+`Origin` below answers what most share; an origin whose bytes its agent's module translates
+gives only `translated(module, env)` for `document` (the failure document comes with it).
 A fourth origin (a personal remote, a server) is one more module with a class answering these,
-its mark chosen in `catalog.origin`.
+and one more mark in `catalog.origin`. The mount's open path is one descent: the mount asks
+rendering/ for the bytes, rendering asks the session's origin, the origin reads through core/.
 """
 
 from __future__ import annotations
 
+import agents
+
+
+def module_version(module) -> str:
+    """The version of an agent's translator (its module's VERSION), part of a stamp."""
+    return str(getattr(module, "VERSION", 1))
+
 
 class Origin:
-    """What every origin shares: its session, and the failure document."""
+    """What every origin shares: its session; a document translated by the session's agent
+    module (`translated`, each origin's own), the failure document when that fails."""
 
     __slots__ = ("session",)
     kind = ""
@@ -61,6 +75,23 @@ class Origin:
 
     def same_facts(self, stamp: list) -> list | None:
         return None
+
+    def now(self, env):
+        return self.session
+
+    def document(self, env) -> dict:
+        """Its translator's document, or the failure document of any defect in its bytes or
+        the translator."""
+        module = agents.load(self.session.agent)
+        try:
+            if "scan_error" in self.session.extra:
+                raise RuntimeError(self.session.extra["scan_error"])
+            return self.translated(module, env)
+        except Exception as exc:  # any defect in a store or a translator: report, don't crash
+            return self.failure_document(module, f"{type(exc).__name__}: {exc}")
+
+    def translated(self, module, env) -> dict:
+        raise NotImplementedError
 
     def failure_document(self, module, reason: str) -> dict:
         """A valid document that says why the session could not be read."""

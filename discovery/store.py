@@ -3,26 +3,25 @@
 Its stamp is its native files' fingerprint (the module's `dependencies` of its source, one stat
 each) beside its translator's version; its cached document is also valid only while those files'
 ctimes stay. Its document is its translator's, run on the store as it is (a SQLite store read
-in one moment: it must not change meanwhile); a store or translator that fails gives the
-failure document. Its agent may change or delete it at any time: the archive keeps it, the
-mount watches it.
+in one moment: it must not change meanwhile). Its agent may change or delete it at any time:
+the archive keeps it, the mount watches it, and a session whose file went since it was listed
+is read from the archive when the archive holds it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import agents
 from core import cache
 from core.version import VERSION
-from discovery.origin import Origin
-
-
-def module_version(module) -> str:
-    return str(getattr(module, "VERSION", 1))
+from discovery import archive
+from discovery.origin import Origin, module_version
 
 
 def dependencies(module, source: str, env) -> list[str]:
+    """The files a session's translation reads (the module's `dependencies`, else its source)."""
     deps = getattr(module, "dependencies", None)
     return deps(source, env) if deps else [source]
 
@@ -49,16 +48,10 @@ class Store(Origin):
         return [cache.fingerprint(dependencies(module, self.session.source, env)), module_version(module),
                 VERSION, redact]
 
-    def document(self, env) -> dict:
-        """Its translator's document, or the failure document of any defect in the store or
-        the translator."""
-        module = agents.load(self.session.agent)
-        try:
-            if "scan_error" in self.session.extra:
-                raise RuntimeError(self.session.extra["scan_error"])
-            return self.translated(module, env)
-        except Exception as exc:  # any defect in a store or a translator: report, don't crash
-            return self.failure_document(module, f"{type(exc).__name__}: {exc}")
+    def now(self, env):
+        if os.path.lexists(self.session.source):
+            return self.session
+        return archive.copy_of(self.session, env)
 
     def translated(self, module, env) -> dict:
         sqlite_ro = sys.modules.get("agents.sqlite_ro")  # loaded by the agents whose stores are SQLite

@@ -438,10 +438,10 @@ class MemoryFS:
 
     def _session(self, listing: Listing, path: str):
         """The session of a file name; a live one deleted since the listing was made is served
-        from the archive when it holds it, else it is gone (a pulled one is read from git)."""
+        from the archive when it holds it, else it is gone (its origin says: `now`)."""
         session = listing.files.get(path[1:])
-        if session is not None and catalog.origin(session).in_store and not os.path.lexists(session.source):
-            session = archiver.archived_copy(session, self._env)
+        if session is not None:
+            session = catalog.origin(session).now(self._env)
         if session is None:
             raise _error(errno.ENOENT)
         return session

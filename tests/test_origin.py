@@ -71,6 +71,12 @@ def test_one_session_in_three_origins_answers_alike(team):
         assert valid[:4] == stamp
     assert documents.stamps(archived, alice)[1][4] == documents.stamps(shared, bob)[1][4] == []
 
+    # read now: a live one whose file went since it was listed is its archived copy
+    now = catalog.origin(live).now(alice)
+    assert catalog.origin(now).kind == "archive" and now.short_id == live.short_id
+    assert documents.render(now, alice) == stored
+    assert catalog.origin(archived).now(alice) is archived and catalog.origin(shared).now(bob) is shared
+
     # a record kept in a cache comes back with the same origin
     for session, env, _ in sessions:
         again = Session.from_cache(session.to_cache())
