@@ -587,7 +587,7 @@ def pending(env, sessions: list, settled_before_ns: int | None = None) -> list:
     index = archive.load(env)
     found, memo = [], {}
     for session in sessions:
-        if not catalog.origin(session).in_store:  # archived already, or pulled from a remote: kept by its contributor
+        if not catalog.origin(session).in_store:  # archived already, or pulled: kept by its contributor
             continue
         module = agents.load(session.agent)
         key = archive.key_of(session, module)

@@ -100,4 +100,5 @@ def test_each_origin_that_cannot_read_its_bytes_gives_the_failure_document(team)
         errors.append(doc["extra"]["error"])
     assert errors[0].startswith("FileNotFoundError: ") and live.source in errors[0]
     assert errors[1].startswith("Damaged: ") and "cannot be read" in errors[1]
-    assert errors[2] == f"the document {catalog.origin(shared).contributor} shared is skipped: missing from the repository"
+    by = catalog.origin(shared).contributor
+    assert errors[2] == f"the document {by} shared is skipped: missing from the repository"
