@@ -1,18 +1,21 @@
 """One session found in all three origins (discovery/origin.py): live in Alice's store, the same
 from her archive once its file is deleted, and the same pushed by her and pulled by Bob. Each
-origin answers the same questions alike: the same id, the same document bytes, stamps of one
-shape (the archived one's facts those of the store's rendering), the same origin again once
-its record went through a cache, and a failure document, never an exception, when its bytes
-cannot be read. A real bare repository is the remote (tests/test_sharing.py's teammates)."""
+origin answers the same questions alike: the same id, the same document bytes (the archive's
+the store's, the pull's the push's, with the same steps), stamps of one shape (the archived
+one's facts those of the store's rendering), the same origin again once its record went
+through a cache, and a failure document, never an exception, when its bytes cannot be read. A real bare repository is the remote (tests/test_sharing.py's teammates)."""
 
 from __future__ import annotations
 
 import os
 
+import zstandard
+
+from atif.serialize import loads
 from atif.validate import validate
 from agents.base import Session
 from core.version import VERSION
-from discovery import archive, catalog
+from discovery import archive, catalog, pulled
 from helpers import run_main
 from rendering import documents
 from test_sharing import team  # noqa: F401 (the fixture)
@@ -51,9 +54,14 @@ def test_one_session_in_three_origins_answers_alike(team):
     assert live.short_id == archived.short_id == shared.short_id
     assert catalog.file_name(live) == catalog.file_name(archived) == catalog.file_name(shared)
 
-    # the same bytes, whoever holds them, through rendering and straight from the origin
+    # the same bytes, whoever holds them: the archive's are the store's; the pull's are the push's,
+    # the same steps (a push may make its paths shareable)
     assert documents.render(archived, alice) == stored
-    assert documents.render(shared, bob) == stored
+    pushed = zstandard.ZstdDecompressor().decompressobj().decompress(
+        pulled.read_blob(shared.extra["shared"]["git"], shared.extra["shared"]["oid"], bob))
+    assert documents.render(shared, bob) == pushed
+    assert [step["step_id"] for step in loads(pushed)["steps"]] == [step["step_id"] for step in loads(stored)["steps"]]
+    assert loads(pushed)["session_id"] == loads(stored)["session_id"] == "c2"
     for session, env, _ in sessions:
         assert validate(catalog.origin(session).document(env))[0] == []
 
@@ -64,7 +72,7 @@ def test_one_session_in_three_origins_answers_alike(team):
     assert stamps[0][1] != stamps[1][1] and stamps[1][1].startswith(stamps[0][1] + "+archived:")
     assert stamps[1][0] == stamps[0][0]  # the native files' fingerprint, as archived
     assert origins[1].same_facts(stamps[1]) == stamps[0] and origins[0].same_facts(stamps[0]) is None
-    assert stamps[2][1].startswith("shared:") and stamps[2][0] == [[len(stored), stamps[2][0][0][1]]]
+    assert stamps[2][1].startswith("shared:") and stamps[2][0] == [[len(pushed), stamps[2][0][0][1]]]
     for session, env, _ in sessions[1:]:
         stamp, valid = documents.stamps(session, env)
         assert stamp == documents.cache_stamp(session, env) == catalog.origin(session).stamp(env)
