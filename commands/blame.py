@@ -90,7 +90,7 @@ def session_writes(session, paths: tuple, env) -> list[dict]:
     paths = pulled.as_pushed(session, paths)
     return [{"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
              "started": session.started or 0, "native_id": printable(catalog.shown_id(session)),
-             "file": catalog.file_name(session), "shared_by": pulled.contributor_of(session),
+             "file": catalog.file_name(session), "shared_by": catalog.origin(session).contributor,
              "step": w["step"], "tool": w["tool"],
              "request": requests.get(w["step"], ""), "diff": toolkinds.short_diff(w["old"], w["new"]),
              "text": w["text"],

@@ -26,7 +26,7 @@ import urllib.parse
 
 from commands import basics
 from core.errors import UserError
-from discovery import catalog, pulled
+from discovery import catalog
 from rendering import page
 from rendering.page import esc
 
@@ -187,7 +187,7 @@ class View:
 
         found, sessions, project = self.selected()
         agents_here = sorted({s.agent for s in sessions})
-        sharers = sorted({pulled.contributor_of(s) or "" for s in sessions} - {""})
+        sharers = sorted({catalog.origin(s).contributor or "" for s in sessions} - {""})
         sessions = filtered(sessions, query, self.env)
         facts = dict(zip(map(id, sessions), basics.known_facts(found, sessions, self.env, False)))
         if query.get("outcome"):
@@ -236,7 +236,7 @@ class View:
                  esc(facts["steps"]) if facts.get("steps") is not None else "",
                  *([esc(basics.project_cell(session, self.env))] if project is None else []),
                  esc(catalog.title(session, facts or None)), esc(facts.get("outcome") or ""),
-                 *([esc(pulled.contributor_of(session) or "")] if sharers else [])]
+                 *([esc(catalog.origin(session).contributor or "")] if sharers else [])]
         wrapped = {len(cells) - 2 - bool(sharers), *([4] if project is None else [])}  # title, project
         return "<tr>" + "".join(f'<td class="wrap">{c}</td>' if i in wrapped else f"<td>{c}</td>"
                                 for i, c in enumerate(cells)) + "</tr>"
@@ -335,6 +335,6 @@ def filtered(sessions: list, query: dict, env) -> list:
                     and (since is None or s.started >= since) and (until is None or s.started <= until)]
     sharer = query.get("shared_by")
     if sharer:
-        sessions = [s for s in sessions if (pulled.contributor_of(s) or "me") == sharer]
+        sessions = [s for s in sessions if (catalog.origin(s).contributor or "me") == sharer]
     return sessions
 

@@ -39,10 +39,6 @@ def marked(session) -> bool:
     return "shared" in session.extra
 
 
-def contributor_of(session) -> str | None:
-    return session.extra["shared"]["by"] if marked(session) else None
-
-
 def listing_name(repo_key: str) -> str:
     """The listing a pull keeps of the repository, as a name in trajectoriz's cache."""
     return os.path.join(FOLDER, repo_key, LISTING)
