@@ -172,8 +172,8 @@ def run_show(args, env) -> int:
 
     doc = documents.translate(session, env, redact)
     steps = str(args.step) if args.step is not None else args.steps
-    if args.markdown:
-        write(transcript.render(session, doc, args.subagent, steps, args.max_chars))
+    if args.markdown:  # with no part asked for and the default cap: the transcript's file in the mount
+        write(transcript.render(doc, args.subagent, steps, args.max_chars))
         return 0
     trajectory = transcript.subagent(doc, args.subagent) if args.subagent else doc
     if steps is None:
@@ -240,26 +240,28 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
 
 def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
     """(names of the files written, document facts) of one session written into `out` (a pool
-    worker's job): its document and its card, the bytes the mount serves. The stamp is taken
-    before translating, so a session that changes meanwhile is re-done next time."""
-    from rendering import cards, documents
+    worker's job): its document, its card and its transcript, the bytes the mount serves, as
+    plain files. The stamp is taken before translating, so a session that changes meanwhile is
+    re-done next time."""
+    from rendering import cards, documents, transcript
 
     name = catalog.file_name(session)
     stamp = documents.cache_stamp(session, env, redact)
     doc, data = documents.document(session, env, redact)
-    card = cards.card_name(name)
+    card, text = cards.card_name(name), transcript.transcript_name(name)
     cache.write_private(os.path.join(out, name), data)
     cache.write_private(os.path.join(out, card), cards.render(doc))
-    return (name, card), documents.totals(doc, data, stamp)
+    cache.write_private(os.path.join(out, text), transcript.memory_transcript(doc))
+    return (name, card, text), documents.totals(doc, data, stamp)
 
 
 def _exported(names) -> set:
-    """The session files and cards an earlier export wrote into a folder, as its entry in
-    EXPORTS_FILE says (bare names only: nothing outside the folder is ever named)."""
+    """The session files, cards and transcripts an earlier export wrote into a folder, as its
+    entry in EXPORTS_FILE says (bare names only: nothing outside the folder is ever named)."""
     if not isinstance(names, list):
         return set()
     return {n for n in names if isinstance(n, str) and n == os.path.basename(n)
-            and n.endswith((".atif.json", ".card.md"))}
+            and n.endswith((".atif.json", ".card.md", ".transcript.md"))}
 
 
 def _remove_files(out: str, names: set) -> int:
