@@ -189,6 +189,7 @@ def run_show(args, env) -> int:
 # The files export wrote into each folder (folder -> names), so that --delete removes only
 # those: kept in trajectoriz's cache, not in the folder, which holds exactly what the mount shows.
 EXPORTS_FILE = f"exports-v1-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+DOCUMENTS = ".atif"  # the folder of an export that holds the documents its `.atif.json` links name
 
 
 def run_export(args, env) -> int:
@@ -240,8 +241,8 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
 
 def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
     """(names of the files written, document facts) of one session written into `out` (a pool
-    worker's job): its document, its card and its transcript, the bytes the mount serves, as
-    plain files. The stamp is taken before translating, so a session that changes meanwhile is
+    worker's job): its document, its card and its transcript, the bytes the mount serves, laid
+    out as the mount lays them (`write_document`). The stamp is taken before translating, so a session that changes meanwhile is
     re-done next time."""
     from rendering import cards, documents, transcript
 
@@ -249,10 +250,28 @@ def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
     stamp = documents.cache_stamp(session, env, redact)
     doc, data = documents.document(session, env, redact)
     card, text = cards.card_name(name), transcript.transcript_name(name)
-    cache.write_private(os.path.join(out, name), data)
+    write_document(out, name, data)
     cache.write_private(os.path.join(out, card), cards.render(doc))
     cache.write_private(os.path.join(out, text), transcript.memory_transcript(doc))
     return (name, card, text), documents.totals(doc, data, stamp)
+
+
+def write_document(out: str, name: str, data: bytes) -> None:
+    """The document in the folder `.atif/`, and `name` beside the cards a relative symlink to
+    it, as in the mount: `jq`, `cat` and `Read` of `name` read the document, while `rg -n`
+    (which skips hidden folders and follows no symlink) returns lines of cards and transcripts
+    only. `grep -r` follows no symlink either, but reads `.atif/`: once, not twice."""
+    cache.write_private(os.path.join(out, DOCUMENTS, name), data)
+    link, target = os.path.join(out, name), os.path.join(DOCUMENTS, name)
+    if os.path.islink(link) and os.readlink(link) == target:
+        return
+    temporary = os.path.join(out, f".{name}.{os.getpid()}.link.tmp")
+    os.symlink(target, temporary)
+    try:
+        os.replace(temporary, link)  # (a plain file an older export wrote becomes the link)
+    except OSError:
+        os.unlink(temporary)
+        raise
 
 
 def _exported(names) -> set:
@@ -265,14 +284,21 @@ def _exported(names) -> set:
 
 
 def _remove_files(out: str, names: set) -> int:
+    """Remove the files `names` (a document's link with its document in `.atif/`); how many."""
     removed = 0
     for name in names:
-        try:
-            os.remove(os.path.join(out, name))
-            removed += 1
-        except FileNotFoundError:
-            pass
+        if name.endswith(".atif.json"):
+            _remove(os.path.join(out, DOCUMENTS, name))
+        removed += _remove(os.path.join(out, name))
     return removed
+
+
+def _remove(path: str) -> bool:
+    try:
+        os.remove(path)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 # validate -----------------------------------------------------------------------------------------

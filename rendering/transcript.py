@@ -31,6 +31,7 @@ INDENT = "    "  # of a tool's output and the user's answers, under its call
 KEPT = {"shell": (6, 4), "read": (0, 0), "search": (4, 1), "write": (2, 0), "edit": (2, 0), "task": (10, 4),
         "fetch": (3, 1), "plan": (1, 0), "other": (4, 2)}
 ERROR_KEPT = (6, 6)
+SHORT = 3  # lines of an output shown whatever its kind
 SYSTEM_KEPT = (2, 0)  # of text the harness put in the conversation (context, reminders)
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d+)?)?\s*$")
 _EXIT = re.compile(r"^(?:Error: )?Exit code:? (-?\d+)|exited with (?:code|status) (-?\d+)", re.I | re.M)
@@ -38,9 +39,11 @@ _REFUSED = re.compile(r"doesn't want to proceed with this tool use|(?:rejected|d
                       r"^rejected:|user (?:rejected|denied|declined)", re.I | re.M)
 _ANSWERED = "User has answered your questions:"
 _ANSWERED_END = "You can now continue with the user's answers in mind."
-# what Codex puts before a command's output (its exit code is read before it is taken off)
-_CODEX_PREAMBLE = re.compile(r"(?:Chunk ID: [^\n]*\n)?(?:Wall time: [^\n]*\n)?(?:Process exited with code -?\d+\n|"
-                             r"Exit code: -?\d+\n)(?:Wall time: [^\n]*\n)?(?:Original token count: \d+\n)?Output:\n")
+# what agents put before a command's output (the exit code is read before it is taken off): Codex's
+# preamble, Claude's `Exit code N` line
+_PREAMBLE = re.compile(r"(?:Chunk ID: [^\n]*\n)?(?:Wall time: [^\n]*\n)?(?:Process exited with code -?\d+\n|"
+                       r"Exit code: -?\d+\n)(?:Wall time: [^\n]*\n)?(?:Original token count: \d+\n)?Output:\n|"
+                       r"(?:Error: )?Exit code:? -?\d+\n")
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -250,14 +253,14 @@ def render_step(out: Lines, step: dict, path: str, trajectory: dict, refs: dict)
     out.where[name] = len(out.lines) + 1
     out.add(step_heading(step, path))
     jq = cards.jq_path(step.get("step_id"), path)
+    reasoning = step.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning.strip():
+        out.wrapped(reasoning.strip("\n"), "> ")
     message = content_text(step.get("message"))
     if step.get("source") == "system" and message.strip():
         output(out, message, f"{jq}.message", SYSTEM_KEPT, "")
     elif message.strip():
         out.wrapped(message.strip("\n"))
-    reasoning = step.get("reasoning_content")
-    if isinstance(reasoning, str) and reasoning.strip():
-        out.wrapped(reasoning.strip("\n"), "> ")
     results = [r for r in (step.get("observation") or {}).get("results") or () if isinstance(r, dict)]
     cwd = ((trajectory.get("extra") or {}).get("cwd")) or None
     done = set()
@@ -296,7 +299,8 @@ def render_call(out: Lines, call: dict | None, results: list, jq: str, cwd, refs
         line += " → ✗ " + ", ".join(dict.fromkeys(marks))
     kept = ERROR_KEPT if marks else KEPT.get(kind, KEPT["other"])
     texts = [content_text(r.get("content")) for _, r in results]
-    counted = out.limits.cut and kept == (0, 0) and not (call and question_list(call))
+    counted = (out.limits.cut and kept == (0, 0) and not (call and question_list(call))
+               and any(len(t.splitlines()) > SHORT for t in texts))
     if counted and any(t.strip() for t in texts):  # a read: how long, and where, in the call's line
         suffix = " · " + ", ".join(f"{len(t.splitlines())} lines at {jq}.observation.results[{i}].content"
                                    for (i, _), t in zip(results, texts) if t.strip())
@@ -310,7 +314,7 @@ def render_call(out: Lines, call: dict | None, results: list, jq: str, cwd, refs
             pass
         elif text.strip() and not counted:
             if kind == "shell":
-                text = _CODEX_PREAMBLE.sub("", text[:200], count=1) + text[200:]
+                text = _PREAMBLE.sub("", text[:200], count=1) + text[200:]
             output(out, text, f"{jq}.observation.results[{i}].content", kept, INDENT)
         for ref in result.get("subagent_trajectory_ref") or ():
             if isinstance(ref, dict):

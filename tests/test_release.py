@@ -115,7 +115,7 @@ def test_commands_print_what_the_source_tree_prints(case, store, tmp_path):
     assert sorted(os.listdir(out)) == sorted(os.listdir(reference))
     app = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app")
     [app_id] = os.listdir(app)
-    for entry in os.listdir(out):
+    for entry in [n for n in os.listdir(out) if (out / n).is_file()]:
         frozen, source = (out / entry).read_bytes(), (reference / entry).read_bytes()
         if entry == "README.md":  # each names the command that runs it again (core/invocation.py)
             source = source.replace(invocation.shown_command().encode(),
