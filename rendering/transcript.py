@@ -5,9 +5,10 @@ show ID --markdown` prints (the same bytes; `--steps A-B` and `--subagent K` pri
 `memory_transcript(doc)` makes it from the session's ATIF document, already redacted: nothing
 else enters it. One header line per step, `## N · source · YYYY-MM-DD HH:MM` (UTC; sub-agent S's
 step N is `## S:N · sub-agent S · ...`), N being the step number the card, search and `show
---step` print. Below it: the user's and the agent's messages whole; the agent's reasoning; each
-tool call on one line saying what it did (`$ make test`, `edit src/a.py (-2 +5 lines)`, `read
-src/b.py`, `write docs/x.md (212 lines)`, `task: ...`), marked `✗` when it failed or was refused,
+--step` print. Below it: the agent's reasoning (`> ` lines); the user's and the agent's messages
+whole; each tool call on one line saying what it did (`$ make test`, `edit src/a.py (-2 +5
+lines)`, `read src/b.py`, `write docs/x.md (212 lines)`, `task: ...`), marked `✗` when it failed
+or was refused,
 with its output cut to its first and last lines, how many were left out and the jq path to the
 whole; the user's answers to the agent's questions as the user's words; then each sub-agent.
 No line is longer than LINE_CAP characters: an output's long line is cut (`… [+N chars]`), a

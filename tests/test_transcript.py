@@ -321,3 +321,34 @@ def test_system_text_is_cut_like_outputs():
     text = transcript.memory_transcript({"steps": [step]}).decode()
     assert "\n## 1 · system (reminder)\n# not a heading\nsecond\n… 60 lines left out: .steps[0].message\n\n" in text
     assert copy.deepcopy(step) == step
+
+
+def test_the_transcript_is_redacted_as_the_document_is(tmp_path):
+    """A GitHub token in the first message: the export's transcript, like its document, holds
+    its marker, never the token (the transcript is made of the redacted document only)."""
+    from test_private import TOKEN, secret_store
+
+    env, project = secret_store(tmp_path)
+    out = tmp_path / "memory"
+    assert cli("export", "--out", str(out), env=env, cwd=project).returncode == 0
+    (name,) = [n for n in os.listdir(out) if n.endswith(".transcript.md")]
+    text = (out / name).read_text()
+    assert TOKEN not in text and "«REDACTED:" in text
+    assert TOKEN not in run_main(env, ["show", name.split("_")[-1].split(".")[0], "--markdown", "--max-chars", "0"],
+                                 cwd=project).stdout.decode()
+
+
+@pytest.mark.parametrize("mounted", [True, False])
+def test_the_guide_leads_with_the_cheapest_route(mounted):
+    """memory/README.md: INDEX.md, then a card, then a search of the transcripts, then a step
+    range of one, the document last; short, and naming the program as it is run here."""
+    from core import invocation
+    from mount import guide
+
+    text = guide.readme("/src/proj", ["2026-06-10_claude_cl-eb1c6529.atif.json"], mounted=mounted).decode()
+    route = text.split("## The cheapest route to an answer")[1].split("\n## ")[0]
+    steps = [route.index(mark) for mark in ("`INDEX.md`", ".card.md`", ".transcript.md`", "sed -n", ".atif.json`")]
+    assert steps == sorted(steps)
+    assert ("grep -rn 'words' ." if mounted else "rg -n 'words'") in route
+    assert f"`{invocation.shown_command()} show <id> --markdown --steps 10-20`" in route
+    assert len(text.split("\n## Tool names and their kind")[0]) <= 4000
