@@ -87,6 +87,12 @@ def rendered(doc: dict, limits: Limits = MEMORY) -> tuple[str, dict]:
     return out.text(), out.where
 
 
+def step_lines(doc: dict) -> dict[str, int]:
+    """Where each step's header is in the transcript: step label (`14`, `2:3`) -> its line
+    number (from 1), so that `sed -n` reads around a step `search --content` found."""
+    return rendered(doc)[1]
+
+
 class Lines:
     """The transcript's lines (none holding a newline), each at most the cap, and the line of
     each step's header."""
