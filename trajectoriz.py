@@ -67,7 +67,7 @@ def _show_parser(commands) -> None:
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
     show.add_argument("--markdown", action="store_true",
                       help="print the session's transcript instead of JSON, the bytes of its "
-                           ".transcript.md in the memory mount: each step's header (## N · source · "
+                           "transcript file in the memory mount: each step's header (## N · source · "
                            "time), the messages whole, a line per tool call with its output's first "
                            "and last lines and the jq path to the whole")
     part = show.add_mutually_exclusive_group()
