@@ -120,12 +120,12 @@ class Lines:
 
 # the parts of a document ---------------------------------------------------------------------
 def _steps(trajectory: dict) -> list:
-    return [s for s in trajectory.get("steps") or () if isinstance(s, dict)]
+    return [s for s in _list(trajectory.get("steps")) if isinstance(s, dict)]
 
 
 def _subagents(doc: dict, path: str = ""):
     """(path, trajectory) of each sub-agent, depth first: `1`, `1.1`, `2`."""
-    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
+    for i, sub in enumerate(_list(doc.get("subagent_trajectories")), 1):
         if isinstance(sub, dict):
             here = f"{path}.{i}" if path else str(i)
             yield here, sub
@@ -134,7 +134,21 @@ def _subagents(doc: dict, path: str = ""):
 
 def _refs(doc: dict) -> dict:
     """trajectory_id -> sub-agent path, for the calls that started them."""
-    return {sub.get("trajectory_id"): path for path, sub in _subagents(doc) if sub.get("trajectory_id")}
+    return {sub["trajectory_id"]: path for path, sub in _subagents(doc) if isinstance(sub.get("trajectory_id"), str)}
+
+
+def _dict(value) -> dict:
+    """A field that should hold an object, as one (a pulled document is untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _kind(call: dict) -> str:
+    kind = _dict(call.get("extra")).get("kind")
+    return kind if isinstance(kind, str) and kind in KEPT else "other"
 
 
 def label(step_id, path: str) -> str:
@@ -158,7 +172,7 @@ def part_text(part) -> str:
     if not isinstance(part, dict):
         return str(part)
     if part.get("type") == "image":
-        source = part.get("source") or {}
+        source = _dict(part.get("source"))
         return f"[image {source.get('media_type', '')} {source.get('path', '')}]".replace("  ", " ")
     return part.get("text") if isinstance(part.get("text"), str) else ""
 
@@ -212,8 +226,8 @@ def when(timestamp) -> str:
 
 # the header ----------------------------------------------------------------------------------------
 def header(doc: dict, limits: Limits) -> list[str]:
-    extra = doc.get("extra") or {}
-    agent = doc.get("agent") or {}
+    extra = _dict(doc.get("extra"))
+    agent = _dict(doc.get("agent"))
     steps = _steps(doc)
     subs = list(_subagents(doc))
     who = " ".join(str(v) for v in (agent.get("name"), agent.get("version")) if v and v != "unknown")
@@ -232,14 +246,14 @@ def header(doc: dict, limits: Limits) -> list[str]:
     if limits.cut:
         lines.append(f"Tool outputs show their first and last lines and the jq path to the whole; "
                      f"lines are cut at {limits.cap} characters.")
-    for warning in extra.get("warnings") or ():
+    for warning in _list(extra.get("warnings")):
         lines.append(f"Warning: {safe(str(warning))}")
     return [safe(line) for line in lines] + [""]
 
 
 def title(doc: dict) -> str:
     """The session's title as its card says it (cards.facts, without the rest of the facts)."""
-    extra = doc.get("extra") or {}
+    extra = _dict(doc.get("extra"))
     native = next((extra[k] for k in ("native_title", "thread_name", "custom_title", "title") if extra.get(k)), None)
     requests = [content_text(s.get("message")) for s in _steps(doc) if s.get("source") == "user"]
     from agents import titles
@@ -248,7 +262,7 @@ def title(doc: dict) -> str:
 
 
 def subagent_heading(path: str, sub: dict) -> list[str]:
-    agent = (sub.get("agent") or {}).get("name")
+    agent = _dict(sub.get("agent")).get("name")
     return [f"# Sub-agent {path}: `{safe(str(sub.get('trajectory_id') or ''))}`"
             + (f" ({safe(str(agent))})" if agent else ""),
             "", f"Its step N (`## {path}:N`) is `{cards.jq_path(1, path)[:-len('.steps[0]')]}.steps[N-1]`.", ""]
@@ -268,10 +282,11 @@ def render_step(out: Lines, step: dict, path: str, trajectory: dict, refs: dict)
         output(out, message, f"{jq}.message", SYSTEM_KEPT, "")
     elif message.strip():
         out.wrapped(message.strip("\n"))
-    results = [r for r in (step.get("observation") or {}).get("results") or () if isinstance(r, dict)]
-    cwd = ((trajectory.get("extra") or {}).get("cwd")) or None
+    results = [r for r in _list(_dict(step.get("observation")).get("results")) if isinstance(r, dict)]
+    cwd = _dict(trajectory.get("extra")).get("cwd")
+    cwd = cwd if isinstance(cwd, str) else None
     done = set()
-    for call in step.get("tool_calls") or ():
+    for call in _list(step.get("tool_calls")):
         if isinstance(call, dict):
             own = [i for i, r in enumerate(results) if r.get("source_call_id") == call.get("tool_call_id")]
             done.update(own)
@@ -284,7 +299,7 @@ def render_step(out: Lines, step: dict, path: str, trajectory: dict, refs: dict)
 
 def step_heading(step: dict, path: str) -> str:
     source = str(step.get("source", ""))
-    kind = (step.get("extra") or {}).get("kind")
+    kind = _dict(step.get("extra")).get("kind")
     if kind and isinstance(kind, str):
         source += f" ({kind})"
     parts = [label(step.get("step_id"), path)] + ([f"sub-agent {path}"] if path else []) + [source]
@@ -298,7 +313,7 @@ def step_heading(step: dict, path: str) -> str:
 
 def render_call(out: Lines, call: dict | None, results: list, jq: str, cwd, refs: dict) -> None:
     """A tool call on one line (or a result no call claims), then its results."""
-    kind = ((call.get("extra") or {}).get("kind") if call else None) or "other"
+    kind = _kind(call) if call else "other"
     line = "- " + (describe(call, cwd) if call else "result")
     failed = [status(r) for _, r in results]
     marks = [m for m in failed if m]
@@ -323,9 +338,9 @@ def render_call(out: Lines, call: dict | None, results: list, jq: str, cwd, refs
             if kind == "shell":
                 text = _PREAMBLE.sub("", text[:200], count=1) + text[200:]
             output(out, text, f"{jq}.observation.results[{i}].content", kept, INDENT)
-        for ref in result.get("subagent_trajectory_ref") or ():
+        for ref in _list(result.get("subagent_trajectory_ref")):
             if isinstance(ref, dict):
-                found = refs.get(ref.get("trajectory_id"))
+                found = refs.get(ref.get("trajectory_id")) if isinstance(ref.get("trajectory_id"), str) else None
                 where = f"`# Sub-agent {found}` below, steps `{found}:N`" if found else "not embedded in this document"
                 out.add(safe(f"{INDENT}→ sub-agent `{ref.get('trajectory_id') or ref.get('session_id')}`: {where}"))
 
@@ -345,7 +360,7 @@ def output(out: Lines, text: str, jq: str, kept: tuple, indent: str) -> None:
 
 def status(result: dict) -> str:
     """`refused`, `exit N`, `error`, or "" for a result that says it did its work."""
-    extra = result.get("extra") or {}
+    extra = _dict(result.get("extra"))
     head = content_text(result.get("content"))[:600]
     if extra.get("rejected_by") or _REFUSED.search(head):
         return "refused"
@@ -360,11 +375,11 @@ def status(result: dict) -> str:
 
 # what a call did, in a line -----------------------------------------------------------------------
 def describe(call: dict, cwd) -> str:
-    extra = call.get("extra") or {}
-    kind = extra.get("kind") or "other"
+    extra = _dict(call.get("extra"))
+    kind = _kind(call)
     name = str(call.get("function_name") or "tool")
     arguments = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
-    paths = ", ".join(cards.relative(p, cwd) for p in extra.get("paths") or () if isinstance(p, str))
+    paths = ", ".join(cards.relative(p, cwd) for p in _list(extra.get("paths")) if isinstance(p, str))
     if question_list(call):
         return "ask the user: " + " · ".join(" ".join(q.split()) for q in question_list(call))
     if kind == "shell" and isinstance(extra.get("command"), str):
@@ -432,7 +447,7 @@ def _change(arguments: dict) -> str:
         added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
         removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
         return f" (-{removed} +{added} lines)"
-    edits = [e for e in arguments.get("edits") or () if isinstance(e, dict)] or [arguments]
+    edits = [e for e in _list(arguments.get("edits")) if isinstance(e, dict)] or [arguments]
     old = [_first_string(e, ("old_string", "old_str", "oldText", "old_text", "oldString", "search")) for e in edits]
     new = [_first_string(e, ("new_string", "new_str", "newText", "new_text", "newString", "replace")) for e in edits]
     if all(v is None for v in old + new):
@@ -461,7 +476,7 @@ def question_list(call: dict) -> list[str]:
     if call.get("function_name") not in ("AskUserQuestion", "request_user_input"):
         return []
     arguments = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
-    return [q["question"] for q in arguments.get("questions") or ()
+    return [q["question"] for q in _list(arguments.get("questions"))
             if isinstance(q, dict) and isinstance(q.get("question"), str)]
 
 
@@ -482,8 +497,8 @@ def answered(out: Lines, call: dict, text: str) -> bool:
         return False
     if not isinstance(answers, dict):
         return False
-    asked = {q.get("id"): q.get("question") for q in (call.get("arguments") or {}).get("questions") or ()
-             if isinstance(q, dict)}
+    asked = {q["id"]: q.get("question") for q in _list(_dict(call.get("arguments")).get("questions"))
+             if isinstance(q, dict) and isinstance(q.get("id"), str)}
     for key, value in answers.items():
         chosen = value.get("answers") if isinstance(value, dict) else value
         words = " / ".join(str(v) for v in chosen) if isinstance(chosen, list) else str(chosen)
@@ -554,6 +569,6 @@ def render(doc: dict, part: str | None, steps: str | None, cap: int) -> str:
         width = last - first + 1
         which = f" --subagent {path}" if path else ""
         out.add(f"_Steps {first}–{last} of {len(all_steps)}. Next: `trajectoriz show "
-                f"{(doc.get('extra') or {}).get('short_id', '')} --markdown{which} --steps "
+                f"{_dict(doc.get('extra')).get('short_id', '')} --markdown{which} --steps "
                 f"{last + 1}-{min(len(all_steps), last + width)}`_")
     return out.text()

@@ -352,3 +352,32 @@ def test_the_guide_leads_with_the_cheapest_route(mounted):
     assert ("grep -rn 'words' ." if mounted else "rg -n 'words'") in route
     assert f"`{invocation.shown_command()} show <id> --markdown --steps 10-20`" in route
     assert len(text.split("\n## Tool names and their kind")[0]) <= 4000
+
+
+def test_any_field_of_another_type_never_breaks_a_transcript():
+    """A pulled document is untrusted beyond its schema: every distinct field of every golden
+    document (annotated), given values of other types, still renders, within the cap."""
+    import random
+
+    from mutations import alternatives, fields, set_at
+
+    rng = random.Random(36)
+    tried = 0
+    for path in GOLDEN_DOCUMENTS:
+        doc = served(path)
+        seen = set()
+        for where, name in fields(doc):
+            if name in seen:
+                continue
+            seen.add(name)
+            for other in alternatives(get(doc, where), rng, 2):
+                text = transcript.memory_transcript(set_at(doc, where, other)).decode()
+                assert max(len(line) for line in text.split("\n")) <= transcript.LINE_CAP, (path, name)
+                tried += 1
+    assert tried > 2000
+
+
+def get(value, path):
+    for key in path:
+        value = value[key]
+    return value
