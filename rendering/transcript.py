@@ -33,6 +33,7 @@ KEPT = {"shell": (6, 4), "read": (0, 0), "search": (4, 1), "write": (2, 0), "edi
         "fetch": (3, 1), "plan": (1, 0), "other": (4, 2)}
 ERROR_KEPT = (6, 6)
 SHORT = 3  # lines of an output shown whatever its kind
+NEWLINE = "\n"
 SYSTEM_KEPT = (2, 0)  # of text the harness put in the conversation (context, reminders)
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d+)?)?\s*$")
 _EXIT = re.compile(r"^(?:Error: )?Exit code:? (-?\d+)|exited with (?:code|status) (-?\d+)", re.I | re.M)
@@ -322,9 +323,9 @@ def render_call(out: Lines, call: dict | None, results: list, jq: str, cwd, refs
     kept = ERROR_KEPT if marks else KEPT.get(kind, KEPT["other"])
     texts = [content_text(r.get("content")) for _, r in results]
     counted = (out.limits.cut and kept == (0, 0) and not (call and question_list(call))
-               and any(len(t.splitlines()) > SHORT for t in texts))
+               and any(lines_in(t.strip("\n")) > SHORT for t in texts))
     if counted and any(t.strip() for t in texts):  # a read: how long, and where, in the call's line
-        suffix = " · " + ", ".join(f"{len(t.splitlines())} lines at {jq}.observation.results[{i}].content"
+        suffix = " · " + ", ".join(f"{lines_in(t.strip(NEWLINE))} lines at {jq}.observation.results[{i}].content"
                                    for (i, _), t in zip(results, texts) if t.strip())
         out.add(cut_line(safe(line), max(80, out.limits.cap - len(suffix))) + suffix)
     else:
@@ -347,15 +348,40 @@ def render_call(out: Lines, call: dict | None, results: list, jq: str, cwd, refs
 
 def output(out: Lines, text: str, jq: str, kept: tuple, indent: str) -> None:
     """A text cut to its first and last lines (when the limits cut), with how many were left
-    out and the jq path to the whole."""
-    lines = safe(text.strip("\n")).split("\n")
-    first, last = kept
-    if out.limits.cut and len(lines) > first + last + 1:
-        left = len(lines) - first - last
-        shown = lines[:first] + [f"… {left} lines left out: {jq}"] + (lines[-last:] if last else [])
-    else:
-        shown = lines
-    out.extend(indent + line for line in shown)
+    out and the jq path to the whole. Only the lines shown are copied: an output of hundreds
+    of megabytes costs a scan for its line ends."""
+    text = text.strip("\n")
+    total, (first, last) = lines_in(text), kept
+    width = out.limits.cap - len(indent) if out.limits.cap else 0
+    if not (out.limits.cut and total > first + last + 1):
+        out.extend(safe(indent + cut_line(line, width)) for line in text.split("\n"))
+        return
+    head_end = _nth(text, "\n", first) if first else 0
+    tail_start = _nth_from_end(text, "\n", last) if last else len(text)
+    shown = (text[:head_end].split("\n") if first else []) + [None] + (text[tail_start:].split("\n") if last else [])
+    for line in shown:
+        out.add(f"{indent}… {total - first - last} lines left out: {jq}" if line is None
+                else safe(indent + cut_line(line, width)))
+
+
+def lines_in(text: str) -> int:
+    return text.count("\n") + 1 if text else 0
+
+
+def _nth(text: str, mark: str, n: int) -> int:
+    """Where the n-th `mark` of `text` is (n >= 1, and there are as many)."""
+    at = -1
+    for _ in range(n):
+        at = text.find(mark, at + 1)
+    return at
+
+
+def _nth_from_end(text: str, mark: str, n: int) -> int:
+    """Just after the n-th `mark` from the end of `text`."""
+    at = len(text)
+    for _ in range(n):
+        at = text.rfind(mark, 0, at)
+    return at + 1
 
 
 def status(result: dict) -> str:
