@@ -188,8 +188,6 @@ def safe(text: str) -> str:
     return _CONTROLS.sub("\ufffd", text)
 
 
-terminal_safe = safe
-
 
 def cut_line(line: str, cap: int) -> str:
     """`line` at most `cap` characters (0: as it is), its cut saying how much was left out."""
