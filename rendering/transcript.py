@@ -80,11 +80,11 @@ def rendered(doc: dict, limits: Limits = MEMORY) -> tuple[str, dict]:
     out.extend(header(doc, limits))
     refs = _refs(doc)
     for step in _steps(doc):
-        render_step(out, step, "", doc, refs)
+        render_step(out, step, "", working_directory(doc), refs)
     for path, sub in _subagents(doc):
         out.extend(subagent_heading(path, sub))
         for step in _steps(sub):
-            render_step(out, step, path, sub, refs)
+            render_step(out, step, path, working_directory(sub, doc), refs)
     return out.text(), out.where
 
 
@@ -268,7 +268,17 @@ def subagent_heading(path: str, sub: dict) -> list[str]:
 
 
 # a step -------------------------------------------------------------------------------------------
-def render_step(out: Lines, step: dict, path: str, trajectory: dict, refs: dict) -> None:
+def working_directory(*trajectories: dict) -> str | None:
+    """The first directory the trajectories record (a sub-agent's, else its session's): paths
+    inside it are shown relative to it."""
+    for trajectory in trajectories:
+        cwd = _dict(trajectory.get("extra")).get("cwd")
+        if isinstance(cwd, str) and cwd:
+            return cwd
+    return None
+
+
+def render_step(out: Lines, step: dict, path: str, cwd: str | None, refs: dict) -> None:
     name = label(step.get("step_id"), path)
     out.where[name] = len(out.lines) + 1
     out.add(step_heading(step, path))
@@ -282,8 +292,6 @@ def render_step(out: Lines, step: dict, path: str, trajectory: dict, refs: dict)
     elif message.strip():
         out.wrapped(message.strip("\n"))
     results = [r for r in _list(_dict(step.get("observation")).get("results")) if isinstance(r, dict)]
-    cwd = _dict(trajectory.get("extra")).get("cwd")
-    cwd = cwd if isinstance(cwd, str) else None
     done = set()
     for call in _list(step.get("tool_calls")):
         if isinstance(call, dict):
@@ -588,7 +596,7 @@ def render(doc: dict, part: str | None, steps: str | None, cap: int) -> str:
         out.extend(subagent_heading(path, trajectory))
     refs = _refs(doc)
     for step in all_steps[first - 1: last]:
-        render_step(out, step, path, trajectory, refs)
+        render_step(out, step, path, working_directory(trajectory, doc), refs)
     if last < len(all_steps):
         width = last - first + 1
         which = f" --subagent {path}" if path else ""

@@ -144,6 +144,8 @@ def test_a_real_session_messages_whole_calls_on_a_line_outputs_cut_with_their_jq
     assert "- task: Explore DRA-related code in repo (Explore)\n" in text
     assert "→ sub-agent `agent-a957850183dbc96f4`: `# Sub-agent 1` below, steps `1:N`" in text
     assert "\n# Sub-agent 1: `agent-a957850183dbc96f4`" in text and "\n## 1:1 · sub-agent 1 · user · " in text
+    assert "\n- read pkg/scheduler/" in text.split("\n# Sub-agent 1:")[1]  # relative to the session's directory
+    assert "- read /Users/xuwentao/Projects/github/volcano/" not in text
     assert len(text) < len(json.dumps(doc)) / 3
 
 
