@@ -242,8 +242,8 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
 def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
     """(names of the files written, document facts) of one session written into `out` (a pool
     worker's job): its document, its card and its transcript, the bytes the mount serves, laid
-    out as the mount lays them (`write_document`). The stamp is taken before translating, so a session that changes meanwhile is
-    re-done next time."""
+    out as the mount lays them (`write_document`). The stamp is taken before translating, so a
+    session that changes meanwhile is re-done next time."""
     from rendering import cards, documents, transcript
 
     name = catalog.file_name(session)
