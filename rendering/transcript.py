@@ -431,7 +431,8 @@ def describe(call: dict, cwd) -> str:
         what = _first_string(arguments, ("pattern", "query", "regex", "glob", "url", "q", "search", "command"))
         where = _first_string(arguments, ("path", "dir_path", "directory", "include", "glob"))
         if what is not None:
-            return f"{name} {first_line(what)!r}" + (f" in {cards.relative(where, cwd)}" if where and where != what else "")
+            inside = f" in {cards.relative(where, cwd)}" if where and where != what else ""
+            return f"{name} {first_line(what)!r}{inside}"
     if kind == "plan":
         return f"plan ({name})"
     return f"{name} {compact(arguments)}".rstrip()
