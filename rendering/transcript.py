@@ -479,7 +479,7 @@ def _change(arguments: dict) -> str:
         lines = patch.splitlines()
         added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
         removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-        return f" (-{removed} +{added} lines)"
+        return f" (-{removed} +{added} lines)" if added or removed else ""  # (not a diff: Cline's blocks)
     edits = [e for e in _list(arguments.get("edits")) if isinstance(e, dict)] or [arguments]
     old = [_first_string(e, ("old_string", "old_str", "oldText", "old_text", "oldString", "search")) for e in edits]
     new = [_first_string(e, ("new_string", "new_str", "newText", "new_text", "newString", "replace")) for e in edits]
