@@ -204,6 +204,10 @@ def run_export(args, env) -> int:
         cache.make_private_dirs(out)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
+    documents = os.path.join(out, DOCUMENTS)
+    if os.path.islink(documents) or (os.path.exists(documents) and not os.path.isdir(documents)):
+        raise UserError(f"--out {args.out}: its {DOCUMENTS} is not a folder of its own (a link or a file): "
+                        f"the documents are not written through it")
     written, facts = _export_all(sessions, out, env, not args.no_redact)
     exports = cache.load(env, EXPORTS_FILE)
     earlier = _exported(exports.get(out))

@@ -383,3 +383,16 @@ def get(value, path):
     for key in path:
         value = value[key]
     return value
+
+
+def test_an_export_never_writes_documents_through_a_planted_link(store, tmp_path):
+    """The documents go into the export's `.atif/`: one that is a symlink to another folder
+    would have them written there."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "memory"
+    out.mkdir()
+    os.symlink(elsewhere, out / ".atif")
+    result = run_main(store[0], ["export", "--all", "--out", str(out)])
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and b".atif" in result.stderr
+    assert list(elsewhere.iterdir()) == []
