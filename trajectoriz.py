@@ -70,9 +70,10 @@ def _show_parser(commands) -> None:
                     "the agent's own session id (or a unique prefix of it).")
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
     show.add_argument("--markdown", action="store_true",
-                      help="print a readable transcript instead of JSON: each step with its source, "
-                           "message, reasoning, tool calls with arguments, and results (long ones cut, "
-                           "their full length stated)")
+                      help="print the session's transcript instead of JSON, the bytes of its "
+                           "transcript file in the memory mount: each step's header (## N · source · "
+                           "time), the messages whole, a line per tool call with its output's first "
+                           "and last lines and the jq path to the whole")
     part = show.add_mutually_exclusive_group()
     part.add_argument("--step", type=int, metavar="N", help="print only step N, as one JSON object: the step numbered N by "
                                                                    "search --content and the cards, jq's .steps[N-1]")
@@ -84,9 +85,9 @@ def _show_parser(commands) -> None:
                       help="the embedded sub-agent K instead of the session: its position (1, 2, ...; "
                            "2.1 for a sub-agent's own sub-agent, as search --content prints it) or its "
                            "trajectory_id; --step/--steps then count its steps")
-    show.add_argument("--max-chars", type=int, default=2000, metavar="N",
-                      help="with --markdown, cut tool arguments, results and system text longer "
-                           "than N characters (default 2000; 0 never cuts)")
+    show.add_argument("--max-chars", type=int, default=400, metavar="N",
+                      help="with --markdown, cut (or, for messages, wrap) lines longer than N "
+                           "characters (default 400, the mount's; 0 cuts nothing: tool outputs whole)")
     _redaction_option(show)
     _show_html_options(show)
 

@@ -383,18 +383,37 @@ def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:
     from core.jsonlib import orjson
 
     step, path, label, text = hit
+    name, line = transcript_line(session, env, step, path, not args.no_redact)
     if args.json:
         record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
                   "step": step, "subagent": path or None, "jq": cards.jq_path(step, path), "field": label,
-                  "snippet": text, "file": catalog.file_name(session)}
+                  "snippet": text, "file": catalog.file_name(session), "transcript": name, "line": line}
         write(orjson.dumps(record) + b"\n")
         return
-    where = f"{step} (sub-agent {path}: `{cards.jq_path(step, path)}`)" if path else f"{step} (`{cards.jq_path(step)}`)"
+    where = f"{step} (sub-agent {path}: `{cards.jq_path(step, path)}`" if path else f"{step} (`{cards.jq_path(step)}`"
+    where += f", `{name}:{line}`)" if line else ")"
     row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), *where_ran(session, args, env),
            where, cell(text, 240)]
     headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Step", "Snippet"]
     heading = "\n" + table(headers, []) + "\n" if first_row else ""
     write(heading + "| " + " | ".join(row) + " |\n")
+
+
+_STEP_LINES: dict = {}  # (session id, redacted) -> its transcript's step lines, for the rows of one search
+
+
+def transcript_line(session, env, step, path: str, redact: bool) -> tuple[str, int | None]:
+    """The transcript file of a hit's session and the line its step's header is on
+    (`transcript.step_lines`), so that `sed -n` reads around the hit."""
+    from rendering import documents, transcript
+
+    key = (session.short_id, redact)
+    if key not in _STEP_LINES:
+        if len(_STEP_LINES) >= 64:
+            _STEP_LINES.clear()
+        _STEP_LINES[key] = transcript.step_lines(documents.document(session, env, redact)[0])
+    return (transcript.transcript_name(catalog.file_name(session)),
+            _STEP_LINES[key].get(transcript.label(step, path)))
 
 
 def where_ran(session, args, env) -> list[str]:

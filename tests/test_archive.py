@@ -203,7 +203,7 @@ def observed(env, cwd: str, anchor: str, tmp_path, round_name: str) -> SimpleNam
     hit_records = [orjson.loads(line) for line in hits.stdout.splitlines()]
     out = tmp_path / f"export-{round_name}"
     ok(env, "export", "--all", "--out", str(out), cwd=cwd)
-    exported = {p.name: p.read_bytes() for p in out.iterdir()}
+    exported = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     projects = {r["cwd"] for r in records if r["cwd"]}
     return SimpleNamespace(records=records, flags=flags, shown=shown, hits=hit_records,
                            exported=exported, mounted=mount_files(env, projects))

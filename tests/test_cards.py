@@ -28,7 +28,7 @@ def claude_home(env, files) -> str:
 def exported(env, out) -> dict:
     result = cli("export", "--all", "--out", str(out), env=env)
     assert result.returncode == 0, result.stderr
-    return {name: (out / name).read_bytes() for name in os.listdir(out)}
+    return {name: (out / name).read_bytes() for name in os.listdir(out) if (out / name).is_file()}
 
 
 def test_the_card_of_a_real_session_names_its_requests_outcome_files_and_failures(tmp_path):

@@ -197,7 +197,8 @@ def test_ids_compose_with_show_and_the_mount_file_names(store, tmp_path):
         session = catalog.find(every, hit["id"])
         assert hit["file"] == catalog.file_name(session)
         card = hit["file"].replace(".atif.json", ".card.md")
-        assert sorted(n for n in names if hit["id"] in n) == sorted([hit["file"], card])  # ls memory | grep ID
+        transcript = hit["file"].replace(".atif.json", ".transcript.md")
+        assert sorted(n for n in names if hit["id"] in n) == sorted([hit["file"], card, transcript])  # ls memory | grep ID
         shown = run_main(env, ["show", hit["id"]])
         assert json.loads(shown.stdout)["extra"]["short_id"] == hit["id"]
         assert shown.stdout == (tmp_path / "memory" / hit["file"]).read_bytes()
@@ -233,11 +234,16 @@ def test_a_tool_output_is_found_by_content_only(store):
     outputs = {h["id"] for h in hits if h["field"] == "output"}
     assert len(outputs) >= 3
     for hit in hits:
-        assert set(hit) == {"id", "agent", "date", "step", "subagent", "jq", "field", "snippet", "file"}
+        assert set(hit) == {"id", "agent", "date", "step", "subagent", "jq", "field", "snippet", "file",
+                            "transcript", "line"}
         assert "readme.md" in hit["snippet"].lower() and hit["snippet"].startswith(hit["field"] + ": ")
     for hit in hits[:8]:  # the jq path printed is the step numbered: one numbering everywhere
         doc = json.loads(run_main(env, ["show", hit["id"]]).stdout)
         assert at_jq_path(doc, hit["jq"])["step_id"] == hit["step"]
+        lines = run_main(env, ["show", hit["id"], "--markdown"]).stdout.decode().split("\n")  # the transcript's bytes
+        label = f"{hit['subagent']}:{hit['step']}" if hit["subagent"] else str(hit["step"])
+        assert hit["transcript"] == hit["file"].replace(".atif.json", ".transcript.md")
+        assert lines[hit["line"] - 1].startswith(f"## {label} · ")
     for hit in [h for h in hits if h["field"] == "output" and not h["subagent"]][:5]:
         step = json.loads(run_main(env, ["show", hit["id"], "--step", str(hit["step"])]).stdout)
         outputs = [r.get("content") for r in step.get("observation", {}).get("results", [])]
@@ -261,8 +267,14 @@ def test_content_matches_per_step_with_snippets_and_sub_agents(store):
     assert lines[:4] == [f"## Search: `survey src/web` — content of {sessions_count} session(s)", "",
                          "| ID | Agent | Date | Project | Step | Snippet |", "|---|---|---|---|---|---|"]
     rows = [line for line in lines if line.startswith("| `")]
-    assert [row.split(" | ")[4] for row in rows] == [
-        "5 (`.steps[4]`)", "1 (sub-agent 1: `.subagent_trajectories[0].steps[0]`)"]
+    (hit_id,) = {row.split("`")[1] for row in rows}
+    headers = {line.split(" · ")[0][3:]: n for n, line in
+               enumerate(run_main(env, ["show", hit_id, "--markdown"]).stdout.decode().split("\n"), 1)
+               if line.startswith("## ")}
+    name = next(r["file"] for r in sessions(store) if r["id"] == hit_id).replace(".atif.json", ".transcript.md")
+    assert [row.split(" | ")[4] for row in rows] == [  # its transcript's line: `sed -n` reads around it
+        f"5 (`.steps[4]`, `{name}:{headers['5']}`)",
+        f"1 (sub-agent 1: `.subagent_trajectories[0].steps[0]`, `{name}:{headers['1:1']}`)"]
     # the snippet: where it matched, then up to 50 characters before and 80 after the first word
     assert rows[0].endswith("| call: Agent description: Survey the web module subagent_type: "
                             "general-purpose prompt: Survey src/web and report… |")
