@@ -32,14 +32,21 @@ from rendering import cards, searchtext
 from rendering.transcript import content_text
 
 SNIPPET_BEFORE, SNIPPET_AFTER = 50, 80
+SNIPPET_WIDEST = 160  # characters between the first and the last word a snippet shows
+SPANS_LOOKED_AT = 32  # occurrences of a word in a field weighed when placing a snippet
+STEPS_LISTED = 12  # step numbers on a session's row beside its best hit's
+TOKEN = re.compile(r'"([^"]*)"|(\S+)')  # a quoted phrase, or a word
 
 
 class Query:
-    """A query compiled once: alternatives of lower-cased words (all of one alternative must
-    occur), or one case-insensitive regular expression."""
+    """A query compiled once: alternatives of lower-cased needles (all of one alternative must
+    occur in a step, a word anywhere in it, a quoted phrase as written inside one field), or
+    one case-insensitive regular expression. `system`: whether the steps an agent wrote for
+    itself (`own_step`) are searched too."""
 
-    def __init__(self, text: str, regex: bool = False):
+    def __init__(self, text: str, regex: bool = False, phrase: bool = False, system: bool = False):
         self.text = text.strip()
+        self.system = system
         self.pattern = None
         self.alternatives: list[list[str]] = []
         if regex:
@@ -47,75 +54,120 @@ class Query:
                 self.pattern = re.compile(self.text, re.IGNORECASE)
             except re.error as exc:
                 raise UserError(f"--regex {self.text!r}: {exc}") from None
+        elif phrase:
+            self.alternatives = [[self.text.lower()]] if self.text else []
         else:
-            self.alternatives = [words for words in (alt.lower().split() for alt in self.text.split("\\|"))
-                                 if words]
+            self.alternatives = [needles for needles in map(needles_of, self.text.split("\\|")) if needles]
         if not self.text or not (self.pattern or self.alternatives):
             raise UserError("the query is empty: give words to look for")
-        self._word_patterns = {word: re.compile(re.escape(word), re.IGNORECASE)
-                               for words in self.alternatives for word in words}
-        self._needles = [[searchtext.utf8(word) for word in words] for words in self.alternatives]
-        one_word = self._needles[0][0] if [len(words) for words in self._needles] == [1] else None
-        self._rest_of_step = (re.compile(re.escape(one_word) + b"[^" + searchtext.STEP_END + b"]*")
-                              if one_word else None)
+        self._spans = {needle: (whole_word(needle), re.compile(re.escape(needle), re.IGNORECASE))
+                       for needles in self.alternatives for needle in needles}
+        self._needles = [[searchtext.utf8(needle) for needle in needles] for needles in self.alternatives]
+        one = self._needles[0][0] if [len(needles) for needles in self._needles] == [1] else None
+        self._rest_of_step = (re.compile(re.escape(one) + b"[^" + searchtext.STEP_END + b"]*")
+                              if one else None)
 
     def matches(self, text: str) -> bool:
         if self.pattern is not None:
             return self.pattern.search(text) is not None
         lowered = text.lower()
-        return any(all(word in lowered for word in words) for words in self.alternatives)
+        return any(all(needle in lowered for needle in needles) for needles in self.alternatives)
 
-    def locate(self, fields: list[tuple[str, str]]) -> tuple[str, str, int, int] | None:
-        """Where the query matches a step (its fields taken together): (label, text, start, end)
-        of the first occurrence of the regex, or of the first word of the alternative that
-        matched; None when the step does not match."""
+    def locate(self, fields: list[tuple[str, str]]) -> tuple[str, str, int, int, tuple] | None:
+        """Where the query matches a step: (label, text, start, end, score) of the first
+        occurrence of the regex, or of the shortest stretch of one field holding the most words
+        of the alternative that matched, whole words preferred (`No such file` is shown where
+        `No` stands alone, not inside `Now`); score: (words held, whole words). None when the
+        step does not match (fields taken together for words, each on its own for a phrase)."""
         if self.pattern is not None:
             for label, text in fields:
                 found = self.pattern.search(text)
                 if found:
-                    return label, text, found.start(), found.end()
+                    return label, text, found.start(), found.end(), (1, 1)
             return None
-        lowered = "\n".join(text for _, text in fields).lower()
-        for words in self.alternatives:
-            if all(word in lowered for word in words):
-                return self._first(words[0], fields)
+        lowered = [text.lower() for _, text in fields]
+        for needles in self.alternatives:
+            if all(any(needle in text for text in lowered) for needle in needles):
+                return self._placed(needles, fields)
         return None
 
-    def count(self, text: bytes, begin: int = 0) -> int:
-        """How many steps of a search text match, `text[begin:]` being each step's
+    def _placed(self, needles: list[str], fields: list[tuple[str, str]]) -> tuple:
+        best = None
+        for label, text in fields:
+            spans = [found for found in (self._occurrences(needle, text) for needle in needles) if found]
+            score = (len(spans), sum(1 for found in spans if found[0][2]))
+            if spans and (best is None or score > best[-1]):
+                best = (label, text, *shortest_cover(spans), score)
+        if best is None:  # lower() and re.IGNORECASE disagree on some rare letters
+            label, text = fields[0]
+            return label, text, 0, 0, (0, 0)
+        return best
+
+    def _occurrences(self, needle: str, text: str) -> list[tuple[int, int, bool]]:
+        """(start, end, whole word) of a needle's first occurrences in a text: as a whole word
+        when it stands so somewhere, else anywhere."""
+        whole, anywhere = self._spans[needle]
+        found = [(m.start(), m.end(), True) for m in islice(whole.finditer(text), SPANS_LOOKED_AT)]
+        return found or [(m.start(), m.end(), False) for m in islice(anywhere.finditer(text), SPANS_LOOKED_AT)]
+
+    def count(self, text: bytes, begin: int = 0, end: int | None = None) -> int:
+        """How many steps of a search text match, `text[begin:end]` being each step's
         `searchtext.lowered_text` followed by STEP_END: the steps `locate` finds, without
         decoding (a UTF-8 string is in another exactly when its bytes are). Words only."""
-        if self._rest_of_step is not None:  # one word: one match per step holding it, all in C
-            return len(self._rest_of_step.findall(text, begin))
+        end = len(text) if end is None else end
+        if self._rest_of_step is not None:  # one needle: one match per step holding it, all in C
+            return len(self._rest_of_step.findall(text, begin, end))
         if len(self._needles) == 1:
-            return sum(1 for _ in self._step_ends(self._needles[0], text, begin))
-        return len(set().union(*(self._step_ends(words, text, begin) for words in self._needles)))
+            return sum(1 for _ in self._step_ends(self._needles[0], text, begin, end))
+        return len(set().union(*(self._step_ends(needles, text, begin, end) for needles in self._needles)))
 
     @staticmethod
-    def _step_ends(words: list[bytes], text: bytes, begin: int):
+    def _step_ends(words: list[bytes], text: bytes, begin: int, stop: int):
         """Where each step holding all `words` ends, found from the occurrences of the longest
         word, each step looked at once (the rest of a step is skipped at its first one)."""
         longest = max(range(len(words)), key=lambda i: len(words[i]))
         first, rest = words[longest], words[:longest] + words[longest + 1:]
         find = text.find
-        if any(find(word, begin) < 0 for word in rest):  # a word nowhere: no step holds them all
+        if any(find(word, begin, stop) < 0 for word in rest):  # a word nowhere: no step holds them all
             return
-        pos = find(first, begin)
+        pos = find(first, begin, stop)
         while pos >= 0:
-            end = find(searchtext.STEP_END, pos)
-            end = len(text) if end < 0 else end
+            end = find(searchtext.STEP_END, pos, stop)
+            end = stop if end < 0 else end
             start = max(begin, text.rfind(searchtext.STEP_END, begin, pos) + 1) if rest else pos
             if all(find(word, start, end) >= 0 for word in rest):
                 yield end
-            pos = find(first, end + 1)
+            pos = find(first, end + 1, stop)
 
-    def _first(self, word: str, fields: list[tuple[str, str]]) -> tuple[str, str, int, int]:
-        for label, text in fields:
-            found = self._word_patterns[word].search(text)
-            if found:
-                return label, text, found.start(), found.end()
-        label, text = fields[0]  # lower() and re.IGNORECASE disagree on some rare letters
-        return label, text, 0, 0
+
+def needles_of(alternative: str) -> list[str]:
+    """An alternative's words and quoted phrases, lower-cased: `"no such file" rm` is the
+    phrase `no such file` and the word `rm`; a lone quote is a letter of its word."""
+    return [(m[1] if m[1] is not None else m[2]).lower() for m in TOKEN.finditer(alternative)
+            if m[1] or m[2]]
+
+
+def whole_word(needle: str) -> re.Pattern:
+    """The needle where it is not part of a longer word (bounded on the sides that are letters
+    or digits: `note.txt` in `(note.txt)`, `no` in `No such`, not in `Now`)."""
+    before = r"(?<!\w)" if re.match(r"\w", needle[:1]) else ""
+    after = r"(?!\w)" if re.match(r"\w", needle[-1:]) else ""
+    return re.compile(before + re.escape(needle) + after, re.IGNORECASE)
+
+
+def shortest_cover(spans: list[list[tuple[int, int, bool]]]) -> tuple[int, int]:
+    """(start, end) of the shortest stretch holding one occurrence of each needle, at most
+    SNIPPET_WIDEST wide (past that, from the first needle on)."""
+    best = None
+    for start in sorted({found[0] for occurrences in spans for found in occurrences}):
+        ends = [next((e for s, e, _ in occurrences if s >= start), None) for occurrences in spans]
+        if None in ends:
+            break
+        if best is None or max(ends) - start < best[1] - best[0]:
+            best = (start, max(ends))
+    if best is None:  # overlapping needles: the first one's first occurrence
+        best = spans[0][0][:2]
+    return best[0], min(best[1], best[0] + SNIPPET_WIDEST)
 
 
 # what is searched ---------------------------------------------------------------------------------
@@ -135,6 +187,22 @@ def step_fields(step: dict) -> list[tuple[str, str]]:
         if text:
             fields.append(("output", text))
     return fields
+
+
+HAPPENED = re.compile(r"error|abort|interrupt|command_output|shell_command|rollback|undo")
+
+
+def own_step(step: dict) -> bool:
+    """Whether a step is one an agent wrote for itself: a step of source `system` whose
+    `extra.kind` the translator set (its prompt, base instructions, developer messages, skills,
+    AGENTS.md and other injected context, reminders, meta records, summaries), unless that kind
+    records what happened (an error, an interruption, a rollback, the output of a command the
+    user ran) or the step holds a tool call or its output. trajectoriz's own notes (a session
+    that could not be translated) have no kind."""
+    if step.get("source") != "system" or step.get("tool_calls") or (step.get("observation") or {}).get("results"):
+        return False
+    kind = (step.get("extra") or {}).get("kind")
+    return isinstance(kind, str) and bool(kind) and not HAPPENED.search(kind)
 
 
 def argument_text(arguments) -> str:
@@ -157,37 +225,41 @@ def snippet(label: str, text: str, start: int, end: int) -> str:
 
 
 def document_steps(doc: dict, path: str = ""):
-    """(step number, sub-agent path or "", `step_fields`) of every step of a document, its own
-    steps first, then each sub-agent's: the order hits are printed in."""
+    """(step number, sub-agent path or "", `step_fields`, `own_step`) of every step of a
+    document, its own steps first, then each sub-agent's: the order hits are printed in."""
     for step in doc.get("steps") or ():
-        yield step.get("step_id"), path, step_fields(step)
+        yield step.get("step_id"), path, step_fields(step), own_step(step)
     for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
         yield from document_steps(sub, f"{path}.{i}" if path else str(i))
 
 
-def matching(steps, query: Query):
-    """(step number, sub-agent path, `Query.locate`'s answer) of the steps that match."""
-    for step_id, path, fields in steps:
-        found = query.locate(fields) if fields else None
-        if found:
-            yield step_id, path, found
+def matching(steps, query: Query, own: bool = False):
+    """(step number, sub-agent path, `Query.locate`'s answer) of the steps that match: the
+    agent's own steps with `query.system`, or, with `own`, only those."""
+    for step_id, path, fields, mine in steps:
+        if (mine == own or query.system) and fields:
+            found = query.locate(fields)
+            if found:
+                yield step_id, path, found
 
 
-def hits_of(doc: dict, query: Query, keep: int | None) -> list[tuple]:
-    """(step number, sub-agent path or "", label, snippet) of the first `keep` (None: all)
-    matching steps of a document."""
-    return [as_hit(*found) for found in islice(matching(document_steps(doc), query), keep)]
+def hits_of(doc: dict, query: Query) -> list[tuple]:
+    """(step number, sub-agent path or "", label, snippet, score) of every matching step of a
+    document."""
+    return [as_hit(*found) for found in matching(document_steps(doc), query)]
 
 
 def as_hit(step_id, path: str, where: tuple) -> tuple:
-    return step_id, path, where[0], snippet(*where)
+    label, text, start, end, score = where
+    return step_id, path, label, snippet(label, text, start, end), score
 
 
 def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
-    """A pool worker's job: the session's hit count, its first `keep` hits, and the document's
-    facts (so that `list` and `stats` need not translate it again). From its kept search text
-    (`kept_search`) when there is one, else from the document, whose search text is then
-    written."""
+    """A pool worker's job: the session's hit count, how many hits in its own steps were left
+    out, its hits (None when the parent will not print them), and the document's facts (so that
+    `list` and `stats` need not translate it again; `(stamp, packed)` when only packed). From
+    its kept search text (`kept_search`) when there is one, else from the document, whose
+    search text is then written. `keep`: how many matching sessions are printed (None: all)."""
     from rendering import documents
 
     taken = documents.stamps(session, env) if redact else (documents.cache_stamp(session, env, False), None)
@@ -196,50 +268,52 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     if found is not None:
         return found
     before = shown.value if shown is not None and keep is not None else None
-    return searched_document(session, env, query, keep, redact, before is None or before < keep, stamp, kept_as)
+    return searched_document(session, env, query, redact, before is None or before < keep, stamp, kept_as)
 
 
 def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple) -> tuple | None:
     """`search_session`'s answer from a word search's packed search text, None when it is not
-    kept. The document is read too when some of its hits may be printed: `shown`
-    (`parallel.Shared`) holds how many hits the parent has counted so far, at most the hits of
-    the sessions before this one. When that reaches `keep`, hits is None; so it is when it is
-    still 0: the parent has none of the pool's results yet, and finds the first sessions' hits
-    itself rather than a worker reading the documents of a whole chunk of sessions whose hits
-    are mostly not printed. `taken`: the session's `documents.stamps`."""
+    kept. The document is read too when its hits may be printed: `shown` (`parallel.Shared`)
+    holds how many matching sessions the parent has counted so far, at most those before this
+    one. When that reaches `keep`, hits is None; so it is when it is still 0: the parent has
+    none of the pool's results yet, and finds the first sessions' hits itself rather than a
+    worker reading the documents of a whole chunk of sessions whose hits are mostly not
+    printed. `taken`: the session's `documents.stamps`."""
     from rendering import documents
 
     stamp, kept_as = taken
     known = searchtext.stored_search_text(session, env, kept_as, query)
     if known is None:
         return None
-    count, facts = known
+    count, left, packed = known
     before = shown.value if shown is not None and keep is not None else None
     wanted = before is None or 0 < before < keep
-    hits = hits_of(documents.document(session, env, True, kept_as)[0], query, keep) if count and wanted else []
-    return count, hits if wanted or not count else None, {**facts, "stamp": stamp}
+    hits = hits_of(documents.document(session, env, True, kept_as)[0], query) if count and wanted else []
+    return count, left, hits if wanted or not count else None, (stamp, packed)
 
 
-def searched_document(session, env, query: Query, keep: int | None, redact: bool, wanted: bool,
-                      stamp: list, kept_as: list | None) -> tuple[int, list | None, dict]:
+def searched_document(session, env, query: Query, redact: bool, wanted: bool,
+                      stamp: list, kept_as: list | None) -> tuple[int, int, list | None, dict]:
     """`search_session`'s answer from the document, whose search text it keeps for next time."""
     from rendering import documents
 
     doc, data = documents.document(session, env, redact, kept_as)
     steps = list(document_steps(doc))
     facts = documents.totals(doc, data, stamp)
-    text = None
+    texts = None
     if kept_as and "error" not in doc["extra"]:  # a failure may be passing: not kept, like the document
-        text = searchtext.store_search_text(session, env, kept_as, steps, facts, query)
+        texts = searchtext.store_search_text(session, env, kept_as, steps, facts, query)
     if query.pattern is None:
-        if text is None:
-            text = searchtext.steps_text([searchtext.lowered_text(fields) for _, _, fields in steps])
-        count = query.count(text)
-        found = list(islice(matching(steps, query), keep if count and wanted else 0))
+        others, own = texts or searchtext.split_texts(steps)
+        count, left = query.count(others), query.count(own)
+        if query.system:
+            count, left = count + left, 0
+        found = list(matching(steps, query)) if count and wanted else []
     else:
-        everything = list(matching(steps, query))
-        count, found = len(everything), everything[:keep if wanted else 0]
-    return count, [as_hit(*where) for where in found] if wanted or not count else None, facts
+        found = list(matching(steps, query))
+        count = len(found)
+        left = 0 if query.system else sum(1 for _ in matching(steps, query, own=True))
+    return count, left, [as_hit(*where) for where in found] if wanted or not count else None, facts
 
 
 # which sessions -----------------------------------------------------------------------------------
@@ -258,7 +332,9 @@ def scoped(args, env) -> tuple[list, str | None]:
 
 # the command --------------------------------------------------------------------------------------
 def run_search(args, env) -> int:
-    query = Query(args.query, args.regex)
+    if args.regex and args.phrase:
+        raise UserError("--regex and --phrase: give one")
+    query = Query(args.query, args.regex, args.phrase, getattr(args, "system", False))
     if args.limit < 0 or args.offset < 0:
         raise UserError("--limit and --offset take a number >= 0")
     sessions, project = scoped(args, env)
@@ -307,12 +383,12 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def more_note(total: int, args, stream) -> None:
+def more_note(total: int, args, stream, unit: str = "result(s)") -> None:
     """The last line when rows were left out: how many, and the options that show them."""
     end = args.offset + args.limit if args.limit else total
     if end >= total:
         return
-    text = (f"{total - end} more result(s) after row {end}: add `--offset {end}` for the next "
+    text = (f"{total - end} more {unit} after row {end}: add `--offset {end}` for the next "
             f"ones, or `--limit N` for more rows.")
     if stream is sys.stdout:
         write(f"\n{text}\n")
@@ -321,8 +397,10 @@ def more_note(total: int, args, stream) -> None:
 
 
 def content_search(args, env, query: Query, sessions: list) -> int:
-    """Hits streamed as sessions finish, in catalog order (newest session first, steps in
-    order), so the output is the same however many cores did the work."""
+    """One row per matching session (its best hit's snippet, the other hits' step numbers),
+    or with --json one object per hit, streamed as sessions finish, in catalog order (newest
+    session first, steps in order), so that the output is the same however many cores did the
+    work. --limit and --offset count sessions."""
     from core import parallel
     from rendering import documents
 
@@ -332,23 +410,22 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     redact = not args.no_redact
     facts = documents.Facts(env, redact)
     progress = parallel.Progress(len(sessions), "searching")
-    total = matched = printed = 0
+    total = matched = left = printed = 0
     shown = parallel.Shared()
     work = kept_then_pooled(sessions, env, query, end, redact, shown)
     try:
-        for n, (count, hits, totals) in enumerate(work):
+        for n, (count, mine, hits, totals) in enumerate(work):
             session = sessions[n]
-            if hits is None and (end is None or total < end):  # left to this process
-                hits = hits_of(documents.document(session, env, redact)[0], query, end)
-            if facts.get(session, totals["stamp"]) != totals:
-                facts.put(session, totals)
-            for position, hit in enumerate(hits or (), total):
-                if position >= args.offset and (end is None or position < end):
-                    emit_hit(session, hit, args, env, first_row=not (args.json or printed))
-                    printed += 1
-            total += count
-            shown.value = total
+            wanted = count and args.offset <= matched and (end is None or matched < end)
+            if wanted and hits is None:  # left to this process
+                hits = hits_of(documents.document(session, env, redact)[0], query)
+            record_facts(facts, session, totals)
+            if wanted:
+                emit_session(session, hits, args, env, first_row=not (args.json or printed))
+                printed += 1
+            total, left = total + count, left + mine
             matched += 1 if count else 0
+            shown.value = matched
             progress.step(f", {total} hit(s)")
     except KeyboardInterrupt:
         progress.clear()  # before the message, on the line the progress used
@@ -359,8 +436,22 @@ def content_search(args, env, query: Query, sessions: list) -> int:
         work.close()
         progress.clear()
         facts.save()
-    summary(total, matched, args)
+    summary(total, matched, left, args)
     return 0 if total else 1
+
+
+def record_facts(facts, session, totals) -> None:
+    """Keep a searched document's facts: `totals`, or `(stamp, packed)` from a search text,
+    decoded only when the facts of that stamp are not known yet."""
+    if isinstance(totals, dict):
+        if facts.get(session, totals["stamp"]) != totals:
+            facts.put(session, totals)
+        return
+    stamp, packed = totals
+    if facts.get(session, stamp) is None:
+        found = searchtext.facts(packed)
+        if found is not None:
+            facts.put(session, {**found, "stamp": stamp})
 
 
 def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact: bool, shown):
@@ -379,22 +470,39 @@ def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact:
         yield found
 
 
-def emit_hit(session, hit: tuple, args, env, first_row: bool) -> None:
+def emit_session(session, hits: list, args, env, first_row: bool) -> None:
+    """A matching session: one object per hit with --json, else one row with its best hit (the
+    most words of the query as whole words in one field; the first of equals) and the other
+    hits' step numbers."""
     from core.jsonlib import orjson
 
-    step, path, label, text = hit
     if args.json:
-        record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
-                  "step": step, "subagent": path or None, "jq": cards.jq_path(step, path), "field": label,
-                  "snippet": text, "file": catalog.file_name(session)}
-        write(orjson.dumps(record) + b"\n")
+        write(b"".join(orjson.dumps({
+            "id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
+            "step": step, "subagent": path or None, "jq": cards.jq_path(step, path), "field": label,
+            "snippet": text, "file": catalog.file_name(session)}) + b"\n" for step, path, label, text, _ in hits))
         return
+    best = max(hits, key=lambda hit: hit[4])  # max keeps the first of equals
+    step, path, _, text, _ = best
     where = f"{step} (sub-agent {path}: `{cards.jq_path(step, path)}`)" if path else f"{step} (`{cards.jq_path(step)}`)"
+    others = [hit for hit in hits if hit is not best]
+    if others:
+        where += f"; also {step_numbers(others[:STEPS_LISTED])}"
+        where += f", … ({len(hits)} steps in all)" if len(others) > STEPS_LISTED else ""
     row = [f"`{session.short_id}`", session.agent, catalog.local_date(session), *where_ran(session, args, env),
            where, cell(text, 240)]
-    headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Step", "Snippet"]
+    headers = ["ID", "Agent", "Date", *(["Project"] if args.every_project else []), "Steps", "Snippet"]
     heading = "\n" + table(headers, []) + "\n" if first_row else ""
     write(heading + "| " + " | ".join(row) + " |\n")
+
+
+def step_numbers(hits: list) -> str:
+    """`8, 12; sub-agent 1: 1, 3`: hits' step numbers, each sub-agent's apart."""
+    paths: dict = {}
+    for step, path, *_ in hits:
+        paths.setdefault(path, []).append(str(step))
+    return "; ".join(f"sub-agent {path}: {', '.join(steps)}" if path else ", ".join(steps)
+                     for path, steps in paths.items())
 
 
 def where_ran(session, args, env) -> list[str]:
@@ -402,7 +510,14 @@ def where_ran(session, args, env) -> list[str]:
     return [basics.project_cell(session, env)] if args.every_project else []
 
 
-def summary(total: int, matched: int, args) -> None:
+def summary(total: int, matched: int, left: int, args) -> None:
+    """The count line, with the hits left out in the agents' own steps, then the note about more
+    sessions."""
+    mine = (f"; {left} more in steps the agents wrote for themselves (instructions, injected "
+            f"context), left out: --system searches them too") if left else ""
     if not args.json:
-        write(f"\n{total} result(s) in {matched} session(s).\n")
-    more_note(total, args, sys.stderr if args.json else sys.stdout)
+        write(f"\n{total} result(s) in {matched} session(s){mine}.\n")
+    elif mine:
+        print(f"{left} result(s) in steps the agents wrote for themselves (instructions, injected "
+              f"context) left out: --system searches them too.", file=sys.stderr)
+    more_note(matched, args, sys.stderr if args.json else sys.stdout, "session(s)")
