@@ -1,0 +1,146 @@
+"""What `search` matches and shows, on the shapes real agents write (issues 41 and 42):
+- `--content` leaves out the steps an agent wrote for itself (a Codex rollout's base
+  instructions, skills list and environment context, as Codex 0.171.0 records them) unless
+  `--system`, and says how many hits it left out;
+- a quoted QUERY, or `--phrase`, is a string matched as written (case-insensitive) inside one
+  field, in `--content` and in the default search; unquoted words keep their meaning;
+- a snippet shows where the words stand (`No such file`, not the `no` inside `Now`).
+
+The Codex session is the live 0.171.0 rollout of tests/fixtures/samples/live, its first command
+changed into one that fails as bash fails (`return` outside a function), its second step's
+message and command into the ones issue 42 quotes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from helpers import LIVE, base_env, run_main
+
+ROLLOUT = os.path.join(".codex", "sessions", "2026", "11", "29",
+                       "rollout-2026-11-29T20-42-19-01a2290b-5981-76d0-89cc-00876b1ca8fa.jsonl")
+BASH_ERROR = "bash: line 1: return: can only `return' from a function or sourced script"
+ISSUE_42_MESSAGE = "That failed as expected. Now a command with long output."
+MISSING = "cat: missing.txt: No such file or directory"
+
+# (what the real rollout holds, JSON-escaped as written there) -> what the test's copy holds
+CHANGES = [
+    ("echo hello-codex-1 > note.txt && ls", "return 1"),
+    ('"aggregated_output":"README.md\\nnote.txt\\n","exit_code":0',
+     f'"aggregated_output":"{BASH_ERROR}\\n","exit_code":1'),
+    ("Process exited with code 0\\nOriginal token count: 5\\nOutput:\\nREADME.md\\nnote.txt\\n",
+     f"Process exited with code 1\\nOriginal token count: 19\\nOutput:\\n{BASH_ERROR}\\n"),
+    ("Now I'll read note.txt back to verify its content.", ISSUE_42_MESSAGE),
+    ('"cat note.txt"', '"cat missing.txt; seq 1 500"'),
+    ("Output:\\nhello-codex-1\\n", f"Output:\\n{MISSING}\\n1\\n2\\n3\\n"),
+]
+
+
+@pytest.fixture(scope="module")
+def codex(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("codex-query")
+    env = base_env(root)
+    shutil.copytree(os.path.join(LIVE, "codex-0.171.0", ".codex"), os.path.join(env["HOME"], ".codex"))
+    path = os.path.join(env["HOME"], ROLLOUT)
+    text = open(path, encoding="utf-8").read()
+    second = text.index('"type":"task_started"', text.index('"type":"task_started"') + 1)
+    first_turn = text[:second]  # the second turn repeats some of it
+    for before, after in CHANGES:
+        assert before in first_turn, before
+        first_turn = first_turn.replace(before, after)
+    open(path, "w", encoding="utf-8").write(first_turn + text[second:])
+    return env
+
+
+def hits(env, *args) -> tuple[list[dict], str]:
+    result = run_main(env, ["search", "--content", "--json", "--limit", "0", *args])
+    assert result.returncode in (0, 1), result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr.decode()
+
+
+def step(env, hit: dict) -> dict:
+    return json.loads(run_main(env, ["show", hit["id"], "--step", str(hit["step"])]).stdout)
+
+
+# the agent's own steps --------------------------------------------------------------------------------
+def test_can_only_finds_the_error_not_the_instructions(codex):
+    """Every rollout opens with Codex's base instructions, its skills list and the environment
+    context, as steps of source system: `can only` is in the instructions of all three
+    sessions, and in one tool output."""
+    found, stderr = hits(codex, "can only")
+    assert [h["field"] for h in found] == ["output"] and found[0]["snippet"].endswith(f"Output: {BASH_ERROR}")
+    assert step(codex, found[0])["source"] == "agent"
+    every, _ = hits(codex, "--system", "can only")
+    left = [h for h in every if h not in found]
+    assert len(left) >= 3 and {step(codex, h)["extra"]["kind"] for h in left} >= {"base_instructions"}
+    assert all(step(codex, h)["source"] == "system" for h in left)
+    assert stderr.splitlines()[-1] == (f"{len(left)} result(s) in steps the agents wrote for themselves "
+                                       "(instructions, injected context) left out: --system searches them too.")
+    markdown = run_main(codex, ["search", "--content", "can only"]).stdout.decode().splitlines()
+    assert markdown[-1] == (f"1 result(s) in 1 session(s); {len(left)} more in steps the agents wrote for "
+                            "themselves (instructions, injected context), left out: --system searches them too.")
+
+
+def test_a_search_held_only_by_instructions_finds_nothing_and_says_where(codex):
+    found, stderr = hits(codex, "AGENTS.md")  # in the base instructions only
+    assert found == [] and "left out: --system searches them too" in stderr
+    assert run_main(codex, ["search", "--content", "AGENTS.md"]).returncode == 1
+    assert {step(codex, h)["extra"]["kind"] for h in hits(codex, "--system", "AGENTS.md")[0]} == {"base_instructions"}
+
+
+# phrases ----------------------------------------------------------------------------------------------
+def test_a_quoted_query_is_a_phrase(codex):
+    """What the shell passes for '"from a function or sourced script"': the phrase, quotes
+    included, found as written in one field, whatever its case."""
+    def steps(*args):
+        return [(h["id"], h["step"], h["field"]) for h in hits(codex, *args)[0]]
+
+    (hit,) = hits(codex, '"from a function or sourced script"')[0]
+    assert hit["field"] == "output" and "from a function or sourced script" in hit["snippet"]
+    where = [(hit["id"], hit["step"], "output")]
+    assert steps('"FROM A Function or sourced script"') == where
+    assert steps("--phrase", "from a function or sourced script") == where
+    assert steps('"sourced script from a function"') == []       # not as written
+    assert steps("sourced script from a function") == where      # words: any order
+    assert steps('"can only" return') == where                   # a phrase and a word
+    either = steps('"or sourced script" \\| "hello-codex-2 into"')
+    assert where[0] in either and {id_ for id_, _, _ in either} == {hit["id"], *(id_ for id_, _, _ in steps("hello-codex-2"))}
+
+
+def test_a_phrase_stays_inside_one_field(codex):
+    """The step's call holds `return 1` and its output the error: both words are in the
+    step, the phrase `1 bash` (the call's end and the output's start, joined) in neither field."""
+    (hit,) = hits(codex, "return 1 bash: line")[0]
+    assert hits(codex, '"1 bash: line"')[0] == [] and hits(codex, '"return 1"')[0][0]["step"] == hit["step"]
+
+
+def test_the_default_search_takes_phrases_too(codex):
+    def ids(*args):
+        result = run_main(codex, ["search", "--json", *args])
+        return [json.loads(line)["id"] for line in result.stdout.splitlines()]
+
+    every = ids("scenario")
+    assert len(every) == 3
+    assert ids('"run a shell command that writes"') == every
+    assert ids('"shell command a run"') == [] and ids("shell command a run") == every
+    assert ids("--phrase", "Run A Shell Command") == every
+    assert len(ids('"writes hello-codex-2 into"')) == 1
+
+
+def test_regex_and_phrase_together_are_refused(codex):
+    result = run_main(codex, ["search", "--regex", "--phrase", "x"])
+    assert result.returncode == 2 and b"--regex and --phrase" in result.stderr
+
+
+# where a snippet shows ----------------------------------------------------------------------------------
+def test_the_snippet_shows_where_the_words_are(codex):
+    """Issue 42: for `No such file`, the snippet showed the step's message, where `no` is
+    inside `Now`; the words stand whole in its tool output."""
+    (hit,) = hits(codex, "No such file")[0]
+    assert ISSUE_42_MESSAGE in (step(codex, hit).get("message") or "")
+    assert hit["field"] == "output" and "No such file" in hit["snippet"], hit["snippet"]
+    assert [h["snippet"] for h in hits(codex, "Now command")[0] if (h["id"], h["step"]) == (hit["id"], hit["step"])] == [
+        f"message: {ISSUE_42_MESSAGE}"]
