@@ -143,3 +143,71 @@ def test_the_snippet_shows_where_the_words_are(codex):
     assert hit["field"] == "output" and "No such file" in hit["snippet"], hit["snippet"]
     assert [h["snippet"] for h in hits(codex, "Now command")[0] if (h["id"], h["step"]) == (hit["id"], hit["step"])] == [
         f"message: {ISSUE_42_MESSAGE}"]
+
+
+# every agent that records its own steps -----------------------------------------------------------------
+def own_steps(doc: dict, path: str = ""):
+    """(step, sub-agent path) of the steps of source system that a translator gave a kind
+    other than an event's: the agent's prompt, instructions and injected context."""
+    events = ("error", "abort", "interrupt", "command_output", "shell_command", "rollback", "undo")
+    for item in doc["steps"]:
+        kind = (item.get("extra") or {}).get("kind")
+        if (item["source"] == "system" and isinstance(kind, str) and kind and not any(e in kind for e in events)
+                and not item.get("tool_calls") and not (item.get("observation") or {}).get("results")):
+            yield item["step_id"], path or None, item
+    for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
+        yield from own_steps(sub, f"{path}.{i}" if path else str(i))
+
+
+def own_steps_left_out(env, agent: str | None = None) -> dict:
+    """A word of the steps each agent wrote for itself (its most frequent word of 7 letters or
+    more there) is found in them with --system only, and counted as left out without it: the
+    kinds of own steps each agent's word was found in."""
+    import re
+
+    listed = [json.loads(line) for line in run_main(env, ["list", "--all", "--json"]).stdout.splitlines()]
+    covered = {}
+    for name in sorted({r["agent"] for r in listed if agent in (None, r["agent"])}):
+        documents = {r["id"]: json.loads(run_main(env, ["show", r["id"]]).stdout) for r in listed if r["agent"] == name}
+        own = [(id_, step_id, path, item) for id_, doc in documents.items() for step_id, path, item in own_steps(doc)]
+        words = [w for *_, item in own if isinstance(item.get("message"), str)
+                 for w in re.findall(r"[A-Za-z]{7,}", item["message"])]
+        if not words:
+            continue
+        word = max(sorted(set(words)), key=words.count)
+        with_own, _ = hits(env, "--system", "--agent", name, word)
+        without, stderr = hits(env, "--agent", name, word)
+        mine = {(id_, step_id, path): item for id_, step_id, path, item in own}
+        found = [mine[key] for key in ((h["id"], h["step"], h["subagent"]) for h in with_own) if key in mine]
+        assert found, (name, word)
+        assert without == [h for h in with_own if (h["id"], h["step"], h["subagent"]) not in mine], (name, word)
+        assert stderr.splitlines()[-1].startswith(
+            f"{len(found)} result(s) in steps the agents wrote for themselves"), (name, word, stderr)
+        covered[name] = {item["extra"]["kind"] for item in found}
+    return covered
+
+
+@pytest.mark.parametrize("home", __import__("homes").agent_homes(), ids=lambda h: h.agent)
+def test_every_agents_own_steps_are_left_out_unless_asked(tmp_path, home):
+    """Each agent's live store: those that record steps of their own (Codex's instructions,
+    Gemini's session context, Cline's, Copilot's, Hermes', OpenHands' system prompts, Droid's
+    reminders …) have them left out; the others have none to leave out."""
+    covered = own_steps_left_out(home.build(tmp_path), home.agent)
+    if home.agent in ("codex", "gemini", "cline", "copilot", "droid", "hermes", "openhands", "mswea", "gptme", "aider"):
+        assert list(covered) == [home.agent]
+
+
+def test_the_samples_own_steps_are_left_out_unless_asked(tmp_path):
+    """The public samples of tests/fixtures: those tests/stores.py builds a $HOME from, and
+    Claude Code transcripts with a meta record (what `/init` expands to: `Please analyze this
+    codebase and create a CLAUDE.md file…`) and sub-agents."""
+    from helpers import SAMPLES
+    from stores import build_home
+
+    covered = own_steps_left_out(build_home(tmp_path / "stores")[0])
+    assert {"codex", "copilot", "gemini"} <= set(covered), covered
+    env = base_env(tmp_path / "claude")
+    project = os.path.join(env["HOME"], ".claude", "projects", "-work-sample")
+    shutil.copytree(os.path.join(SAMPLES, "claude", "agent-sessions", "subagent"), project)
+    shutil.copy(os.path.join(SAMPLES, "claude", "dotfile-titles", "617b8d63-f8d1-495e-9a83-5c0291579fe1.jsonl"), project)
+    assert "meta" in own_steps_left_out(env)["claude"]
