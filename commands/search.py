@@ -482,6 +482,8 @@ def emit_session(session, hits: list, args, env, first_row: bool) -> None:
             "step": step, "subagent": path or None, "jq": cards.jq_path(step, path), "field": label,
             "snippet": text, "file": catalog.file_name(session)}) + b"\n" for step, path, label, text, _ in hits))
         return
+    if not hits:  # the document changed since its search text was counted
+        return
     best = max(hits, key=lambda hit: hit[4])  # max keeps the first of equals
     step, path, _, text, _ = best
     where = f"{step} (sub-agent {path}: `{cards.jq_path(step, path)}`)" if path else f"{step} (`{cards.jq_path(step)}`)"

@@ -162,17 +162,23 @@ field_text = st.text(alphabet=st.sampled_from(TRICKY + "ab .\n"), max_size=12)
 
 
 @settings(max_examples=400, deadline=None)
-@given(steps=st.lists(st.lists(field_text, max_size=3), max_size=4),
-       query=st.text(alphabet=st.sampled_from(TRICKY + "ab .\\|"), min_size=1, max_size=8))
-def test_counting_in_search_texts_agrees_with_locate(steps, query):
+@given(steps=st.lists(st.tuples(st.lists(field_text, max_size=3), st.booleans()), max_size=4),
+       query=st.text(alphabet=st.sampled_from(TRICKY + 'ab .\\|"'), min_size=1, max_size=8),
+       system=st.booleans())
+def test_counting_in_search_texts_agrees_with_locate(steps, query, system):
+    """Words, quoted phrases and alternatives; the steps an agent wrote for itself (the
+    booleans) counted apart, or with the others when `system`."""
     try:
-        compiled = search.Query(query)
+        compiled = search.Query(query, system=system)
     except Exception:  # an empty query is refused before any search
         return
-    fields = [[("message", text) for text in texts if text] for texts in steps]
-    expected = sum(1 for f in fields if f and compiled.locate(f))
-    packed = searchtext.pack_search_text(searchtext.steps_text([searchtext.lowered_text(f) for f in fields]), {})
-    assert searchtext.search_text_count(packed, compiled)[:2] == (expected, 0)
+    fields = [([("message", text) for text in texts if text], own) for texts, own in steps]
+    found = [sum(1 for f, own in fields if f and own == mine and compiled.locate(f)) for mine in (False, True)]
+    expected = (sum(found), 0) if system else tuple(found)
+    documented = [(n, "", f, own) for n, (f, own) in enumerate(fields, 1)]
+    others, own = searchtext.split_texts(documented)
+    packed = searchtext.pack_search_text(others, {}, own)
+    assert searchtext.search_text_count(packed, compiled)[:2] == expected
 
 
 # bounded with the documents ----------------------------------------------------------------------
