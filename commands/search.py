@@ -47,6 +47,7 @@ class Query:
     def __init__(self, text: str, regex: bool = False, phrase: bool = False, system: bool = False):
         self.text = text.strip()
         self.system = system
+        self.every_snippet = True  # False: only each session's best hit needs one (`as_hits`)
         self.pattern = None
         self.alternatives: list[list[str]] = []
         if regex:
@@ -73,35 +74,44 @@ class Query:
         lowered = text.lower()
         return any(all(needle in lowered for needle in needles) for needles in self.alternatives)
 
-    def locate(self, fields: list[tuple[str, str]]) -> tuple[str, str, int, int, tuple] | None:
-        """Where the query matches a step: (label, text, start, end, score) of the first
-        occurrence of the regex, or of the shortest stretch of one field holding the most words
-        of the alternative that matched, whole words preferred (`No such file` is shown where
-        `No` stands alone, not inside `Now`); score: (words held, whole words). None when the
-        step does not match (fields taken together for words, each on its own for a phrase)."""
+    def locate(self, fields: list[tuple[str, str]]) -> tuple | None:
+        """How the query matches a step: (label, text, score, where) of the field to show, or
+        None when the step does not match (fields taken together for words, each on its own for
+        a phrase). For a regex: its first match, where = (start, end), score (1, 1); for words:
+        the field holding the most words of the alternative that matched, whole words preferred
+        (`No such file` is shown where `No` stands alone, not inside `Now`), score (words held,
+        whole words), where = those words (`place` finds where they stand)."""
         if self.pattern is not None:
             for label, text in fields:
                 found = self.pattern.search(text)
                 if found:
-                    return label, text, found.start(), found.end(), (1, 1)
+                    return label, text, (1, 1), (found.start(), found.end())
             return None
         lowered = [text.lower() for _, text in fields]
         for needles in self.alternatives:
             if all(any(needle in text for text in lowered) for needle in needles):
-                return self._placed(needles, fields)
+                return self._best_field(needles, fields, lowered)
         return None
 
-    def _placed(self, needles: list[str], fields: list[tuple[str, str]]) -> tuple:
+    def _best_field(self, needles: list[str], fields: list[tuple[str, str]], lowered: list[str]) -> tuple:
         best = None
-        for label, text in fields:
-            spans = [found for found in (self._occurrences(needle, text) for needle in needles) if found]
-            score = (len(spans), sum(1 for found in spans if found[0][2]))
-            if spans and (best is None or score > best[-1]):
-                best = (label, text, *shortest_cover(spans), score)
-        if best is None:  # lower() and re.IGNORECASE disagree on some rare letters
-            label, text = fields[0]
-            return label, text, 0, 0, (0, 0)
+        for (label, text), low in zip(fields, lowered):
+            held = [needle for needle in needles if needle in low]
+            score = (len(held), sum(1 for needle in held if self._spans[needle][0].search(text)))
+            if held and (best is None or score > best[2]):
+                best = (label, text, score, held)
         return best
+
+    def place(self, found: tuple) -> tuple[str, str, int, int]:
+        """(label, text, start, end) of `locate`'s answer: the shortest stretch of its field
+        holding one occurrence of each word, whole ones preferred."""
+        label, text, _, where = found
+        if isinstance(where, tuple):
+            return label, text, *where
+        spans = [found for found in (self._occurrences(needle, text) for needle in where) if found]
+        if not spans:  # lower() and re.IGNORECASE disagree on some rare letters
+            return label, text, 0, 0
+        return label, text, *shortest_cover(spans)
 
     def _occurrences(self, needle: str, text: str) -> list[tuple[int, int, bool]]:
         """(start, end, whole word) of a needle's first occurrences in a text: as a whole word
@@ -109,6 +119,10 @@ class Query:
         whole, anywhere = self._spans[needle]
         found = [(m.start(), m.end(), True) for m in islice(whole.finditer(text), SPANS_LOOKED_AT)]
         return found or [(m.start(), m.end(), False) for m in islice(anywhere.finditer(text), SPANS_LOOKED_AT)]
+
+    def holds(self, step: bytes) -> bool:
+        """Whether one step's `searchtext.lowered_text` matches (words only)."""
+        return any(all(needle in step for needle in needles) for needles in self._needles)
 
     def count(self, text: bytes, begin: int = 0, end: int | None = None) -> int:
         """How many steps of a search text match, `text[begin:end]` being each step's
@@ -224,13 +238,27 @@ def snippet(label: str, text: str, start: int, end: int) -> str:
     return f"{label}: {'…' if left else ''}{piece}{'…' if right < len(text) else ''}"
 
 
-def document_steps(doc: dict, path: str = ""):
+def document_steps(doc: dict, chosen: tuple[set, set] | None = None):
     """(step number, sub-agent path or "", `step_fields`, `own_step`) of every step of a
-    document, its own steps first, then each sub-agent's: the order hits are printed in."""
+    document, its own steps first, then each sub-agent's: the order hits are printed in.
+    `chosen`: only the steps at these positions among the other steps and among the own ones
+    (`searchtext.matching_steps`)."""
+    counted = [0, 0]
+    for step_id, path, step in every_step(doc):
+        own = own_step(step)
+        if chosen is not None:
+            counted[own] += 1
+            if counted[own] - 1 not in chosen[own]:
+                continue
+        yield step_id, path, step_fields(step), own
+
+
+def every_step(doc: dict, path: str = ""):
+    """(step number, sub-agent path or "", step) of every step of a document, in order."""
     for step in doc.get("steps") or ():
-        yield step.get("step_id"), path, step_fields(step), own_step(step)
+        yield step.get("step_id"), path, step
     for i, sub in enumerate(doc.get("subagent_trajectories") or (), 1):
-        yield from document_steps(sub, f"{path}.{i}" if path else str(i))
+        yield from every_step(sub, f"{path}.{i}" if path else str(i))
 
 
 def matching(steps, query: Query, own: bool = False):
@@ -243,15 +271,19 @@ def matching(steps, query: Query, own: bool = False):
                 yield step_id, path, found
 
 
-def hits_of(doc: dict, query: Query) -> list[tuple]:
+def hits_of(doc: dict, query: Query, chosen: tuple[set, set] | None = None) -> list[tuple]:
     """(step number, sub-agent path or "", label, snippet, score) of every matching step of a
-    document."""
-    return [as_hit(*found) for found in matching(document_steps(doc), query)]
+    document (`as_hits`); `chosen` as for `document_steps`, when the search text told."""
+    return as_hits(list(matching(document_steps(doc, chosen), query)), query)
 
 
-def as_hit(step_id, path: str, where: tuple) -> tuple:
-    label, text, start, end, score = where
-    return step_id, path, label, snippet(label, text, start, end), score
+def as_hits(found: list, query: Query) -> list[tuple]:
+    """`matching`'s answers as hits. A snippet costs most of a hit: without
+    `query.every_snippet` (a row per session), only the best hit (the highest score, the first
+    of equals) has one, the others None."""
+    best = None if query.every_snippet else max(range(len(found)), key=lambda i: found[i][2][2], default=None)
+    return [(step_id, path, where[0], snippet(*query.place(where)) if best in (None, i) else None, where[2])
+            for i, (step_id, path, where) in enumerate(found)]
 
 
 def search_session(session, env, query: Query, keep: int | None, redact: bool, shown=None):
@@ -285,10 +317,11 @@ def kept_search(session, env, query: Query, keep: int | None, shown, taken: tupl
     known = searchtext.stored_search_text(session, env, kept_as, query)
     if known is None:
         return None
-    count, left, packed = known
+    (count, left, packed), data = known
     before = shown.value if shown is not None and keep is not None else None
     wanted = before is None or 0 < before < keep
-    hits = hits_of(documents.document(session, env, True, kept_as)[0], query) if count and wanted else []
+    hits = (hits_of(documents.document(session, env, True, kept_as)[0], query, searchtext.matching_steps(data, query))
+            if count and wanted else [])
     return count, left, hits if wanted or not count else None, (stamp, packed)
 
 
@@ -313,21 +346,29 @@ def searched_document(session, env, query: Query, redact: bool, wanted: bool,
         found = list(matching(steps, query))
         count = len(found)
         left = 0 if query.system else sum(1 for _ in matching(steps, query, own=True))
-    return count, left, [as_hit(*where) for where in found] if wanted or not count else None, facts
+    return count, left, as_hits(found, query) if wanted or not count else None, facts
 
 
 # which sessions -----------------------------------------------------------------------------------
 def scoped(args, env) -> tuple[list, str | None]:
     """The sessions search and stats look at: every project unless --local or --dir, of one
     agent with --agent, started within --since/--until, newest first."""
+    return scoped_in(args, env)[1:]
+
+
+def scoped_in(args, env, check_settled: bool = False) -> tuple:
+    """`scoped`'s sessions and project after the catalog they come from. `check_settled`:
+    whether discovery stats the files of settled sources too (catalog.discover), so that the
+    catalog knows every session's files, and `documents.stamps` needs neither to stat them
+    again nor to load their translators."""
     args.all = not (getattr(args, "local", False) or getattr(args, "dir", None))
-    _, sessions, project = basics.selected(args, env, check_settled=False)  # renderings check
+    found, sessions, project = basics.selected(args, env, check_settled=check_settled)  # renderings check
     since = when(getattr(args, "since", None), "--since")
     until = when(getattr(args, "until", None), "--until", end=True)
     if since is not None or until is not None:
         sessions = [s for s in sessions if s.started is not None
                     and (since is None or s.started >= since) and (until is None or s.started <= until)]
-    return sessions, project
+    return found, sessions, project
 
 
 # the command --------------------------------------------------------------------------------------
@@ -335,12 +376,15 @@ def run_search(args, env) -> int:
     if args.regex and args.phrase:
         raise UserError("--regex and --phrase: give one")
     query = Query(args.query, args.regex, args.phrase, getattr(args, "system", False))
+    query.every_snippet = bool(args.json)
     if args.limit < 0 or args.offset < 0:
         raise UserError("--limit and --offset take a number >= 0")
+    if args.content:  # each session's files are stat'ed anyway, to check its search text
+        found, sessions, project = scoped_in(args, env, check_settled=True)
+        args.every_project = project is None  # the tables then say where each session ran
+        return content_search(args, env, query, sessions, found)
     sessions, project = scoped(args, env)
     args.every_project = project is None  # the tables then say where each session ran
-    if args.content:
-        return content_search(args, env, query, sessions)
     from rendering import documents
 
     facts = documents.Facts(env)
@@ -396,7 +440,7 @@ def more_note(total: int, args, stream, unit: str = "result(s)") -> None:
         print(text, file=stream)
 
 
-def content_search(args, env, query: Query, sessions: list) -> int:
+def content_search(args, env, query: Query, sessions: list, found=None) -> int:
     """One row per matching session (its best hit's snippet, the other hits' step numbers),
     or with --json one object per hit, streamed as sessions finish, in catalog order (newest
     session first, steps in order), so that the output is the same however many cores did the
@@ -412,7 +456,7 @@ def content_search(args, env, query: Query, sessions: list) -> int:
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = left = printed = 0
     shown = parallel.Shared()
-    work = kept_then_pooled(sessions, env, query, end, redact, shown)
+    work = kept_then_pooled(sessions, env, query, end, redact, shown, found)
     try:
         for n, (count, mine, hits, totals) in enumerate(work):
             session = sessions[n]
@@ -454,15 +498,19 @@ def record_facts(facts, session, totals) -> None:
             facts.put(session, {**found, "stamp": stamp})
 
 
-def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact: bool, shown):
+def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact: bool, shown, known=None):
     """`search_session`'s answers in the sessions' order: read here while the search text of
     each is kept (a repeated word search: reading them costs less than starting a pool of
-    workers), then from a pool, from the first session whose text is missing on."""
+    workers), then from a pool, from the first session whose text is missing on. `known`: the
+    catalog, when it knows the sessions' files (their stat included)."""
     from core import parallel
     from rendering import documents
 
+    def stamps(session):
+        return documents.stamps(session, env, *((known.known(session), known.stats) if known else ()))
+
     for n, session in enumerate(sessions):
-        found = (kept_search(session, env, query, end, shown, documents.stamps(session, env))
+        found = (kept_search(session, env, query, end, shown, stamps(session))
                  if redact and query.pattern is None else None)
         if found is None:
             yield from parallel.ordered(search_session, sessions[n:], (env, query, end, redact, shown))

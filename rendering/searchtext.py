@@ -51,6 +51,18 @@ def search_text_count(data: bytes, query) -> tuple[int, int, bytes] | None:
     """(matching steps, matching own steps left out, the facts packed by marshal) from a packed
     search text (`facts` decodes them); None when it is not one whole (a miss: the document is
     searched instead). With `query.system`, own steps are counted with the others."""
+    parts = _parts(data)
+    if parts is None:
+        return None
+    begin, middle = parts
+    found = query.count(data, begin, middle)
+    mine = query.count(data, middle, len(data)) if middle < len(data) else 0
+    return (found + mine, 0, data[_HEAD:begin]) if query.system else (found, mine, data[_HEAD:begin])
+
+
+def _parts(data: bytes) -> tuple[int, int] | None:
+    """Where a packed search text's steps begin and its own steps begin (they end with it);
+    None when it is not one whole."""
     if not data.startswith(SEARCH_TEXT_MAGIC) or len(data) < _HEAD:
         return None
     at = len(SEARCH_TEXT_MAGIC)
@@ -60,9 +72,18 @@ def search_text_count(data: bytes, query) -> tuple[int, int, bytes] | None:
     if middle + own != len(data) or not all(not size or data[end - 1] == STEP_END[0]
                                              for size, end in ((steps, middle), (own, len(data)))):
         return None
-    found = query.count(data, begin, middle)
-    mine = query.count(data, middle, len(data)) if own else 0
-    return (found + mine, 0, data[_HEAD:begin]) if query.system else (found, mine, data[_HEAD:begin])
+    return begin, middle
+
+
+def matching_steps(data: bytes, query) -> tuple[set, set]:
+    """Which steps of a whole packed search text match a word query: the positions (from 0)
+    among the document's other steps, and among its own steps (none without `query.system`),
+    in `search.document_steps`' order, so that only those are looked at in the document."""
+    begin, middle = _parts(data)
+    sections = [(begin, middle)] + ([(middle, len(data))] if query.system else [])
+    found = [{n for n, step in enumerate(data[start:end].split(STEP_END)[:-1]) if query.holds(step)}
+             for start, end in sections]
+    return found[0], found[1] if len(found) > 1 else set()
 
 
 def facts(packed: bytes) -> dict | None:
@@ -74,11 +95,13 @@ def facts(packed: bytes) -> dict | None:
     return found if isinstance(found, dict) else None
 
 
-def stored_search_text(session, env, kept_as: list, query) -> tuple[int, int, bytes] | None:
+def stored_search_text(session, env, kept_as: list, query) -> tuple[tuple[int, int, bytes], bytes] | None:
+    """`search_text_count`'s answer and the search text, None when it is not kept whole."""
     from rendering import doccache, documents
 
     data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT)
-    return search_text_count(data, query) if data is not None else None
+    found = search_text_count(data, query) if data is not None else None
+    return (found, data) if found is not None else None
 
 
 def store_search_text(session, env, kept_as: list, steps: list, facts: dict, query) -> tuple[bytes, bytes] | None:
