@@ -303,14 +303,15 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     return searched_document(session, env, query, redact, before is None or before < keep, stamp, kept_as)
 
 
-def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple) -> tuple | None:
+def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple, here: bool = False) -> tuple | None:
     """`search_session`'s answer from a word search's packed search text, None when it is not
     kept. The document is read too when its hits may be printed: `shown` (`parallel.Shared`)
     holds how many matching sessions the parent has counted so far, at most those before this
     one. When that reaches `keep`, hits is None; so it is when it is still 0: the parent has
     none of the pool's results yet, and finds the first sessions' hits itself rather than a
     worker reading the documents of a whole chunk of sessions whose hits are mostly not
-    printed. `taken`: the session's `documents.stamps`."""
+    printed. `taken`: the session's `documents.stamps`; `here`: run by the parent itself, which
+    finds the hits of every session it prints."""
     from rendering import documents
 
     stamp, kept_as = taken
@@ -319,7 +320,7 @@ def kept_search(session, env, query: Query, keep: int | None, shown, taken: tupl
         return None
     (count, left, packed), data = known
     before = shown.value if shown is not None and keep is not None else None
-    wanted = before is None or 0 < before < keep
+    wanted = before is None or (here or before > 0) and before < keep
     hits = (hits_of(documents.document(session, env, True, kept_as)[0], query, searchtext.matching_steps(data, query))
             if count and wanted else [])
     return count, left, hits if wanted or not count else None, (stamp, packed)
@@ -510,7 +511,7 @@ def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact:
         return documents.stamps(session, env, *((known.known(session), known.stats) if known else ()))
 
     for n, session in enumerate(sessions):
-        found = (kept_search(session, env, query, end, shown, stamps(session))
+        found = (kept_search(session, env, query, end, shown, stamps(session), here=True)
                  if redact and query.pattern is None else None)
         if found is None:
             yield from parallel.ordered(search_session, sessions[n:], (env, query, end, redact, shown))
