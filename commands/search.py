@@ -303,7 +303,8 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     return searched_document(session, env, query, redact, before is None or before < keep, stamp, kept_as)
 
 
-def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple, here: bool = False) -> tuple | None:
+def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple, here: bool = False,
+                base: str | None = None) -> tuple | None:
     """`search_session`'s answer from a word search's packed search text, None when it is not
     kept. The document is read too when its hits may be printed: `shown` (`parallel.Shared`)
     holds how many matching sessions the parent has counted so far, at most those before this
@@ -311,11 +312,11 @@ def kept_search(session, env, query: Query, keep: int | None, shown, taken: tupl
     none of the pool's results yet, and finds the first sessions' hits itself rather than a
     worker reading the documents of a whole chunk of sessions whose hits are mostly not
     printed. `taken`: the session's `documents.stamps`; `here`: run by the parent itself, which
-    finds the hits of every session it prints."""
+    finds the hits of every session it prints; `base`: the cache folder, when known."""
     from rendering import documents
 
     stamp, kept_as = taken
-    known = searchtext.stored_search_text(session, env, kept_as, query)
+    known = searchtext.stored_search_text(session, env, kept_as, query, base)
     if known is None:
         return None
     (count, left, packed), data = known
@@ -504,14 +505,16 @@ def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact:
     each is kept (a repeated word search: reading them costs less than starting a pool of
     workers), then from a pool, from the first session whose text is missing on. `known`: the
     catalog, when it knows the sessions' files (their stat included)."""
-    from core import parallel
+    from core import cache, parallel
     from rendering import documents
+
+    base = cache.cache_dir(env)
 
     def stamps(session):
         return documents.stamps(session, env, *((known.known(session), known.stats) if known else ()))
 
     for n, session in enumerate(sessions):
-        found = (kept_search(session, env, query, end, shown, stamps(session), here=True)
+        found = (kept_search(session, env, query, end, shown, stamps(session), here=True, base=base)
                  if redact and query.pattern is None else None)
         if found is None:
             yield from parallel.ordered(search_session, sessions[n:], (env, query, end, redact, shown))

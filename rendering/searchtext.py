@@ -15,12 +15,14 @@ is a miss: the document is searched instead, and the text written again.
 from __future__ import annotations
 
 import marshal
+import struct
 
 SEARCH_TEXT = ".search"  # the document cache's suffix for a document's searchable text
 SEARCH_TEXT_MAGIC = b"tzst4"  # tzst3: no own steps apart, fields joined by "\n", facts decoded first
 STEP_END = b"\xff"  # never in UTF-8: no word is found across two steps' texts
 FIELD_END = b"\xfe"  # never in UTF-8 either: a phrase is found inside one field
-_HEAD = len(SEARCH_TEXT_MAGIC) + 12  # the magic, then the facts', the steps' and own steps' lengths
+_SIZES = struct.Struct("<3I")  # the lengths of the facts, of the steps and of the own steps
+_HEAD = len(SEARCH_TEXT_MAGIC) + _SIZES.size
 
 
 def utf8(text: str) -> bytes:
@@ -38,8 +40,7 @@ def pack_search_text(steps: bytes, facts: dict, own: bytes = b"") -> bytes:
     the facts (`documents.totals` without the stamp), of `steps` and of `own` (the `steps_text`
     of the other steps, then of the agent's own ones), then those three."""
     packed = marshal.dumps(facts)
-    sizes = b"".join(len(part).to_bytes(4, "little") for part in (packed, steps, own))
-    return SEARCH_TEXT_MAGIC + sizes + packed + steps + own
+    return SEARCH_TEXT_MAGIC + _SIZES.pack(len(packed), len(steps), len(own)) + packed + steps + own
 
 
 def steps_text(lowered: list[bytes]) -> bytes:
@@ -65,8 +66,7 @@ def _parts(data: bytes) -> tuple[int, int] | None:
     None when it is not one whole."""
     if not data.startswith(SEARCH_TEXT_MAGIC) or len(data) < _HEAD:
         return None
-    at = len(SEARCH_TEXT_MAGIC)
-    packed, steps, own = (int.from_bytes(data[at + 4 * i: at + 4 * i + 4], "little") for i in range(3))
+    packed, steps, own = _SIZES.unpack_from(data, len(SEARCH_TEXT_MAGIC))
     begin = _HEAD + packed
     middle = begin + steps
     if middle + own != len(data) or not all(not size or data[end - 1] == STEP_END[0]
@@ -95,11 +95,12 @@ def facts(packed: bytes) -> dict | None:
     return found if isinstance(found, dict) else None
 
 
-def stored_search_text(session, env, kept_as: list, query) -> tuple[tuple[int, int, bytes], bytes] | None:
-    """`search_text_count`'s answer and the search text, None when it is not kept whole."""
+def stored_search_text(session, env, kept_as: list, query, base: str | None = None) -> tuple[tuple, bytes] | None:
+    """`search_text_count`'s answer and the search text, None when it is not kept whole.
+    `base`: the cache folder (`cache.cache_dir`), when the caller has it."""
     from rendering import doccache, documents
 
-    data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT)
+    data = doccache.get(env, documents.cache_key(session), session.short_id, kept_as, SEARCH_TEXT, base)
     found = search_text_count(data, query) if data is not None else None
     return (found, data) if found is not None else None
 
