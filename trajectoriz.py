@@ -130,8 +130,8 @@ def _search_parser(commands) -> None:
     search.add_argument("--offset", type=int, default=0, metavar="N",
                         help="skip the first N results (to page: --offset 50, --offset 100, ...)")
     search.add_argument("--json", action="store_true",
-                        help="one JSON object per result, for scripts (the note about further "
-                             "results goes to stderr)")
+                        help="one JSON object per result, for scripts (with --content, one per "
+                             "matching step of the sessions listed; notes go to stderr)")
     _redaction_option(search)
 
 
