@@ -314,7 +314,7 @@ def search_session(session, env, query: Query, keep: int | None, redact: bool, s
     return searched_document(session, env, query, redact, before is None or before < keep, stamp, kept_as)
 
 
-def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple, here: bool = False,
+def kept_search(session, env, query: Query, keep: int | None, shown, taken: tuple, here: int | None = None,
                 base: str | None = None) -> tuple | None:
     """`search_session`'s answer from a word search's packed search text, None when it is not
     kept. The document is read too when its hits may be printed: `shown` (`parallel.Shared`)
@@ -323,7 +323,8 @@ def kept_search(session, env, query: Query, keep: int | None, shown, taken: tupl
     none of the pool's results yet, and finds the first sessions' hits itself rather than a
     worker reading the documents of a whole chunk of sessions whose hits are mostly not
     printed. `taken`: the session's `documents.stamps`; `here`: run by the parent itself, which
-    finds the hits of every session it prints; `base`: the cache folder, when known."""
+    finds the hits of the sessions it prints, those from that position on (--offset); `base`:
+    the cache folder, when known."""
     from rendering import documents
 
     stamp, kept_as = taken
@@ -332,7 +333,7 @@ def kept_search(session, env, query: Query, keep: int | None, shown, taken: tupl
         return None
     (count, left, packed), data = known
     before = shown.value if shown is not None and keep is not None else None
-    wanted = before is None or (here or before > 0) and before < keep
+    wanted = before is None or (before > 0 if here is None else before >= here) and before < keep
     hits = (hits_of(documents.document(session, env, True, kept_as)[0], query, searchtext.matching_steps(data, query))
             if count and wanted else [])
     return count, left, hits if wanted or not count else None, (stamp, packed)
@@ -469,7 +470,7 @@ def content_search(args, env, query: Query, sessions: list, found=None) -> int:
     progress = parallel.Progress(len(sessions), "searching")
     total = matched = left = printed = 0
     shown = parallel.Shared()
-    work = kept_then_pooled(sessions, env, query, end, redact, shown, found)
+    work = kept_then_pooled(sessions, env, query, end, redact, shown, found, args.offset)
     try:
         for n, (count, mine, hits, totals) in enumerate(work):
             session = sessions[n]
@@ -511,11 +512,13 @@ def record_facts(facts, session, totals) -> None:
             facts.put(session, {**found, "stamp": stamp})
 
 
-def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact: bool, shown, known=None):
+def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact: bool, shown, known=None,
+                     offset: int = 0):
     """`search_session`'s answers in the sessions' order: read here while the search text of
     each is kept (a repeated word search: reading them costs less than starting a pool of
     workers), then from a pool, from the first session whose text is missing on. `known`: the
-    catalog, when it knows the sessions' files (their stat included)."""
+    catalog, when it knows the sessions' files (their stat included); `offset`: how many
+    matching sessions are not printed first."""
     from core import cache, parallel
     from rendering import documents
 
@@ -525,7 +528,7 @@ def kept_then_pooled(sessions: list, env, query: Query, end: int | None, redact:
         return documents.stamps(session, env, *((known.known(session), known.stats) if known else ()))
 
     for n, session in enumerate(sessions):
-        found = (kept_search(session, env, query, end, shown, stamps(session), here=True, base=base)
+        found = (kept_search(session, env, query, end, shown, stamps(session), here=offset, base=base)
                  if redact and query.pattern is None else None)
         if found is None:
             yield from parallel.ordered(search_session, sessions[n:], (env, query, end, redact, shown))

@@ -89,6 +89,9 @@ def test_a_warm_word_search_reads_only_the_documents_whose_hits_it_prints(store,
     code, out = content(store, "note.txt", "--limit", "1")
     assert code == 0 and out.count(b"\n| `") == 1 and len(parsed) == 1
     parsed.clear()
+    code, out = content(store, "note.txt", "--offset", "3", "--limit", "2")  # rows 4 and 5 only
+    assert code == 0 and out.count(b"\n| `") == 2 and len(parsed) == 2
+    parsed.clear()
     assert content(store, "zyzzyva-not-here")[0] == 1 and parsed == []
 
 
