@@ -110,14 +110,25 @@ def _search_parser(commands) -> None:
         epilog=EPILOGS["search"])
     search.add_argument("query", metavar="QUERY",
                         help="words that must all occur, case-insensitive (any order, within one "
-                             "step with --content); '\\|' separates alternatives: 'a b \\| c' "
-                             "finds (a and b) or c")
+                             "step with --content); a quoted phrase ('\"no such file\"', the "
+                             "double quotes inside the single ones) occurs as written, "
+                             "case-insensitive, inside one field (a title, a request; a message, "
+                             "a tool call or a tool output with --content); '\\|' separates "
+                             "alternatives: 'a b \\| c' finds (a and b) or c")
     search.add_argument("--content", action="store_true",
                         help="search inside every step of the sessions (messages, reasoning, tool-call "
                              "arguments, tool outputs, sub-agents included), as show and the mount "
-                             "serve them; one row per matching step with its number and a snippet. "
-                             "Uses every core; hits are printed as they come, in order (newest session "
-                             "first), and the result count comes last")
+                             "serve them, leaving out the steps an agent wrote for itself (--system); "
+                             "one row per matching session: its best hit's snippet, every matching "
+                             "step's number. Uses every core; rows are printed as they come, in "
+                             "order (newest session first), and the result count comes last")
+    search.add_argument("--phrase", action="store_true",
+                        help="QUERY is one phrase, matched as written (case-insensitive), as if quoted")
+    search.add_argument("--system", action="store_true",
+                        help="with --content, search the steps an agent wrote for itself too (its "
+                             "system prompt, instructions, skills, AGENTS.md and other injected "
+                             "context, recorded as steps of source system); without it, the count "
+                             "line says how many hits they held")
     search.add_argument("--regex", action="store_true",
                         help="QUERY is a regular expression (Python syntax, case-insensitive)")
     where = search.add_mutually_exclusive_group()
@@ -127,13 +138,13 @@ def _search_parser(commands) -> None:
     where.add_argument("--dir", metavar="P", help="only sessions of project directory P")
     _filter_options(search)
     search.add_argument("--limit", type=int, default=50, metavar="N",
-                        help="print at most N results (default 50; 0 prints them all); a last line "
-                             "says how many more there are")
+                        help="print at most N results, sessions with --content (default 50; 0 "
+                             "prints them all); a last line says how many more there are")
     search.add_argument("--offset", type=int, default=0, metavar="N",
                         help="skip the first N results (to page: --offset 50, --offset 100, ...)")
     search.add_argument("--json", action="store_true",
-                        help="one JSON object per result, for scripts (the note about further "
-                             "results goes to stderr)")
+                        help="one JSON object per result, for scripts (with --content, one per "
+                             "matching step of the sessions listed; notes go to stderr)")
     _redaction_option(search)
 
 
@@ -253,6 +264,7 @@ for the session, byte for byte.""",
 examples:
   trajectoriz search 'tokens per trajectory'
   trajectoriz search 'pytest \\| unittest' --local
+  trajectoriz search --content '"from a function or sourced script"'
   trajectoriz search --content --regex 'Error: .*timeout' --since 7d
   trajectoriz search --content Traceback --agent codex --json
 

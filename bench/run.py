@@ -37,6 +37,7 @@ ROOT = os.path.dirname(BENCH)
 PREDECESSOR = "trajectoriz==0.10003.0"
 PREDECESSOR_VENV = os.path.join(BENCH, ".venv-predecessor")
 CONTENT_QUERY = "note.txt"  # every session reads a note.txt: the hardest case, all match
+FINAL_QUERY = "SCENARIO-DONE"  # in the final answer of every session recorded live (issue 37 item 7)
 TITLE_QUERY = "checksum"    # one of the words make_corpus puts in first messages
 BLAMED = "note.txt"         # every session writes a note.txt in its project
 
@@ -322,6 +323,16 @@ def bench_discovery(report, me, them, project, project_count, native_bytes, runs
             rows, f"`search --content`, {state}", me, them if their_first_content else None,
             ["search", "--content", CONTENT_QUERY],
             ["search", "--content", CONTENT_QUERY], (first_content_runs or runs) if cold else runs, cold)
+    for key, where, cwd in (("content-final-warm", "every project", None),
+                            ("content-final-local-warm", f"`--local`, a project of {project_count} sessions", project)):
+        local = ["--local"] if cwd else []
+        found[key] = both(rows, f"`search --content {FINAL_QUERY}`, after, {where}", me,
+                          them if their_first_content else None,
+                          ["search", "--content", FINAL_QUERY, *local], ["search", "--content", FINAL_QUERY, *local],
+                          runs, False, cwd=cwd)
+    notes.append(f"`{FINAL_QUERY}` (issue 37): in the final answer of every session recorded live (all of "
+                 "the Claude corpus), a step or a few of each: the predecessor's index answers it at a "
+                 "small fixed cost, and every session matches, so each printed row's document is read.")
     notes.append(content_throughput(found, native_bytes))
     return found
 
@@ -854,6 +865,8 @@ def issue19_rows(discovery, show, mount, export, project_count) -> list[list[str
                             f"vs {fmt(floors[1].median)}")
     rows.append(at_most("default `search`, warm", *discovery["search-warm"], 0.5))
     rows.append(at_most("`search --content`, warm", *discovery["content-warm"], 0.5))
+    rows.append(at_most(f"`search --content {FINAL_QUERY}`, warm", *discovery["content-final-warm"], 0.5))
+    rows.append(at_most(f"`search --content {FINAL_QUERY} --local`, warm", *discovery["content-final-local-warm"], 0.5))
     rows.append(at_most("mount `grep -r`, cold", ours_m.get("grep-cold"), theirs_m.get("grep-cold"), 0.5))
     rows.append(export_row(export))
     return rows

@@ -46,10 +46,11 @@ def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json", ba
     return os.path.join(base or cache.cache_dir(env), FOLDER, name + suffix)
 
 
-def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bytes | None:
+def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json", base: str | None = None) -> bytes | None:
     """The file's bytes, read without Python's file objects (a repeated `search --content`
-    reads thousands of them)."""
-    base = cache.cache_dir(env)
+    reads thousands of them). `base`: the cache folder (`cache.cache_dir`), when the caller
+    has it."""
+    base = base or cache.cache_dir(env)
     if not cache.usable(base):
         return None
     path = path_of(env, key, short_id, stamp, suffix, base)
