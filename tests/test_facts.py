@@ -1,0 +1,202 @@
+"""Facts that hold (issue 36 item 3, issue 41): what cards, INDEX.md, `list --json` and `blame`
+say of a session, checked on real sessions (samples/claude/dotfile-titles, the live stores) and
+on transcripts whose tool outputs are what git printed here."""
+
+import json
+import os
+import shutil
+
+from helpers import LIVE, SAMPLES, base_env, cli, needs
+from test_cards import bash, claude_home, exported, git, record, result
+
+from rendering import cards, toolkinds
+
+TITLES = os.path.join(SAMPLES, "claude", "dotfile-titles")
+REFUSED_WRITE = "617b8d63-f8d1-495e-9a83-5c0291579fe1"  # its Write of CLAUDE.md was refused
+REFUSED_EDIT = "e827650c-0d38-4ecf-8575-2f75aaf959bc"  # an Edit of app/utils/jwt.py was refused
+
+
+def one_card(files: dict) -> str:
+    (card,) = [data.decode() for name, data in files.items() if name.endswith(".card.md")]
+    return card
+
+
+# refused writes wrote nothing ----------------------------------------------------------------------
+def test_a_refused_write_is_no_file_written(tmp_path):
+    """The Write's result: "The user doesn't want to proceed with this tool use. The tool use was
+    rejected (eg. if it was a file edit, the new_string was NOT written to the file)"."""
+    env = base_env(tmp_path)
+    claude_home(env, [os.path.join(TITLES, f"{REFUSED_WRITE}.jsonl")])
+    files = exported(env, tmp_path / "out")
+    card = one_card(files)
+    assert "## Files written or edited (0)" in card
+    assert "- attempted, not written (refused or failed): CLAUDE.md (6)" in card
+    index = files["INDEX.md"].decode()
+    assert "CLAUDE.md" not in index
+    doc = json.loads(next(data for name, data in files.items() if name.endswith(".atif.json")))
+    (call,) = [c for s in doc["steps"] for c in s.get("tool_calls") or () if c["function_name"] == "Write"]
+    assert call["extra"]["refused"] is True and "paths" not in call["extra"]
+    assert call["extra"]["attempted_paths"] == ["/Users/xuwentao/Projects/tele/tap-front/CLAUDE.md"]
+
+
+def test_blame_does_not_name_a_session_whose_edit_was_refused(tmp_path):
+    env = base_env(tmp_path)
+    claude_home(env, [os.path.join(TITLES, f"{REFUSED_EDIT}.jsonl")])
+    doc = json.loads(cli("show", "cl-986ed558", env=env).stdout)
+    refused = [(s["step_id"], c) for s in doc["steps"] for c in s.get("tool_calls") or ()
+               if (c.get("extra") or {}).get("refused")]
+    assert [(step, c["function_name"]) for step, c in refused] == [(30, "Edit")]
+    blamed = cli("blame", "/Users/xuwentao/Projects/github/patent-platform/backend/app/utils/jwt.py", "--all",
+                 "--json", env=env)
+    steps = [json.loads(line)["step"] for line in blamed.stdout.splitlines()]
+    assert steps == [29]  # the edit that was made, not the refused one at step 30
+
+
+def test_a_failed_edit_wrote_nothing():
+    """Claude Code's result of an Edit that did not apply (flagged as an error)."""
+    call = {"tool_call_id": "e1", "function_name": "Edit",
+            "arguments": {"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}}
+    doc = {"steps": [{"step_id": 1, "source": "agent", "message": "", "tool_calls": [call],
+                      "observation": {"results": [{"source_call_id": "e1", "extra": {"is_error": True},
+                                                   "content": "<tool_use_error>String to replace not found in "
+                                                              "file.\nString: x</tool_use_error>"}]}}]}
+    toolkinds.annotate(doc, "claude", "/w")
+    assert call["extra"]["failed"] is True and toolkinds.writes(doc) == []
+
+
+# shell writes are paths ----------------------------------------------------------------------------
+def test_shell_variables_globs_and_folders_are_not_files():
+    """A test run as the sessions of issue 41 ran it: `f=$(mktemp)` then `printf … > "$f"`."""
+    assert toolkinds.shell_writes('f=$(mktemp) && printf "a\\n" > "$f" && ./run.sh "$f"') == []
+    assert toolkinds.shell_writes('f1=$(mktemp); f2=$(mktemp); printf x > "$f1"; cat a > ${OUT}') == []
+    assert toolkinds.shell_writes("echo x > `mktemp` ; echo y > out/*.txt ; cp a.txt build/") == []
+    assert toolkinds.shell_writes("mkdir -p dist && cp a.txt dist && echo ok > dist/log.txt") == ["dist/log.txt"]
+    assert toolkinds.shell_writes("cp a b c/ ; mv x y dest") == []
+    assert toolkinds.shell_writes("echo hi > note.txt") == ["note.txt"]
+
+
+# commits -------------------------------------------------------------------------------------------
+def commit_session(tmp_path, steps) -> str:
+    env = base_env(tmp_path)
+    folder = claude_home(env, [])
+    with open(os.path.join(folder, "c0ffee00-0000-4000-8000-000000000001.jsonl"), "w") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in steps)
+    return exported(env, tmp_path / "out")
+
+
+def changed_repo(tmp_path, tracked: int, new: int):
+    """A repository with `tracked` committed files, each then changed, and `new` files created."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "feature")
+    names = [f"pkg/f{i}.go" for i in range(tracked)]
+    (repo / "pkg").mkdir()
+    for name in names:
+        (repo / name).write_text("package pkg\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for name in names:
+        (repo / name).write_text("package pkg\n\nvar X = 1\n")
+    added = [f"pkg/n{i}.go" for i in range(new)]
+    for name in added:
+        (repo / name).write_text("package pkg\n")
+    return repo, names + added
+
+
+@needs("git")
+def test_a_four_file_commit_names_its_four_files_with_gits_count(tmp_path):
+    """git names only the new file (`create mode`) and prints "4 files changed": the `git add`
+    of all four just before names the others; `2>&1` is a redirection, not a file."""
+    repo, names = changed_repo(tmp_path, 3, 1)
+    add = git(repo, "add", *names)
+    out = git(repo, "commit", "-m", "Add the queue")
+    assert "4 files changed" in out and out.count("create mode") == 1
+    cwd = str(repo)
+    files = commit_session(tmp_path, [
+        record("user", 0, "commit the queue", cwd=cwd),
+        bash(1, "t1", f"git add {' '.join(names)} 2>&1", cwd), result(2, "t1", add, False, cwd),
+        bash(3, "t2", "git commit -m 'Add the queue' 2>&1", cwd), result(4, "t2", out, False, cwd),
+        record("assistant", 5, [{"type": "text", "text": "Committed."}], cwd=cwd)])
+    card = one_card(files)
+    line = next(line for line in card.splitlines() if line.startswith("- `"))
+    assert "on feature: Add the queue (3) — 4 files changed, +7 -0; " in line
+    assert line.endswith("pkg/n0.go, " + ", ".join(names[:3])) and "2>&1" not in line
+
+
+@needs("git")
+def test_a_fourteen_file_commit_names_fourteen(tmp_path):
+    repo, names = changed_repo(tmp_path, 12, 2)
+    git(repo, "add", *names[:7])
+    git(repo, "add", *names[7:])
+    out = git(repo, "commit", "-m", "Wire the scheduler")
+    assert " 14 files changed" in out
+    cwd = str(repo)
+    files = commit_session(tmp_path, [
+        record("user", 0, "commit", cwd=cwd),
+        bash(1, "t1", f"git add {' '.join(names[:7])}", cwd), result(2, "t1", "", False, cwd),
+        bash(3, "t2", f"git add {' '.join(names[7:])} && git commit -m 'Wire the scheduler'", cwd),
+        result(4, "t2", out, False, cwd),
+        record("assistant", 5, [{"type": "text", "text": "Done."}], cwd=cwd)])
+    commit = next(line for line in one_card(files).splitlines() if line.startswith("- `"))
+    assert "— 14 files changed, +26 -0; " in commit and "(+6 more)" in commit and " of 14 named" not in commit
+
+
+@needs("git")
+def test_a_commit_of_every_change_names_the_files_the_session_wrote(tmp_path):
+    """`git commit -am`: git names no file (no new one), yet the session edited two before it;
+    a commit of which fewer files are known than git counted says so."""
+    repo, names = changed_repo(tmp_path, 3, 0)
+    out = git(repo, "commit", "-am", "Tune")
+    assert "3 files changed" in out and "create mode" not in out
+    cwd = str(repo)
+    edits = [record("assistant", 1 + i, [{"type": "tool_use", "id": f"e{i}", "name": "Write",
+                                          "input": {"file_path": f"{cwd}/{names[i]}", "content": "var X = 1\n"}}],
+                    cwd=cwd) for i in range(2)]
+    done = [record("user", 3 + i, [{"type": "tool_result", "tool_use_id": f"e{i}",
+                                     "content": f"File created successfully at: {cwd}/{names[i]}"}], cwd=cwd)
+            for i in range(2)]
+    files = commit_session(tmp_path, [
+        record("user", 0, "tune it", cwd=cwd), edits[0], done[0], edits[1], done[1],
+        bash(5, "t2", "git commit -am 'Tune'", cwd), result(6, "t2", out, False, cwd),
+        record("assistant", 7, [{"type": "text", "text": "Done."}], cwd=cwd)])
+    commit = next(line for line in one_card(files).splitlines() if line.startswith("- `"))
+    assert commit.endswith(f"— 3 files changed, +6 -0; 2 of 3 named; {names[0]}, {names[1]}")
+
+
+# branches, modes, outcome, requests ----------------------------------------------------------------
+def test_the_branch_of_every_agent_that_records_one(tmp_path):
+    """Claude Code's `gitBranch` (every line), Codex's `git.branch` (its meta), Copilot's and
+    Qwen's: on the card, in INDEX.md and in `list --json`."""
+    for store in ("claude-2.1.332", "codex-0.171.0", "copilot-1.0.102", "qwen-0.24.4"):
+        home = tmp_path / store
+        shutil.copytree(os.path.join(LIVE, store), home, symlinks=True)
+        env = base_env(tmp_path / (store + "-x"), home=str(home))
+        files = exported(env, tmp_path / (store + "-out"))
+        for name, data in files.items():
+            if name.endswith(".card.md"):
+                assert " · branch: master" in data.decode(), (store, name)
+        index = files["INDEX.md"].decode().splitlines()
+        column = index[4].split(" | ").index("Branch") if "Branch" in index[4] else None
+        assert column is not None and all(row.split(" | ")[column] == "master" for row in index[6:] if row), store
+        listed = [json.loads(line) for line in cli("list", "--all", "--json", env=env).stdout.splitlines()]
+        assert listed and all(r["branch"] == "master" and r["branches"] == ["master"] for r in listed), store
+
+
+def test_the_branch_and_modes_of_a_real_claude_session(tmp_path):
+    env = base_env(tmp_path)
+    claude_home(env, [os.path.join(TITLES, f"{REFUSED_WRITE}.jsonl")])
+    card = one_card(exported(env, tmp_path / "out"))
+    assert " · branch: xwt-dev · mode: default, acceptEdits\n" in card
+
+
+def test_an_answer_then_an_unanswered_request_is_not_no_answer():
+    steps = [{"step_id": 1, "source": "user", "message": "do it"}, {"step_id": 2, "source": "agent", "message": "done"},
+             {"step_id": 3, "source": "user", "message": "and the docs?"}]
+    assert cards.outcome({"steps": steps}) == "answered, then a request left unanswered (step 3)"
+    assert cards.outcome({"steps": steps[:1]}) == "no answer"
+
+
+def test_a_request_typed_twice_is_listed_twice():
+    steps = [{"step_id": 1, "source": "user", "message": "run the tests"}, {"step_id": 2, "source": "agent", "message": "ok"},
+             {"step_id": 3, "source": "user", "message": "run the tests"}, {"step_id": 4, "source": "agent", "message": "ok"}]
+    assert cards.facts({"steps": steps, "extra": {}})["requests"] == [(1, "run the tests"), (3, "run the tests")]
