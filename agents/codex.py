@@ -836,6 +836,8 @@ class Translator:
         elif line.type == "response_item":
             self.on_item(line)
         elif line.type == "event_msg":
+            if line.payload.get("type") in ("task_started", "turn_started"):
+                self.note_mode(line.payload.get("collaboration_mode_kind"))
             self.on_event(line)
         elif line.type == "compacted":
             self.on_compacted(line)

@@ -124,7 +124,7 @@ _QUESTION_TOOLS = ("request_user_input", "askuserquestion", "ask_user_question",
                    "ask_user", "askuser", "question")
 _PLAN_TOOLS = ("exitplanmode", "exit_plan_mode", "plan_mode_respond")
 _CLAUDE_ANSWER = compiledre.compile(r'"([^"\n]{1,400})"="([^"\n]{0,400})"')
-_APPROVED = compiledre.compile(r"^(?:User has approved your plan|Exited plan mode|Plan approved)", 2)
+_APPROVED = compiledre.compile(r"^(?:User has approved|Exited plan mode|Plan approved)", 2)
 
 
 def decisions(doc: dict) -> list[tuple[int, str]]:
@@ -137,7 +137,7 @@ def decisions(doc: dict) -> list[tuple[int, str]]:
     for step, call, text, results in _calls(doc):
         name = str(call.get("function_name") or "").lower()
         if name in _QUESTION_TOOLS:
-            answer = _answers(text)
+            answer = _answers(text, _questions(call.get("arguments")))
             if answer:
                 found.append((step.get("step_id"), f"[answer] {_one_line(answer, REQUEST_CHARS)}"))
         elif name in _PLAN_TOOLS and results:
@@ -149,7 +149,14 @@ def decisions(doc: dict) -> list[tuple[int, str]]:
     return found
 
 
-def _answers(text: str) -> str:
+def _questions(arguments) -> dict:
+    """id -> question text of a question tool's `questions` argument (Codex's ids)."""
+    questions = arguments.get("questions") if isinstance(arguments, dict) else None
+    return {q["id"]: q["question"] for q in questions or () if isinstance(q, dict) and isinstance(q.get("id"), str)
+            and isinstance(q.get("question"), str)} if isinstance(questions, list) else {}
+
+
+def _answers(text: str, asked: dict | None = None) -> str:
     """The answers of a question tool's result: Codex's `{"answers": {id: {"answers": [...]}}}`,
     Claude Code's `User has answered your questions: "Q"="A"`; else the text itself."""
     from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
@@ -166,7 +173,7 @@ def _answers(text: str) -> str:
                 picked = value.get("answers") if isinstance(value, dict) else value
                 picked = [str(a) for a in picked if isinstance(a, (str, int, float))] if isinstance(picked, list) \
                     else [str(picked)] if isinstance(picked, (str, int, float)) else []
-                said.append(f"{key}: {', '.join(picked)}")
+                said.append(f"{(asked or {}).get(key, key)} → {', '.join(picked)}")
             return "; ".join(said)
     if "answered your questions" in stripped[:200]:
         pairs = _CLAUDE_ANSWER.findall(stripped)

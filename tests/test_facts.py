@@ -200,3 +200,106 @@ def test_a_request_typed_twice_is_listed_twice():
     steps = [{"step_id": 1, "source": "user", "message": "run the tests"}, {"step_id": 2, "source": "agent", "message": "ok"},
              {"step_id": 3, "source": "user", "message": "run the tests"}, {"step_id": 4, "source": "agent", "message": "ok"}]
     assert cards.facts({"steps": steps, "extra": {}})["requests"] == [(1, "run the tests"), (3, "run the tests")]
+
+
+# the user's decisions and the session's mode (issue 41) -------------------------------------------
+REAL_CODEX = os.path.join(SAMPLES, "codex", "agent-history-real", "session-01_v0.135.0.jsonl")
+QUESTIONS = {"questions": [{"id": "output_kind", "header": "出力", "question": "何を生成しますか？",
+                            "options": [{"label": "テンプレート生成", "description": "雛形を出力する"},
+                                        {"label": "直接編集", "description": "ファイルを書き換える"}]}]}
+
+
+def codex_plan_rollout(home) -> None:
+    """A Codex rollout in Plan mode, in the real 0.135.0 sample's shapes (its meta and turn
+    lines, kept), with a `request_user_input` call and its output as Codex writes them
+    (`{"answers": {id: {"answers": [label]}}}`, codex-rs's RequestUserInputResponse: no real
+    sample holds one) and a test run with `f=$(mktemp)` as issue 41's sessions ran it."""
+    with open(REAL_CODEX, encoding="utf-8") as handle:
+        real = [json.loads(line) for line in handle]
+    meta, started, turn = real[0], real[1], real[4]
+    started["payload"]["collaboration_mode_kind"] = "plan"
+    turn["payload"]["collaboration_mode"] = {"mode": "plan", "settings": {"model": "gpt-5.5"}}
+    at = "2026-06-05T04:58:2"
+
+    def item(n, payload):
+        return {"timestamp": f"{at}{n}.000Z", "type": "response_item", "payload": payload}
+
+    lines = [meta, started, turn,
+             item(3, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "雛形を作って"}]}),
+             item(4, {"type": "function_call", "name": "request_user_input", "call_id": "call_q1",
+                      "arguments": json.dumps(QUESTIONS, ensure_ascii=False)}),
+             item(5, {"type": "function_call_output", "call_id": "call_q1",
+                      "output": json.dumps({"answers": {"output_kind": {"answers": ["テンプレート生成"]}}},
+                                           ensure_ascii=False)}),
+             item(6, {"type": "function_call", "name": "exec_command", "call_id": "call_t1",
+                      "arguments": json.dumps({"cmd": "f=$(mktemp) && printf 'a\\nb\\n' > \"$f\" && ./gen.sh \"$f\""})}),
+             item(7, {"type": "function_call_output", "call_id": "call_t1", "output": "ok"}),
+             item(8, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "雛形です。"}]})]
+    folder = os.path.join(home, ".codex", "sessions", "2026", "06", "05")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "rollout-2026-06-05T04-58-20-019e9625-802f-7e91-840a-cfe88d14117a.jsonl"),
+              "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def test_codex_answers_and_plan_mode_are_on_the_card(tmp_path):
+    env = base_env(tmp_path)
+    codex_plan_rollout(env["HOME"])
+    card = one_card(exported(env, tmp_path / "out"))
+    assert " · mode: plan\n" in card
+    assert "\n- 2: 雛形を作って\n- 3: [answer] 何を生成しますか？ → テンプレート生成\n" in card
+    assert "$f" not in card.split("## Commands")[0]  # no file written
+
+
+def claude_decisions(folder) -> None:
+    """A Claude Code transcript, in its records' shapes, with an AskUserQuestion answered and a
+    plan approved (ExitPlanMode): the results' text is Claude Code's own (`User has answered
+    your questions: "Q"="A". You can now continue with the user's answers in mind.`, `User has
+    approved your plan. You can now start coding. ...`); no real sample holds one, those in
+    samples/claude only list the tools."""
+    cwd = "/work/app"
+    ask = {"questions": [{"question": "Which store?", "header": "Store", "multiSelect": False,
+                          "options": [{"label": "SQLite", "description": "one file"},
+                                      {"label": "Postgres", "description": "a server"}]}]}
+    plan = "# Plan\n1. Add the store\n"
+    records = [record("user", 0, "add a store", cwd=cwd, permissionMode="plan", gitBranch="feat-store"),
+               record("assistant", 1, [{"type": "tool_use", "id": "q1", "name": "AskUserQuestion", "input": ask}],
+                      cwd=cwd, gitBranch="feat-store"),
+               record("user", 2, [{"type": "tool_result", "tool_use_id": "q1",
+                                   "content": 'User has answered your questions: "Which store?"="SQLite". You can '
+                                              "now continue with the user's answers in mind."}],
+                      cwd=cwd, gitBranch="feat-store", toolUseResult={**ask, "answers": {"Which store?": "SQLite"}}),
+               record("assistant", 3, [{"type": "tool_use", "id": "p1", "name": "Write",
+                                        "input": {"file_path": "/root/.claude/plans/quiet-store.md", "content": plan}}],
+                      cwd=cwd, gitBranch="feat-store"),
+               record("user", 4, [{"type": "tool_result", "tool_use_id": "p1",
+                                   "content": "File created successfully at: /root/.claude/plans/quiet-store.md"}],
+                      cwd=cwd, gitBranch="feat-store"),
+               record("assistant", 5, [{"type": "tool_use", "id": "x1", "name": "ExitPlanMode", "input": {"plan": plan}}],
+                      cwd=cwd, gitBranch="feat-store"),
+               record("user", 6, [{"type": "tool_result", "tool_use_id": "x1",
+                                   "content": "User has approved your plan. You can now start coding. Start with "
+                                              "updating your todo list if applicable\n\nYour plan has been saved to: "
+                                              "/root/.claude/plans/quiet-store.md"}],
+                      cwd=cwd, gitBranch="feat-store", permissionMode="acceptEdits"),
+               record("assistant", 7, [{"type": "tool_use", "id": "w1", "name": "Write",
+                                        "input": {"file_path": "/work/app/store.py", "content": "import sqlite3\n"}}],
+                      cwd=cwd, gitBranch="feat-store"),
+               record("user", 8, [{"type": "tool_result", "tool_use_id": "w1",
+                                   "content": "File created successfully at: /work/app/store.py"}],
+                      cwd=cwd, gitBranch="feat-store"),
+               record("assistant", 9, [{"type": "text", "text": "Added store.py."}], cwd=cwd, gitBranch="feat-store")]
+    with open(os.path.join(folder, "c0ffee00-0000-4000-8000-000000000002.jsonl"), "w") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in records)
+
+
+def test_claude_answers_plan_approval_mode_and_the_plan_file_apart(tmp_path):
+    env = base_env(tmp_path)
+    claude_decisions(claude_home(env, []))
+    files = exported(env, tmp_path / "out")
+    card = one_card(files)
+    assert " · branch: feat-store · mode: plan, acceptEdits\n" in card
+    assert "- 1: add a store\n- 2: [answer] Which store? → SQLite\n- 4: [plan approved]\n" in card
+    assert "## Files written or edited (1)\n- store.py (5)\n- outside the directory: /root/.claude/plans/quiet-store.md (3)\n" in card
+    index = files["INDEX.md"].decode()
+    assert "| store.py; 1 outside the project |" in index and "quiet-store" not in index
