@@ -2,8 +2,8 @@
 newest first, for an agent to pick the one card or file to open: its file name (its card is the
 `.card.md` of the same name), date, agent, title, and, from the document's facts (known when it
 was rendered since it last changed: `export`, `list --steps`, a read, the mount's warm-up), its
-steps, outcome, the git branches it ran on, the commits it made (short hashes), the files it
-changed in the project (those outside it counted), and the directory it ran in when that is
+steps, outcome, the commits it made (short hashes), the files it changed in the project (those
+outside it counted), the git branches it ran on, and the directory it ran in when that is
 not the project's root (a worktree). Nothing is rendered for it: its cost
 is a listing's; a field not known yet is blank."""
 
@@ -21,7 +21,7 @@ INDEX = "INDEX.md"
 REQUEST_CHARS = 100
 FILES_SHOWN = 5
 COMMITS_SHOWN = 5
-HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Branch", "Commits", "Files changed"]
+HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Files changed", "Branch"]
 
 
 def index(project: str | None, sessions: list, facts: documents.Facts, env, known=None, unknown=None) -> bytes:
@@ -56,8 +56,8 @@ def row(session, known: dict | None, project: str | None) -> list[str]:
     cells = [f"`{catalog.file_name(session)}`", catalog.local_date(session), session.agent,
              str(known["steps"]) if known.get("steps") is not None else "",
              cell(catalog.title(session, known), REQUEST_CHARS), cell(known.get("outcome") or ""),
-             cell(", ".join(b for b in known.get("branches") or () if isinstance(b, str))),
-             cell(shown), changed(session.cwd, known.get("files"), project or session.cwd)]
+             cell(shown), changed(session.cwd, known.get("files"), project or session.cwd),
+             cell(", ".join(b for b in known.get("branches") or () if isinstance(b, str)))]
     if project is not None:
         where = relative(catalog.listing_text(session.cwd), project) if _elsewhere(session.cwd, project) else ""
         cells.append(cell(where))

@@ -30,17 +30,13 @@ CARD_SUFFIX = ".card.md"
 CARD_LIMIT = 8 * 1024
 TITLE_CHARS = 200
 REQUESTS_KEPT = 4096  # characters of a session's requests its facts keep for the default search
-REQUESTS_SHOWN, REQUEST_CHARS = 12, 160
-COMMANDS_SHOWN, COMMAND_CHARS = 6, 100
-FAILURES_SHOWN, ERROR_CHARS = 8, 140
+REQUESTS_SHOWN, REQUEST_CHARS = 10, 140
+COMMAND_CHARS = 80
+FAILURES_SHOWN, ERROR_CHARS = 6, 120
 COMMITS_SHOWN, COMMIT_FILES = 10, 8
 FILES_SHOWN = 20
-ANSWER_LINES, ANSWER_CHARS = 3, 300
+ANSWER_LINES, ANSWER_CHARS = 2, 240
 RELATED_HOURS, RELATED_SHOWN = 6, 5  # sessions this close in time that share a file or a branch
-_ROUTINE = {"ls", "cat", "grep", "rg", "find", "head", "tail", "pwd", "echo", "wc", "which", "tree", "file",
-            "stat", "du", "df", "jq", "sed", "awk", "less", "more", "type", "env", "printenv", "whoami", "date",
-            "fd", "ag", "nl", "sort", "uniq", "diff", "realpath", "dirname", "basename", "command", "true"}
-_ROUTINE_GIT = {"status", "diff", "log", "show", "branch", "remote", "rev-parse", "ls-files", "blame", "config"}
 OUTPUT_SCANNED = 64 * 1024  # of a tool's output, what is read for commits and errors
 
 # `[main 1a2b3c4] subject`, `[main (root-commit) 1a2b3c4] subject`, `[detached HEAD 1a2b3c4] ...`
@@ -508,6 +504,8 @@ def render(doc: dict, found: dict | None = None, related: str = "") -> bytes:
 
 
 def _heading(doc: dict, found: dict) -> str:
+    """The title, then one line of facts: id, agent, start, steps, outcome, branches, modes,
+    models, and the directory."""
     extra = doc.get("extra") or {}
     steps = doc.get("steps") or ()
     started = steps[0].get("timestamp") if steps and isinstance(steps[0], dict) else None
@@ -518,11 +516,9 @@ def _heading(doc: dict, found: dict) -> str:
         facts_line.append("branch: " + ", ".join(_one_line(b, 60) for b in found["branches"][:4]))
     if found.get("modes"):
         facts_line.append("mode: " + ", ".join(found["modes"][:4]))
-    lines = [f"# {_one_line(found['title'] or '(no request)', TITLE_CHARS)}", "",
-             " · ".join(facts_line),
-             f"Dir: `{extra.get('cwd') or '(none recorded)'}` · model {', '.join(found['models'][:2]) or 'not recorded'}"
-             " · step N is `.steps[N-1]` of the `.atif.json` of this name (`S:N`: sub-agent S's)"]
-    return "\n".join(lines) + "\n"
+    facts_line.append(f"model: {', '.join(found['models'][:2]) or 'not recorded'}")
+    facts_line.append(f"dir: `{extra.get('cwd') or '(none recorded)'}`")
+    return f"# {_one_line(found['title'] or '(no request)', TITLE_CHARS)}\n" + " · ".join(facts_line) + "\n"
 
 
 def _requests_section(found: dict) -> str:
@@ -581,20 +577,6 @@ def _file_lines(files: list, shown: int, bare: bool = False) -> list[str]:
     return lines
 
 
-def routine(command: str) -> bool:
-    """Whether a command only looks around (`ls`, `cat`, `grep`, `git status` ...): a card
-    leaves those out when they succeed."""
-    words = command.strip().split()
-    if not words:
-        return True
-    first = words[0].rsplit("/", 1)[-1]
-    if first == "cd" and "&&" in command:
-        return routine(command.split("&&", 1)[1])
-    if first == "git":
-        return len(words) > 1 and words[1] in _ROUTINE_GIT
-    return first in _ROUTINE
-
-
 def _commands_section(found: dict) -> str:
     commands = found["commands"]
     if not commands:
@@ -606,17 +588,7 @@ def _commands_section(found: dict) -> str:
                      + (f" — {_one_line(c['error'], ERROR_CHARS)}" if c.get("error") else ""))
     if len(failed) > FAILURES_SHOWN:
         lines.append(f"- … {len(failed) - FAILURES_SHOWN} more failures")
-    distinct, seen = [], set()
-    for c in commands:
-        if c["status"] in ("ok", 0, "no output") and c["command"] not in seen and not routine(c["command"]):
-            seen.add(c["command"])
-            distinct.append(c)
-    for c in distinct[:COMMANDS_SHOWN]:
-        lines.append(f"- ✓ {where_short(c['step'], c['path'])}: `{_one_line(c['command'], COMMAND_CHARS)}`")
-    if len(distinct) > COMMANDS_SHOWN:
-        lines.append(f"- … {len(distinct) - COMMANDS_SHOWN} more")
-    return f"## Commands ({len(commands)} run, {len(failed)} failed; routine ones that succeeded not shown)\n" \
-        + "\n".join(lines) + ("\n" if lines else "")
+    return f"## Commands ({len(commands)} run, {len(failed)} failed)\n" + "\n".join(lines) + ("\n" if lines else "")
 
 
 def _answer_section(found: dict) -> str:
@@ -625,7 +597,7 @@ def _answer_section(found: dict) -> str:
         return ""
     step, text, more = answer
     quoted = "\n".join("> " + line for line in text.splitlines())
-    return f"## Final answer (step {step})\n{quoted}\n" + ("> …\n" if more else "")
+    return f"## Final answer (step {step})\n{quoted}" + (" …\n" if more else "\n")
 
 
 def _bounded(text: str) -> bytes:
