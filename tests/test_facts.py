@@ -303,3 +303,60 @@ def test_claude_answers_plan_approval_mode_and_the_plan_file_apart(tmp_path):
     assert "## Files written or edited (1)\n- store.py (5)\n- outside the directory: /root/.claude/plans/quiet-store.md (3)\n" in card
     index = files["INDEX.md"].decode()
     assert "| store.py; 1 outside the project |" in index and "quiet-store" not in index
+
+
+# sessions that belong together (issue 36 item 4) --------------------------------------------------
+def two_agents_one_file(env, project: str) -> None:
+    """A Claude Code session that writes store.py, then, an hour later, a Codex session (in the
+    real 0.135.0 rollout's shapes) on the same branch that rewrites it: each card names the other."""
+    folder = claude_home(env, [])
+    steps = [record("user", 0, "design the store", cwd=project, gitBranch="feat-store"),
+             record("assistant", 1, [{"type": "tool_use", "id": "w1", "name": "Write",
+                                      "input": {"file_path": f"{project}/store.py", "content": "x = 1\n"}}],
+                    cwd=project, gitBranch="feat-store"),
+             record("user", 2, [{"type": "tool_result", "tool_use_id": "w1",
+                                 "content": f"File created successfully at: {project}/store.py"}],
+                    cwd=project, gitBranch="feat-store"),
+             record("assistant", 3, [{"type": "text", "text": "Designed."}], cwd=project, gitBranch="feat-store")]
+    with open(os.path.join(folder, "c0ffee00-0000-4000-8000-000000000003.jsonl"), "w") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in steps)
+    with open(REAL_CODEX, encoding="utf-8") as handle:
+        meta, started, *_ = [json.loads(line) for line in handle]
+    meta["payload"].update(cwd=project, git={"commit_hash": "27a6d0f", "branch": "feat-store"})
+    for line in (meta, started):
+        line["timestamp"] = line["payload"]["timestamp"] = "2026-11-30T11:00:00.000Z"
+
+    def item(n, payload):
+        return {"timestamp": f"2026-11-30T11:00:0{n}.000Z", "type": "response_item", "payload": payload}
+
+    lines = [meta, started,
+             item(1, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "build the store"}]}),
+             item(2, {"type": "function_call", "name": "exec_command", "call_id": "c1",
+                      "arguments": json.dumps({"cmd": "printf 'x = 2\\n' > store.py"})}),
+             item(3, {"type": "function_call_output", "call_id": "c1", "output": ""}),
+             item(4, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Built."}]})]
+    rollouts = os.path.join(env["HOME"], ".codex", "sessions", "2026", "11", "30")
+    os.makedirs(rollouts)
+    with open(os.path.join(rollouts, "rollout-2026-11-30T11-00-00-019e9625-802f-7e91-840a-cfe88d14117b.jsonl"),
+              "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+
+
+def test_a_card_names_the_other_agents_session_on_the_same_file_and_branch(tmp_path):
+    from mount import memoryfs
+    from test_memory import read_all
+
+    env = base_env(tmp_path)
+    two_agents_one_file(env, "/work/proj")
+    files = exported(env, tmp_path / "out")
+    cards_of = {name.split("_")[1]: data.decode() for name, data in files.items() if name.endswith(".card.md")}
+    codex_file = next(n for n in files if "_codex_" in n and n.endswith(".atif.json"))
+    claude_file = next(n for n in files if "_claude_" in n and n.endswith(".atif.json"))
+    assert cards_of["claude"].endswith(f"\n## Related sessions (1)\n- `{codex_file}` (same files: store.py; "
+                                       "same branch: feat-store; 1 h later)\n")
+    assert cards_of["codex"].endswith(f"\n## Related sessions (1)\n- `{claude_file}` (same files: store.py; "
+                                      "same branch: feat-store; 1 h earlier)\n")
+    fs = memoryfs.MemoryFS("/work/proj", env)  # the mount serves the same bytes, sized alike
+    for name, data in files.items():
+        if name.endswith(".card.md"):
+            assert fs.getattr("/" + name)["st_size"] == len(data) and read_all(fs, name)[0] == data
