@@ -175,9 +175,9 @@ def test_the_branch_of_every_agent_that_records_one(tmp_path):
         for name, data in files.items():
             if name.endswith(".card.md"):
                 assert " · branch: master" in data.decode(), (store, name)
-        index = files["INDEX.md"].decode().splitlines()
-        column = index[4].split(" | ").index("Branch") if "Branch" in index[4] else None
-        assert column is not None and all(row.split(" | ")[column] == "master" for row in index[6:] if row), store
+        header, _, *rows = [[c.strip() for c in line.split("|")[1:-1]]
+                            for line in files["INDEX.md"].decode().splitlines() if line.startswith("|")]
+        assert rows and all(row[header.index("Branch")] == "master" for row in rows), store
         listed = [json.loads(line) for line in cli("list", "--all", "--json", env=env).stdout.splitlines()]
         assert listed and all(r["branch"] == "master" and r["branches"] == ["master"] for r in listed), store
 
@@ -186,7 +186,7 @@ def test_the_branch_and_modes_of_a_real_claude_session(tmp_path):
     env = base_env(tmp_path)
     claude_home(env, [os.path.join(TITLES, f"{REFUSED_WRITE}.jsonl")])
     card = one_card(exported(env, tmp_path / "out"))
-    assert " · branch: xwt-dev · mode: default, acceptEdits\n" in card
+    assert " · branch: xwt-dev · mode: default, acceptEdits · " in card
 
 
 def test_an_answer_then_an_unanswered_request_is_not_no_answer():
@@ -246,7 +246,7 @@ def test_codex_answers_and_plan_mode_are_on_the_card(tmp_path):
     env = base_env(tmp_path)
     codex_plan_rollout(env["HOME"])
     card = one_card(exported(env, tmp_path / "out"))
-    assert " · mode: plan\n" in card
+    assert " · mode: plan · " in card
     assert "\n- 2: 雛形を作って\n- 3: [answer] 何を生成しますか？ → テンプレート生成\n" in card
     assert "$f" not in card.split("## Commands")[0]  # no file written
 
@@ -298,7 +298,7 @@ def test_claude_answers_plan_approval_mode_and_the_plan_file_apart(tmp_path):
     claude_decisions(claude_home(env, []))
     files = exported(env, tmp_path / "out")
     card = one_card(files)
-    assert " · branch: feat-store · mode: plan, acceptEdits\n" in card
+    assert " · branch: feat-store · mode: plan, acceptEdits · " in card
     assert "- 1: add a store\n- 2: [answer] Which store? → SQLite\n- 4: [plan approved]\n" in card
     assert "## Files written or edited (1)\n- store.py (5)\n- outside the directory: /root/.claude/plans/quiet-store.md (3)\n" in card
     index = files["INDEX.md"].decode()
