@@ -208,7 +208,7 @@ def run_export(args, env) -> int:
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
     written, facts = _export_all(sessions, out, env, not args.no_redact)
-    _add_related(sessions, facts, out)
+    _add_related(project, sessions, facts, out)
     exports = cache.load(env, EXPORTS_FILE)
     earlier = _exported(exports.get(out))
     removed = _remove_files(out, earlier - written) if args.delete else 0
@@ -243,14 +243,14 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
     return written, facts
 
 
-def _add_related(sessions: list, facts, out: str) -> None:
+def _add_related(project, sessions: list, facts, out: str) -> None:
     """Each card's related sessions (mount/memoryindex.related), added once every session's
     facts are known, as the mount serves them."""
     from mount import memoryindex
     from rendering import documents
 
     known = [facts.entries.get(documents.cache_key(s)) for s in sessions]  # as this export recorded them
-    for card, section in memoryindex.related(sessions, known).items():
+    for card, section in memoryindex.related(project, sessions, known).items():
         with open(os.path.join(out, card), "ab") as handle:
             handle.write(section.encode("utf-8", "surrogatepass"))
 

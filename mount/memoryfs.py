@@ -368,7 +368,7 @@ class MemoryFS:
             known = [self._facts.get(s, documents.cache_stamp(
                 s, self._env, self._facts.redact, (watched or {}).get(catalog.file_name(s), (None, None))[1]))
                 for s in sessions]
-            self._related_cache = (listing, self._facts.generation, watched, memoryindex.related(sessions, known))
+            self._related_cache = (listing, self._facts.generation, watched, memoryindex.related(self._project, sessions, known))
         return self._related_cache[3]
 
     def _steady_at(self, name: str, stamp: list) -> bool:

@@ -18,7 +18,7 @@ from rendering import cards
 from rendering.cards import relative
 
 INDEX = "INDEX.md"
-REQUEST_CHARS = 100
+REQUEST_CHARS = 80
 FILES_SHOWN = 5
 COMMITS_SHOWN = 5
 HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Files changed", "Branch"]
@@ -91,15 +91,20 @@ def _under(path: str, root: str | None) -> bool:
     return path == root or path.startswith(root + os.sep) or root == os.sep
 
 
-def related(sessions: list, found: list) -> dict:
+def related(project: str | None, sessions: list, found: list) -> dict:
     """card name -> its related sessions' section (cards.related) for each of `sessions` that
-    has one, from their facts (`found`, in the same order; None where not known): the mount
-    and `export` add it to the card, so both serve the same bytes."""
-    named = [(catalog.file_name(s), f) for s, f in zip(sessions, found) if isinstance(f, dict) and f.get("span")]
+    has one, from their facts (`found`, in the same order; None where not known), among the
+    sessions of its project (without one, of its working directory): the mount and `export`
+    add it to the card, so both serve the same bytes."""
+    by_project: dict = {}  # in a listing of every project (`export --all`), by working directory
+    for s, f in zip(sessions, found):
+        if isinstance(f, dict) and f.get("span"):
+            by_project.setdefault(s.cwd if project is None else None, []).append((catalog.file_name(s), f))
     sections = {}
     for session, facts in zip(sessions, found):
         if isinstance(facts, dict) and facts.get("span"):
-            section = cards.related(facts, named, session.cwd)
+            others = by_project.get(session.cwd if project is None else None, [])
+            section = cards.related(facts, others, session.cwd)
             if section:
                 sections[cards.card_name(catalog.file_name(session))] = section
     return sections

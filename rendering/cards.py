@@ -30,13 +30,14 @@ CARD_SUFFIX = ".card.md"
 CARD_LIMIT = 8 * 1024
 TITLE_CHARS = 200
 REQUESTS_KEPT = 4096  # characters of a session's requests its facts keep for the default search
-REQUESTS_SHOWN, REQUEST_CHARS = 10, 140
+REQUESTS_SHOWN, REQUEST_CHARS = 10, 100
 COMMAND_CHARS = 80
 FAILURES_SHOWN, ERROR_CHARS = 6, 120
 COMMITS_SHOWN, COMMIT_FILES = 10, 8
 FILES_SHOWN = 20
-ANSWER_LINES, ANSWER_CHARS = 2, 240
-RELATED_HOURS, RELATED_SHOWN = 6, 5  # sessions this close in time that share a file or a branch
+ANSWER_LINES, ANSWER_CHARS = 2, 200
+RELATED_HOURS, RELATED_SHOWN = 6, 4  # sessions this close in time that share a file or a branch
+TRUNKS = {"main", "master", "trunk", "develop", "dev"}  # a branch every session may run on: no tie
 OUTPUT_SCANNED = 64 * 1024  # of a tool's output, what is read for commits and errors
 
 # `[main 1a2b3c4] subject`, `[main (root-commit) 1a2b3c4] subject`, `[detached HEAD 1a2b3c4] ...`
@@ -516,14 +517,25 @@ def _heading(doc: dict, found: dict) -> str:
         facts_line.append("branch: " + ", ".join(_one_line(b, 60) for b in found["branches"][:4]))
     if found.get("modes"):
         facts_line.append("mode: " + ", ".join(found["modes"][:4]))
-    facts_line.append(f"model: {', '.join(found['models'][:2]) or 'not recorded'}")
+    commands = found["commands"]
+    if commands:
+        failed = sum(1 for c in commands if c["status"] not in ("ok", 0, "no output"))
+        facts_line.append(f"{len(commands)} commands, {failed} failed")
+    if found["models"]:
+        facts_line.append(f"model: {', '.join(found['models'][:2])}")
     facts_line.append(f"dir: `{extra.get('cwd') or '(none recorded)'}`")
     return f"# {_one_line(found['title'] or '(no request)', TITLE_CHARS)}\n" + " · ".join(facts_line) + "\n"
 
 
 def _requests_section(found: dict) -> str:
-    return _section("Requests", found["requests"], REQUESTS_SHOWN,
-                    lambda request: f"- {request[0]}: {_one_line(request[1], REQUEST_CHARS)}",
+    title = " ".join(found["title"].split()).removesuffix("…")
+
+    def line(request) -> str:
+        words = " ".join(request[1].split())
+        said = "(the title)" if title and words.startswith(title) and len(words) <= len(found["title"]) + 40 \
+            else _one_line(words, REQUEST_CHARS)
+        return f"- {request[0]}: {said}"
+    return _section("Requests", found["requests"], REQUESTS_SHOWN, line,
                     ": `jq -r '.steps[] | select(.source == \"user\") | .message' FILE`")
 
 
@@ -588,7 +600,7 @@ def _commands_section(found: dict) -> str:
                      + (f" — {_one_line(c['error'], ERROR_CHARS)}" if c.get("error") else ""))
     if len(failed) > FAILURES_SHOWN:
         lines.append(f"- … {len(failed) - FAILURES_SHOWN} more failures")
-    return f"## Commands ({len(commands)} run, {len(failed)} failed)\n" + "\n".join(lines) + ("\n" if lines else "")
+    return f"## Failed commands ({len(failed)} of {len(commands)})\n" + "\n".join(lines) + "\n" if failed else ""
 
 
 def _answer_section(found: dict) -> str:
@@ -612,9 +624,9 @@ def _bounded(text: str) -> bytes:
 # sessions that belong together -------------------------------------------------------------------
 def related(own: dict, others: list[tuple[str, dict]], cwd=None) -> str:
     """The card's last section: the other sessions of the project (`others`: (file name, facts)
-    of each) that changed one of the same files or ran on the same branch within
-    RELATED_HOURS of this one (`own`: its facts), nearest in time first; "" when none. Made of
-    facts only, so that INDEX.md's reader and the mount agree on it without rendering."""
+    of each) that changed one of the same files or ran on the same branch (other than a trunk,
+    TRUNKS) within RELATED_HOURS of this one (`own`: its facts), nearest in time first; "" when
+    none. Made of facts only, so that the mount and `export` agree on it without rendering."""
     span_own = own.get("span") if isinstance(own.get("span"), list) else None
     if not span_own:
         return ""
@@ -629,7 +641,7 @@ def related(own: dict, others: list[tuple[str, dict]], cwd=None) -> str:
         if gap > RELATED_HOURS * 3600:
             continue
         shared = sorted(files & set(_strings(other.get("files"))))
-        branch = sorted(mine & set(_strings(other.get("branches"))))
+        branch = sorted((mine - TRUNKS) & set(_strings(other.get("branches"))))
         if not shared and not branch:
             continue
         why = []
@@ -643,7 +655,8 @@ def related(own: dict, others: list[tuple[str, dict]], cwd=None) -> str:
     if not found:
         return ""
     found.sort(key=lambda f: (f[0], f[1], f[2]))
-    lines = [f"- `{_one_line(name, 120)}` ({_one_line(why, 200)})" for _, _, name, why in found[:RELATED_SHOWN]]
+    lines = [f"- {_one_line(name.removesuffix('.atif.json'), 120)} ({_one_line(why, 200)})"
+             for _, _, name, why in found[:RELATED_SHOWN]]
     if len(found) > RELATED_SHOWN:
         lines.append(f"- … {len(found) - RELATED_SHOWN} more")
     return f"\n## Related sessions ({len(found)})\n" + "\n".join(lines) + "\n"

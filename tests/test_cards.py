@@ -40,11 +40,11 @@ def test_the_card_of_a_real_session_names_its_requests_outcome_files_and_failure
     card = files[name].decode()
     assert card.startswith("# 优化后段服务使用uv管理\n")
     assert " · outcome: interrupted · " in card  # ended on "[Request interrupted by user for tool use]"
-    assert "\n- 2: 优化后段服务使用uv管理\n" in card and "\n- 24: make里的命令如何使用 .venv 环境\n" in card
+    assert "\n- 2: (the title)\n" in card and "\n- 24: make里的命令如何使用 .venv 环境\n" in card
     assert "\n- 1:" not in card  # "." carries no task
     assert "- ✗ 8 exit 127: `uv sync --all-extras 2>&1` — (eval):1: command not found: uv" in card
     assert "- pyproject.toml (6, 15)" in card and "- Makefile (7)" in card
-    assert " · model claude-sonnet-4-6 · " in card
+    assert " · model: claude-sonnet-4-6 · " in card
     doc = json.loads(files[name.replace(".card.md", ".atif.json")])
     assert doc["steps"][7]["step_id"] == 8 and "uv sync" in json.dumps(doc["steps"][7]["tool_calls"])
 

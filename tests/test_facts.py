@@ -247,7 +247,7 @@ def test_codex_answers_and_plan_mode_are_on_the_card(tmp_path):
     codex_plan_rollout(env["HOME"])
     card = one_card(exported(env, tmp_path / "out"))
     assert " · mode: plan · " in card
-    assert "\n- 2: 雛形を作って\n- 3: [answer] 何を生成しますか？ → テンプレート生成\n" in card
+    assert "\n- 2: (the title)\n- 3: [answer] 何を生成しますか？ → テンプレート生成\n" in card
     assert "$f" not in card.split("## Commands")[0]  # no file written
 
 
@@ -299,7 +299,7 @@ def test_claude_answers_plan_approval_mode_and_the_plan_file_apart(tmp_path):
     files = exported(env, tmp_path / "out")
     card = one_card(files)
     assert " · branch: feat-store · mode: plan, acceptEdits · " in card
-    assert "- 1: add a store\n- 2: [answer] Which store? → SQLite\n- 4: [plan approved]\n" in card
+    assert "- 1: (the title)\n- 2: [answer] Which store? → SQLite\n- 4: [plan approved]\n" in card
     assert "## Files written or edited (1)\n- store.py (5)\n- outside the directory: /root/.claude/plans/quiet-store.md (3)\n" in card
     index = files["INDEX.md"].decode()
     assert "| store.py; 1 outside the project |" in index and "quiet-store" not in index
@@ -352,9 +352,9 @@ def test_a_card_names_the_other_agents_session_on_the_same_file_and_branch(tmp_p
     cards_of = {name.split("_")[1]: data.decode() for name, data in files.items() if name.endswith(".card.md")}
     codex_file = next(n for n in files if "_codex_" in n and n.endswith(".atif.json"))
     claude_file = next(n for n in files if "_claude_" in n and n.endswith(".atif.json"))
-    assert cards_of["claude"].endswith(f"\n## Related sessions (1)\n- `{codex_file}` (same files: store.py; "
+    assert cards_of["claude"].endswith(f"\n## Related sessions (1)\n- {codex_file[:-10]} (same files: store.py; "
                                        "same branch: feat-store; 1 h later)\n")
-    assert cards_of["codex"].endswith(f"\n## Related sessions (1)\n- `{claude_file}` (same files: store.py; "
+    assert cards_of["codex"].endswith(f"\n## Related sessions (1)\n- {claude_file[:-10]} (same files: store.py; "
                                       "same branch: feat-store; 1 h earlier)\n")
     fs = memoryfs.MemoryFS("/work/proj", env)  # the mount serves the same bytes, sized alike
     for name, data in files.items():
