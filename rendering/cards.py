@@ -196,9 +196,10 @@ def branches(doc: dict) -> list[str]:
 
 def modes(doc: dict) -> list[str]:
     """The modes the session ran in as its agent recorded them (Claude Code's `permissionMode`,
-    Codex's collaboration mode: plan, default, acceptEdits ...), in order."""
-    named = (doc.get("extra") or {}).get("modes")
-    found = [m[:40] for m in named if isinstance(m, str) and m] if isinstance(named, list) else []
+    Codex's collaboration mode, Cline's plan or act: plan, default, acceptEdits ...), in order."""
+    extra = doc.get("extra") or {}
+    named = extra.get("modes") if isinstance(extra.get("modes"), list) else []
+    found = [m[:40] for m in [*named, extra.get("mode")] if isinstance(m, str) and m]
     return sorted(set(found), key=found.index)
 
 

@@ -166,8 +166,8 @@ def test_a_commit_of_every_change_names_the_files_the_session_wrote(tmp_path):
 # branches, modes, outcome, requests ----------------------------------------------------------------
 def test_the_branch_of_every_agent_that_records_one(tmp_path):
     """Claude Code's `gitBranch` (every line), Codex's `git.branch` (its meta), Copilot's and
-    Qwen's: on the card, in INDEX.md and in `list --json`."""
-    for store in ("claude-2.1.332", "codex-0.171.0", "copilot-1.0.102", "qwen-0.24.4"):
+    Qwen's and Cline's (its manifest's `metadata.git`): on the card, in INDEX.md and in `list --json`."""
+    for store in ("claude-2.1.332", "codex-0.171.0", "copilot-1.0.102", "qwen-0.24.4", "cline-3.0.65"):
         home = tmp_path / store
         shutil.copytree(os.path.join(LIVE, store), home, symlinks=True)
         env = base_env(tmp_path / (store + "-x"), home=str(home))
@@ -175,6 +175,7 @@ def test_the_branch_of_every_agent_that_records_one(tmp_path):
         for name, data in files.items():
             if name.endswith(".card.md"):
                 assert " · branch: master" in data.decode(), (store, name)
+                assert store != "cline-3.0.65" or " · mode: act · " in data.decode()  # its manifest's mode
         header, _, *rows = [[c.strip() for c in line.split("|")[1:-1]]
                             for line in files["INDEX.md"].decode().splitlines() if line.startswith("|")]
         assert rows and all(row[header.index("Branch")] == "master" for row in rows), store
