@@ -9,6 +9,7 @@ is a listing's; a field not known yet is blank."""
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from core.output import cell, table
@@ -99,12 +100,26 @@ def related(project: str | None, sessions: list, found: list) -> dict:
     by_project: dict = {}  # in a listing of every project (`export --all`), by working directory
     for s, f in zip(sessions, found):
         if isinstance(f, dict) and f.get("span"):
-            by_project.setdefault(s.cwd if project is None else None, []).append((catalog.file_name(s), f))
+            by_project.setdefault(s.cwd if project is None else None, []).append((s, f))
     sections = {}
-    for session, facts in zip(sessions, found):
-        if isinstance(facts, dict) and facts.get("span"):
-            others = by_project.get(session.cwd if project is None else None, [])
-            section = cards.related(facts, others, session.cwd)
+    window = cards.RELATED_HOURS * 3600
+    for group in by_project.values():
+        group.sort(key=lambda pair: pair[1]["span"][0])  # by start: those close in time are near
+        starts = [facts["span"][0] for _, facts in group]
+        longest = max(facts["span"][1] - facts["span"][0] for _, facts in group)
+        ties = [_ties(facts) for _, facts in group]
+        for at, (session, facts) in enumerate(group):
+            low = bisect.bisect_left(starts, facts["span"][0] - window - longest)
+            high = bisect.bisect_right(starts, facts["span"][1] + window)
+            near = [(catalog.file_name(group[n][0]), group[n][1]) for n in range(low, high)
+                    if n != at and ties[at] & ties[n]]
+            section = cards.related(facts, near, session.cwd) if near else ""
             if section:
                 sections[cards.card_name(catalog.file_name(session))] = section
     return sections
+
+
+def _ties(facts: dict) -> set:
+    """What ties a session to another (cards.related): each file it changed, each branch but a trunk."""
+    files = {("file", p) for p in facts.get("files") or () if isinstance(p, str)}
+    return files | {("branch", b) for b in facts.get("branches") or () if isinstance(b, str) and b not in cards.TRUNKS}

@@ -1,16 +1,19 @@
 """A session's card: what it was about and what it did, in a page of markdown, built from its
-document (the ATIF bytes every command serves), so that an agent reads two kilobytes before
-deciding to open a document of hundreds.
+document (the ATIF bytes every command serves), so that an agent reads a few hundred characters
+before deciding to open a document of hundreds of kilobytes.
 
-`facts(doc)` gathers it: every request of the user (their own words, deduped, with the step
-each was made at), the outcome (completed, interrupted, an API or auth error, no answer), the
-commits made (from git's own output of `git commit` calls: hash, branch, subject; the files from
-its `create/delete mode` and `--stat` lines, else from the `git add` calls before it), the files
-written or edited (write and edit calls, and shell writes: `>`, heredocs, `tee`, `sed -i`, ...),
-the commands run with their exit status and the first error line of each failure, the tokens
-and models, and the first lines of the final answer. `render` makes the card of them, at most
-CARD_LIMIT bytes (cut with a note). The mount and `export` serve the same bytes
-(`<date>_<agent>_<id>.card.md` beside the document).
+`facts(doc)` gathers it: every request of the user (their own words, each time they were typed,
+with its step) and their decisions (answers to an agent's questions, plans approved or
+rejected), the outcome (completed, interrupted, an API or auth error, answered then a request
+left unanswered, no answer), the branches and modes the agent recorded, the commits made (from
+git's own output of `git commit` calls: hash, branch, subject, git's count, the files its lines
+name with those staged before it), the files written or edited (write and edit calls, and shell
+writes: `>`, heredocs, `tee`, `sed -i`, ...; those outside the directory apart, those a refused
+or failed call only attempted apart), the commands run with their exit status and the first
+error line of each failure, the models, the first step's and last step's times, and the start
+of the final answer. `render` makes the card of them, at most CARD_LIMIT bytes (cut with a
+note), then the related sessions (`related`, from other sessions' facts). The mount and
+`export` serve the same bytes (`<date>_<agent>_<id>.card.md` beside the document).
 
 Step numbers are the document's `step_id`s, which are positions from 1: step N is
 `.steps[N-1]` (`show --step N`, and `search --content` prints the same).
