@@ -194,6 +194,10 @@ _REFUSED = compiledre.compile(
     r"doesn't want to proceed with this tool use|tool use was rejected|was NOT written|user rejected|"
     r"user denied|denied by the user|declined by the user|rejected by the user|user refused|"
     r"operation was cancell?ed by the user", re.I)
+_REFUSED_FIRST = compiledre.compile(
+    r"(?:error:\s*)?(?:the user doesn't want to proceed|user (?:rejected|denied|refused|declined)|"
+    r"exec command rejected|(?:the )?(?:tool call|tool use|command|operation) (?:was )?(?:rejected|denied|"
+    r"declined|cancell?ed) by (?:the )?user)", re.I)
 _FAILED = compiledre.compile(
     r"^\s*(?:error|failed|failure)\b|verification failed|no such file|permission denied|"
     r"string to replace not found|old_string not found|could not (?:find|apply|write)|"
@@ -204,8 +208,8 @@ def write_outcome(kind: str, results: list) -> str | None:
     """`refused` when a call's result says the user refused it, `failed` when the result of a
     write or an edit says it failed (an error flagged, or its text); else None (it wrote)."""
     text = "\n".join(_result_text(r.get("content"))[:2048] for r in results)
-    if _REFUSED.search(text):
-        return "refused"
+    if _REFUSED_FIRST.match(text.lstrip()) or (kind != "shell" and _REFUSED.search(text[:400])):
+        return "refused"  # said first (a command's output may quote the words), or by a write's short result
     if kind == "shell" or not results:
         return None  # a command that failed may have written before it did
     flagged = any((r.get("extra") or {}).get("is_error") for r in results)

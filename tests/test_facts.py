@@ -361,3 +361,14 @@ def test_a_card_names_the_other_agents_session_on_the_same_file_and_branch(tmp_p
     for name, data in files.items():
         if name.endswith(".card.md"):
             assert fs.getattr("/" + name)["st_size"] == len(data) and read_all(fs, name)[0] == data
+
+
+def test_a_command_whose_output_quotes_a_refusal_still_wrote():
+    """Only a result that says the refusal first is one: grep's lines may quote those words."""
+    call = {"tool_call_id": "b1", "function_name": "Bash",
+            "arguments": {"command": "grep -rn 'was NOT written' src > hits.txt; cat hits.txt"}}
+    doc = {"steps": [{"step_id": 1, "source": "agent", "message": "", "tool_calls": [call],
+                      "observation": {"results": [{"source_call_id": "b1", "content":
+                                                   "src/guard.py:3: # the new_string was NOT written to the file"}]}}]}
+    toolkinds.annotate(doc, "claude", "/w")
+    assert call["extra"]["paths"] == ["/w/hits.txt"] and "refused" not in call["extra"]
