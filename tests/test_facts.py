@@ -372,3 +372,16 @@ def test_a_command_whose_output_quotes_a_refusal_still_wrote():
                                                    "src/guard.py:3: # the new_string was NOT written to the file"}]}}]}
     toolkinds.annotate(doc, "claude", "/w")
     assert call["extra"]["paths"] == ["/w/hits.txt"] and "refused" not in call["extra"]
+
+
+def test_a_plan_rejected_with_the_users_words():
+    """Claude Code's result when the user rejects a plan and says why (its own wording)."""
+    said = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+            "edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
+            "keep SQLite, drop the migration step")
+    doc = {"steps": [{"step_id": 1, "source": "user", "message": "plan the store"},
+                     {"step_id": 2, "source": "agent", "message": "",
+                      "tool_calls": [{"tool_call_id": "x1", "function_name": "ExitPlanMode", "arguments": {"plan": "# P"}}],
+                      "observation": {"results": [{"source_call_id": "x1", "content": said}]}}], "extra": {}}
+    assert cards.facts(doc)["requests"] == [(1, "plan the store"),
+                                            (2, "[plan rejected] keep SQLite, drop the migration step")]
