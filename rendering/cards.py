@@ -124,6 +124,7 @@ _QUESTION_TOOLS = ("request_user_input", "askuserquestion", "ask_user_question",
                    "ask_user", "askuser", "question")
 _PLAN_TOOLS = ("exitplanmode", "exit_plan_mode", "plan_mode_respond")
 _CLAUDE_ANSWER = compiledre.compile(r'"([^"\n]{1,400})"="([^"\n]{0,400})"')
+_ANSWER_TAG = compiledre.compile(r"<answer>\s*([^<]{1,2000}?)\s*</answer>")
 _APPROVED = compiledre.compile(r"^(?:User has approved|Exited plan mode|Plan approved)", 2)
 
 
@@ -158,9 +159,8 @@ def _questions(arguments) -> dict:
 
 def _answers(text: str, asked: dict | None = None) -> str:
     """The answers of a question tool's result: Codex's `{"answers": {id: {"answers": [...]}}}`,
-    Claude Code's `User has answered your questions: "Q"="A"`; else the text itself."""
-    from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
-
+    Claude Code's (and opencode's) `User has answered your questions: "Q"="A"`, `<answer>A</answer>`;
+    else none (`request_user_input is unavailable in Default mode` is no answer)."""
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
@@ -179,9 +179,8 @@ def _answers(text: str, asked: dict | None = None) -> str:
         pairs = _CLAUDE_ANSWER.findall(stripped)
         if pairs:
             return "; ".join(f"{q} → {a}" for q, a in pairs)
-    if toolkinds.write_outcome("shell", [{"content": stripped}]) == "refused":
-        return ""
-    return stripped
+    tagged = _ANSWER_TAG.search(stripped)  # Cline's and Roo's `<answer>...</answer>`
+    return tagged.group(1).strip() if tagged else ""  # else no answer the tool's own text says
 
 
 def branches(doc: dict) -> list[str]:

@@ -385,3 +385,13 @@ def test_a_plan_rejected_with_the_users_words():
                       "observation": {"results": [{"source_call_id": "x1", "content": said}]}}], "extra": {}}
     assert cards.facts(doc)["requests"] == [(1, "plan the store"),
                                             (2, "[plan rejected] keep SQLite, drop the migration step")]
+
+
+def test_a_question_tool_that_was_not_answered_is_no_decision():
+    """Codex outside Plan mode answers its own call: `request_user_input is unavailable in Default mode`."""
+    doc = {"steps": [{"step_id": 1, "source": "agent", "message": "",
+                      "tool_calls": [{"tool_call_id": "q", "function_name": "request_user_input",
+                                      "arguments": QUESTIONS}],
+                      "observation": {"results": [{"source_call_id": "q",
+                                                   "content": "request_user_input is unavailable in Default mode"}]}}]}
+    assert cards.decisions(doc) == []
