@@ -115,6 +115,7 @@ _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")
 _WRITERS = ("tee", "mv", "cp", "sed")
 _UNQUOTED = str.maketrans("", "", "'\"\\")  # what shlex removes from a word: quotes, backslashes
+_NULL_DEVICES = ("nul", "nul:", "con", "con:")  # Windows' /dev/null (cmd's `> nul`), its console
 _SHELL_WRAPPERS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh")
 
 
@@ -255,7 +256,8 @@ def shell_writes(command: str) -> list[str]:
             words.append(token)
         previous = token
     folders = {w.rstrip("/") for w in _made_folders(tokens)}
-    return [p for p in found if not p.startswith("/dev/") and is_file_path(p) and p.rstrip("/") not in folders]
+    return [p for p in found if not p.startswith("/dev/") and p.lower() not in _NULL_DEVICES and is_file_path(p)
+            and p.rstrip("/") not in folders]
 
 
 def is_file_path(word: str) -> bool:
