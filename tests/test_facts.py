@@ -398,9 +398,10 @@ def test_a_question_tool_that_was_not_answered_is_no_decision():
 
 
 def test_windows_null_device_is_no_file():
-    """samples/cline/mra04242026 (a real Cline task on Windows) ran `... 2>nul` and `> nul`
+    """samples/cline/mra04242026 (a real Cline task on Windows) ran commands ending in `2>nul`
     dozens of times: `nul` was listed as the one file it wrote."""
     with open(os.path.join(SAMPLES, "cline", "mra04242026", "api_conversation_history.json"), encoding="utf-8") as handle:
-        assert "> nul" in handle.read()
-    assert toolkinds.shell_writes('cd c:\\Apps\\MRA04242026 && npx tsc --noEmit > nul 2>&1') == []
+        assert "dir terraform.tfvars 2>nul || echo" in handle.read()
+    assert toolkinds.shell_writes('cd c:\\Apps\\MRA04242026\\terraform && dir terraform.tfvars 2>nul || '
+                                  'echo "File not found"') == []
     assert toolkinds.shell_writes("dir > NUL & echo x > out.txt") == ["out.txt"]
