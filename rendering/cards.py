@@ -55,6 +55,7 @@ _PROBLEM = compiledre.compile(
     r"overloaded|401|403|429|529", 2)
 _INTERRUPT = compiledre.compile(r"interrupted|aborted|cancell?ed by the user|turn_aborted", 2)
 _NO_PATH_ADD = ("-A", "--all", ".", "-u", "--update", ":/")
+_AGENT_COMMIT = compiledre.compile(r"Commit ([0-9a-f]{7,40}) ([^\n]{1,300})")  # Aider's, first in its output
 _CHANGED = compiledre.compile(r"^ (\d+) files? changed(?:, (\d+) insertions?\(\+\))?(?:, (\d+) deletions?\(-\))?")
 
 
@@ -115,8 +116,16 @@ def _requests(doc: dict) -> list[tuple[int, str]]:
 def _asked(requests: list[tuple[int, str]], decided: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """Every request that carries a task (its words), each time it was typed, and the user's
     decisions (answers to the agent's questions, plan approvals), in step order."""
-    found = [(step, words) for step, text in requests for words in [" ".join(titles.task_text(text).split())] if words]
+    found = [(step, words) for step, text in requests
+             for words in [" ".join((titles.task_text(text) or _command_with_words(text)).split())] if words]
     return sorted(found + decided, key=lambda r: r[0] if isinstance(r[0], int) else 0)
+
+
+def _command_with_words(text: str) -> str:
+    """A slash command that carries its task in its words (Aider's `/ask how ...`, `/architect
+    ...`), whole; "" for one without (`/commit`, `/init`)."""
+    match = _WORDY_COMMAND.fullmatch(text.strip()[:REQUESTS_KEPT])
+    return match.group(0) if match else ""
 
 
 # the user's decisions: answers to an agent's questions, plans approved or rejected --------------
@@ -124,6 +133,7 @@ _QUESTION_TOOLS = ("request_user_input", "askuserquestion", "ask_user_question",
                    "ask_user", "askuser", "question")
 _PLAN_TOOLS = ("exitplanmode", "exit_plan_mode", "plan_mode_respond")
 _CLAUDE_ANSWER = compiledre.compile(r'"([^"\n]{1,400})"="([^"\n]{0,400})"')
+_WORDY_COMMAND = compiledre.compile(r"/[\w:.-]+\s+\S+\s+\S.*", 16)  # re.S: a command and two words or more
 _ANSWER_TAG = compiledre.compile(r"<answer>\s*([^<]{1,2000}?)\s*</answer>")
 _APPROVED = compiledre.compile(r"^(?:User has approved|Exited plan mode|Plan approved)", 2)
 
@@ -231,6 +241,7 @@ def outcome(doc: dict) -> str:
     if (doc.get("extra") or {}).get("error"):
         return "unreadable"
     steps = [s for s in doc.get("steps") or () if isinstance(s, dict)]
+    said_after = False  # whether the tool itself printed something after (Aider's `/commit`)
     for at in range(len(steps) - 1, -1, -1):
         step = steps[at]
         text = _text(step.get("message")).strip()
@@ -238,6 +249,8 @@ def outcome(doc: dict) -> str:
         if step.get("source") == "user":
             if _INTERRUPT.search(text[:200]):
                 return "interrupted"
+            if said_after and text.startswith("/"):
+                return "completed"  # a command the tool ran and answered itself
             answered = any(s.get("source") == "agent" and _text(s.get("message")).strip() for s in steps[:at])
             return f"answered, then a request left unanswered (step {step.get('step_id')})" if answered \
                 else "no answer"
@@ -250,6 +263,7 @@ def outcome(doc: dict) -> str:
             return "completed"
         if step.get("source") == "agent" and step.get("tool_calls"):
             return "interrupted"  # stopped while its tools ran
+        said_after = said_after or (step.get("source") == "system" and bool(text))
     return "no answer"
 
 
@@ -312,31 +326,43 @@ def _commits(trajectory: dict, path: str) -> list[dict]:
     branch, subject, git's own count (`N files changed, X insertions(+), Y deletions(-)`), and
     the files it named (created, deleted, renamed, `--stat` lines) with those staged since the
     previous commit (`git add` with paths; `git add -A`, `.`, `-u` or `commit -a`: the files the
-    session wrote meanwhile)."""
+    session wrote meanwhile); and those the agent made itself (Aider's `Commit <hash> <subject>`),
+    with the files it wrote since the previous one."""
     from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
 
     found, staged, written, everything = [], [], [], False
-    for step, call, text, _ in _calls(trajectory):
-        extra = call.get("extra") or {}
-        written += [relative(p, trajectory_cwd(trajectory)) for p in extra.get("paths") or ()
-                    if extra.get("kind") in toolkinds.WRITING]
-        command = extra.get("command")
-        if not isinstance(command, str):
+    cwd = trajectory_cwd(trajectory)
+    for step in trajectory.get("steps") or ():
+        if not isinstance(step, dict):
             continue
-        added, all_of_it = _added(command)
-        staged += added
-        everything = everything or all_of_it or _commits_all(command)
-        if "commit" not in command:
-            continue
-        for match in _COMMIT.finditer(text):
-            branch = match.group(1).replace(" (root-commit)", "")
-            named, counts = _committed_files(text[match.end():])
-            files = _in_order(named + staged)
-            if everything and (counts is None or len(files) < counts[0]):
-                guessed = _in_order(files + written)  # what the session wrote, staged with the rest
-                files = guessed if counts is None or len(guessed) <= counts[0] else files
-            found.append({"hash": match.group(2), "branch": branch, "subject": match.group(3).strip(),
-                          "files": files, "changed": counts, "step": step.get("step_id"), "path": path})
+        for _, call, text, _ in _calls({"steps": [step]}):
+            extra = call.get("extra") or {}
+            written += [relative(p, cwd) for p in extra.get("paths") or () if extra.get("kind") in toolkinds.WRITING]
+            command = extra.get("command")
+            if not isinstance(command, str):
+                continue
+            added, all_of_it = _added(command)
+            staged += added
+            everything = everything or all_of_it or _commits_all(command)
+            if "commit" not in command:
+                continue
+            for match in _COMMIT.finditer(text):
+                branch = match.group(1).replace(" (root-commit)", "")
+                named, counts = _committed_files(text[match.end():])
+                files = _in_order(named + staged)
+                if everything and (counts is None or len(files) < counts[0]):
+                    guessed = _in_order(files + written)  # what the session wrote, staged with the rest
+                    files = guessed if counts is None or len(guessed) <= counts[0] else files
+                found.append({"hash": match.group(2), "branch": branch, "subject": match.group(3).strip(),
+                              "files": files, "changed": counts, "step": step.get("step_id"), "path": path})
+                staged, written, everything = [], [], False
+        edits = (step.get("extra") or {}).get("paths")
+        if step.get("source") == "system" and isinstance(edits, list):  # Aider's applied edits
+            written += [relative(p, cwd) for p in edits if isinstance(p, str)]
+        made = _AGENT_COMMIT.match(_text(step.get("message"))) if step.get("source") == "system" else None
+        if made:
+            found.append({"hash": made.group(1), "branch": "", "subject": made.group(2).strip(),
+                          "files": _in_order(written), "changed": None, "step": step.get("step_id"), "path": path})
             staged, written, everything = [], [], False
     return found
 
@@ -568,7 +594,7 @@ def _commit_line(c: dict) -> str:
         count += f"; {len(files)} of {changed[0]} named"
     names = ", ".join(files[:COMMIT_FILES]) + (f" (+{len(files) - COMMIT_FILES} more)" if len(files) > COMMIT_FILES else "")
     tail = "; ".join(t for t in (count, names) if t)
-    return (f"- `{c['hash'][:10]}` on {_one_line(c['branch'], 60)}: {_one_line(c['subject'], 100)} "
+    return (f"- `{c['hash'][:10]}`{' on ' + _one_line(c['branch'], 60) if c['branch'] else ''}: {_one_line(c['subject'], 100)} "
             f"({where_short(c['step'], c['path'])})" + (f" — {tail}" if tail else ""))
 
 

@@ -405,3 +405,23 @@ def test_windows_null_device_is_no_file():
     assert toolkinds.shell_writes('cd c:\\Apps\\MRA04242026\\terraform && dir terraform.tfvars 2>nul || '
                                   'echo "File not found"') == []
     assert toolkinds.shell_writes("dir > NUL & echo x > out.txt") == ["out.txt"]
+
+
+def test_a_real_aider_session_its_requests_typed_twice_its_outcome_and_its_commits(tmp_path):
+    """samples/aider/doc_processor: every prompt is a command with its words (`/ask ...`,
+    `/architect ...`), the first typed twice (steps 2 and 7); it ends on `/commit`, which Aider
+    ran and answered (`Commit f85ada7 ...`); Aider made four commits of the files it edited."""
+    from agents import aider
+    from rendering import documents
+    from test_agent_aider import project_copy
+
+    env = base_env(tmp_path)
+    path = project_copy(tmp_path, os.path.join(SAMPLES, "aider", "doc_processor", aider.HISTORY_FILE))
+    (session,) = aider.scan(path, env)
+    found = cards.facts(documents.translate(session, env))
+    first = [step for step, text in found["requests"] if text.startswith("/ask can you tell me the steps")]
+    assert first == [2, 7] and len(found["requests"]) == 11  # `/commit`, `/res`, `/com` carry no words
+    assert found["outcome"] == "completed"
+    assert [(c["hash"], c["files"]) for c in found["commits"]] == [
+        ("0d8ad7d", ["task.md", "doc_processor.py", "requirements.txt"]), ("a774d48", ["doc_processor.py"]),
+        ("e91257b", ["doc_processor.py"]), ("f85ada7", ["doc_processor.py"])]
