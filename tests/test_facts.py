@@ -425,3 +425,13 @@ def test_a_real_aider_session_its_requests_typed_twice_its_outcome_and_its_commi
     assert [(c["hash"], c["files"]) for c in found["commits"]] == [
         ("0d8ad7d", ["task.md", "doc_processor.py", "requirements.txt"]), ("a774d48", ["doc_processor.py"]),
         ("e91257b", ["doc_processor.py"]), ("f85ada7", ["doc_processor.py"])]
+
+
+def test_droid_modes_from_its_settings(tmp_path):
+    """Factory Droid keeps the session's `interactionMode` and `autonomyMode` in `<id>.settings.json`."""
+    home = tmp_path / "home"
+    shutil.copytree(os.path.join(LIVE, "droid-0.215.0"), home, symlinks=True)
+    env = base_env(tmp_path, home=str(home))
+    files = exported(env, tmp_path / "out")
+    cards_made = [data.decode() for name, data in files.items() if name.endswith(".card.md")]
+    assert cards_made and all(" · mode: auto, auto-high · " in card for card in cards_made)
