@@ -38,13 +38,16 @@ one document and one card per session, {written_by(names)}, all translated into 
 
 1. Find the sessions: `INDEX.md` has one line per session, newest first: its file name, date,
    agent, title (what it was about), and, once the session was rendered, its steps, outcome
-   (`completed`, `interrupted`, `API or auth error`, `no answer`), the commits it made (short
-   hashes), the files it changed, and the directory it ran in when not the project's root.
+   (`completed`, `interrupted`, `API or auth error`, `answered, then a request left unanswered`,
+   `no answer`), the commits it made (short hashes), the files it changed in the project, the
+   git branches it ran on, and the directory it ran in when not the project's root.
    Or search (below): titles and every request the user typed, or `--content` for every step.
-2. Read the session's card, `<date>_<agent>_<id>.card.md` (a page, 2 KB typically): every
-   request of the user with its step, the outcome, each commit (hash, branch, subject, files),
-   the files written or edited, the commands run (each failure with its exit status and first
-   error line), tokens and model, and the start of the final answer.
+2. Read the session's card, `<date>_<agent>_<id>.card.md` (under 1 KB typically): its outcome,
+   branches and mode, every request of the user with its step (and their answers to the agent's
+   questions, plans approved), each commit (hash, branch, subject, git's count, files), the files
+   written or edited (those only attempted apart), the failed commands with their first error
+   line, the start of the final answer, and the sessions of other agents too that touched the
+   same files or branch within hours.
 3. Only for details, open the session's `.atif.json` with jq (recipes below): step N of the card,
    of `search --content` and of `trajectoriz show ID --step N` is `.steps[N-1]`; sub-agent S's
    step N (`S:N` on a card) is `.subagent_trajectories[S-1].steps[N-1]`.
