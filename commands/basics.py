@@ -126,7 +126,8 @@ def listing_record(session, facts: dict | None = None) -> dict:
     its `facts` are known); ids and paths are the store's, made printable (a file name that is
     not UTF-8) and redacted too. `archived`: listed from the archive, its native record being
     gone; `shared_by`: the contributor whose push it was pulled from (discovery/pulled.py), None
-    for this machine's own."""
+    for this machine's own; `branch` and `branches`: the git branch the session ended on and
+    every one it ran on, as its agent recorded them (known once it was rendered: its facts)."""
     from discovery import archive, pulled
 
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
@@ -136,6 +137,9 @@ def listing_record(session, facts: dict | None = None) -> dict:
               "first_message": catalog.first_message(session),
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
               "archived": archive.marked(session), "shared_by": pulled.contributor_of(session)}
+    branches = [b for b in (facts or {}).get("branches") or () if isinstance(b, str)]
+    record["branch"] = branches[-1] if branches else None  # where it ended; None: not recorded, or not known yet
+    record["branches"] = branches
     return record
 
 
@@ -218,6 +222,7 @@ def run_export(args, env) -> int:
         raise UserError(f"--out {args.out}: its {DOCUMENTS} is not a folder of its own (a link or a file): "
                         f"the documents are not written through it")
     written, facts = _export_all(sessions, out, env, not args.no_redact)
+    _add_related(project, sessions, facts, out)
     exports = cache.load(env, EXPORTS_FILE)
     earlier = _exported(exports.get(out))
     removed = _remove_files(out, earlier - written) if args.delete else 0
@@ -250,6 +255,18 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
         progress.clear()
         facts.save()
     return written, facts
+
+
+def _add_related(project, sessions: list, facts, out: str) -> None:
+    """Each card's related sessions (mount/memoryindex.related), added once every session's
+    facts are known, as the mount serves them."""
+    from mount import memoryindex
+    from rendering import documents
+
+    known = [facts.entries.get(documents.cache_key(s)) for s in sessions]  # as this export recorded them
+    for card, section in memoryindex.related(project, sessions, known).items():
+        with open(os.path.join(out, card), "ab") as handle:
+            handle.write(section.encode("utf-8", "surrogatepass"))
 
 
 def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:

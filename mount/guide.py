@@ -44,10 +44,12 @@ a card, a transcript and a document named `<date>_<agent>_<id>` (`ls | grep <id>
 
 ## The cheapest route to an answer
 
-1. `INDEX.md`: a line per session, newest first: date, agent, title, steps, outcome, commits, files.
-2. `<date>_<agent>_<id>.card.md`: the session on a page: each request of the user with its step,
-   the outcome, commits, files changed, failed commands with their first error line, the final
-   answer's start.
+1. `INDEX.md`: a line per session, newest first: date, agent, title, steps, outcome, commits, files,
+   branch.
+2. `<date>_<agent>_<id>.card.md`: the session on a page: each request of the user with its step
+   (their answers to the agent's questions, plans approved), the outcome, branches and mode, commits,
+   files changed, failed commands with their first error line, the final answer's start, and the
+   sessions of any agent that touched the same files or branch within hours.
 3. Search the conversations:
 
        {GREP_MOUNTED if mounted else GREP_EXPORTED}

@@ -200,6 +200,7 @@ class MemoryFS:
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
+        self._related_cache: tuple = (None, None, None, {})  # (listing, facts generation, watched, sections)
         self._config = None  # libfuse 3's fuse_config, whose attr_timeout each answer sets
         self._invalidate_path = None  # libfuse 3's fuse_invalidate_path, bound to this mount
         self._promised: dict = {}  # file name -> (size, mtime_ns) the kernel may keep ATTR_SECONDS
@@ -341,7 +342,8 @@ class MemoryFS:
         stamp = documents.cache_stamp(session, self._env)
         facts = self._facts.get(session, stamp)
         if facts is not None and isinstance(facts.get("card_size"), int):
-            size = facts["card_size"]
+            size = facts["card_size"] + len(self._related(listing).get(cards.card_name(document), "").encode(
+                "utf-8", "surrogatepass"))
         else:
             stamp, data = self._card(listing, document)
             size = len(data)
@@ -352,7 +354,22 @@ class MemoryFS:
         from atif.serialize import loads
 
         stamp, data = self._render(listing, self._session(listing, "/" + document), 0)
-        return stamp, cards.render(loads(data))
+        return stamp, cards.render(loads(data), related=self._related(listing).get(cards.card_name(document), ""))
+
+    def _related(self, listing: Listing) -> dict:
+        """card name -> its related sessions' section (memoryindex.related), from the facts
+        known now; made again when the listing, the facts or the rescan's findings changed, as
+        INDEX.md is. A card's bytes (and the version its page cache is kept under) include it."""
+        watched = self._watched
+        cached_listing, generation, cached_watched, _ = self._related_cache
+        if (cached_listing is not listing or generation != self._facts.generation
+                or cached_watched is not watched):
+            sessions = list(listing.files.values())
+            known = [self._facts.get(s, documents.cache_stamp(
+                s, self._env, self._facts.redact, (watched or {}).get(catalog.file_name(s), (None, None))[1]))
+                for s in sessions]
+            self._related_cache = (listing, self._facts.generation, watched, memoryindex.related(self._project, sessions, known))
+        return self._related_cache[3]
 
     def _steady_at(self, name: str, stamp: list) -> bool:
         """Whether the answer is of the files the last two discoveries found unchanged: a
@@ -500,7 +517,8 @@ class MemoryFS:
             mtime_ns = listing.changed_ns
         elif name in listing.cards:
             stamp, data = self._card(listing, listing.cards[name])
-            version, mtime_ns = [*stamp, "card"], stamp_mtime_ns(stamp) or listing.changed_ns
+            version = [*stamp, "card", self._related(listing).get(name, "")]
+            mtime_ns = stamp_mtime_ns(stamp) or listing.changed_ns
         else:
             session = self._session(listing, path)
             stamp, data = self._render(listing, session, self._walk(listing, name))

@@ -2,24 +2,27 @@
 newest first, for an agent to pick the one card or file to open: its file name (its card is the
 `.card.md` of the same name), date, agent, title, and, from the document's facts (known when it
 was rendered since it last changed: `export`, `list --steps`, a read, the mount's warm-up), its
-steps, outcome, the commits it made (short hashes), the files it changed, and the directory it
-ran in when that is not the project's root (a worktree). Nothing is rendered for it: its cost
+steps, outcome, the commits it made (short hashes), the files it changed in the project (those
+outside it counted), the git branches it ran on, and the directory it ran in when that is
+not the project's root (a worktree). Nothing is rendered for it: its cost
 is a listing's; a field not known yet is blank."""
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from core.output import cell, table
 from discovery import catalog, pulled
 from rendering import documents
+from rendering import cards
 from rendering.cards import relative
 
 INDEX = "INDEX.md"
-REQUEST_CHARS = 100
+REQUEST_CHARS = 80
 FILES_SHOWN = 5
 COMMITS_SHOWN = 5
-HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Files changed"]
+HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Files changed", "Branch"]
 
 
 def index(project: str | None, sessions: list, facts: documents.Facts, env, known=None, unknown=None) -> bytes:
@@ -38,13 +41,12 @@ def index(project: str | None, sessions: list, facts: documents.Facts, env, know
         headers = headers + ["Shared by"]
         rows = [r + [pulled.contributor_of(s) or ""] for r, s in zip(rows, sessions)]
     missing = sum(1 for f in found if f is None)
-    note = (f" Steps, outcome, commits and files changed are blank for the {missing} session(s) not "
+    note = (f" Steps, outcome, branch, commits and files changed are blank for the {missing} session(s) not "
             f"rendered since they last changed (open a file once, or run `trajectoriz list --steps`)."
             if missing else "")
     return (f"# Index of the sessions of {cell(project or 'every project')}\n\n"
-            f"{len(rows)} session(s), newest first: one line each. Read a session's card first (the "
-            f"`.card.md` of its file's name: its requests, outcome, commits, files, commands), then "
-            f"its `.atif.json` with jq for details.{note}\n\n{table(headers, rows)}\n").encode()
+            f"{len(rows)} session(s), newest first. Read a session's card first (the `.card.md` of its "
+            f"file's name), then its `.atif.json` with jq for details.{note}\n\n{table(headers, rows)}\n").encode()
 
 
 def row(session, known: dict | None, project: str | None) -> list[str]:
@@ -55,7 +57,8 @@ def row(session, known: dict | None, project: str | None) -> list[str]:
     cells = [f"`{catalog.file_name(session)}`", catalog.local_date(session), session.agent,
              str(known["steps"]) if known.get("steps") is not None else "",
              cell(catalog.title(session, known), REQUEST_CHARS), cell(known.get("outcome") or ""),
-             cell(shown), changed(session.cwd, known.get("files"))]
+             cell(shown), changed(session.cwd, known.get("files"), project or session.cwd),
+             cell(", ".join(b for b in known.get("branches") or () if isinstance(b, str)))]
     if project is not None:
         where = relative(catalog.listing_text(session.cwd), project) if _elsewhere(session.cwd, project) else ""
         cells.append(cell(where))
@@ -67,11 +70,56 @@ def _elsewhere(cwd: str | None, project: str | None) -> bool:
     return bool(cwd) and cwd.rstrip(os.sep) != (project or "").rstrip(os.sep)
 
 
-def changed(cwd: str | None, files) -> str:
-    """The files a session changed, relative to its working directory when inside it, the first
-    FILES_SHOWN of them and how many more."""
+def changed(cwd: str | None, files, root: str | None = None) -> str:
+    """The files a session changed inside `root` (the project, else its working directory),
+    relative to its working directory when inside it, the first FILES_SHOWN of them and how
+    many more; those outside `root` (a plan under ~/.claude/plans/) only counted."""
     if not isinstance(files, list):
         return ""
-    shown = [relative(p, cwd) for p in files[:FILES_SHOWN]]
-    more = f" (+{len(files) - FILES_SHOWN} more)" if len(files) > FILES_SHOWN else ""
-    return cell(", ".join(shown) + more)
+    inside = [p for p in files if isinstance(p, str) and _under(p, root or cwd)]
+    outside = len(files) - len(inside)
+    shown = [relative(p, cwd) for p in inside[:FILES_SHOWN]]
+    more = f" (+{len(inside) - FILES_SHOWN} more)" if len(inside) > FILES_SHOWN else ""
+    elsewhere = f"{'; ' if shown else ''}{outside} outside the project" if outside else ""
+    return cell(", ".join(shown) + more + elsewhere)
+
+
+def _under(path: str, root: str | None) -> bool:
+    """Whether `path` is `root` or inside it (by path components); anything is, without a root."""
+    if not root:
+        return True
+    root = root.rstrip(os.sep) or os.sep
+    return path == root or path.startswith(root + os.sep) or root == os.sep
+
+
+def related(project: str | None, sessions: list, found: list) -> dict:
+    """card name -> its related sessions' section (cards.related) for each of `sessions` that
+    has one, from their facts (`found`, in the same order; None where not known), among the
+    sessions of its project (without one, of its working directory): the mount and `export`
+    add it to the card, so both serve the same bytes."""
+    by_project: dict = {}  # in a listing of every project (`export --all`), by working directory
+    for s, f in zip(sessions, found):
+        if isinstance(f, dict) and f.get("span"):
+            by_project.setdefault(s.cwd if project is None else None, []).append((s, f))
+    sections = {}
+    window = cards.RELATED_HOURS * 3600
+    for group in by_project.values():
+        group.sort(key=lambda pair: pair[1]["span"][0])  # by start: those close in time are near
+        starts = [facts["span"][0] for _, facts in group]
+        longest = max(facts["span"][1] - facts["span"][0] for _, facts in group)
+        ties = [_ties(facts) for _, facts in group]
+        for at, (session, facts) in enumerate(group):
+            low = bisect.bisect_left(starts, facts["span"][0] - window - longest)
+            high = bisect.bisect_right(starts, facts["span"][1] + window)
+            near = [(catalog.file_name(group[n][0]), group[n][1]) for n in range(low, high)
+                    if n != at and ties[at] & ties[n]]
+            section = cards.related(facts, near, session.cwd) if near else ""
+            if section:
+                sections[cards.card_name(catalog.file_name(session))] = section
+    return sections
+
+
+def _ties(facts: dict) -> set:
+    """What ties a session to another (cards.related): each file it changed, each branch but a trunk."""
+    files = {("file", p) for p in facts.get("files") or () if isinstance(p, str)}
+    return files | {("branch", b) for b in facts.get("branches") or () if isinstance(b, str) and b not in cards.TRUNKS}

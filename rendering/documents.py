@@ -21,7 +21,7 @@ from discovery import archive, catalog, pulled
 from rendering import toolkinds
 
 SHORT_HASH = 7  # of a commit, in INDEX.md
-FACTS_FILE = cache.named("facts-v5", python=True, ext=".bin")  # marshal (cache._decode): keys are paths, which need not be UTF-8
+FACTS_FILE = cache.named("facts-v6", python=True, ext=".bin")  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
@@ -188,7 +188,8 @@ def totals(doc: dict, data: bytes, stamp: list) -> dict:
     """What `list`, `stats` and the mount need to know of a document without translating it
     again: its size and steps, the totals `stats` adds up (tokens and cost from
     `final_metrics`, tool calls counted with the sub-agents', like the tokens), and the files its
-    tool calls wrote (`blame`, INDEX.md)."""
+    tool calls wrote (`blame`, INDEX.md; not those a refused or failed call only attempted), the
+    branches it ran on and its first and last step times (`span`: a card's related sessions)."""
     from rendering import cards
 
     fm = doc.get("final_metrics") or {}
@@ -200,6 +201,7 @@ def totals(doc: dict, data: bytes, stamp: list) -> dict:
             "files": sorted({path for write in toolkinds.writes(doc) for path in write["paths"]}),
             "title": card["title"], "outcome": card["outcome"],
             "commits": [commit["hash"][:SHORT_HASH] for commit in card["commits"]],
+            "branches": card["branches"], "span": card["span"],
             "requests": cards.request_text(card),
             "card_size": len(cards.render(doc, card))}
 

@@ -411,7 +411,8 @@ def describe(call: dict, cwd) -> str:
     kind = _kind(call)
     name = str(call.get("function_name") or "tool")
     arguments = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
-    paths = ", ".join(cards.relative(p, cwd) for p in _list(extra.get("paths")) if isinstance(p, str))
+    named = _list(extra.get("paths")) or _list(extra.get("attempted_paths"))  # a refused write's are attempted
+    paths = ", ".join(cards.relative(p, cwd) for p in named if isinstance(p, str))
     if question_list(call):
         return "ask the user: " + " · ".join(" ".join(q.split()) for q in question_list(call))
     if kind == "shell" and isinstance(extra.get("command"), str):

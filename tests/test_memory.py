@@ -161,15 +161,18 @@ def test_listing_sizes_and_bytes_match_show(store):
     assert fs.getattr("/")["st_mode"] == memoryfs.DIR_MODE
     for name, session in wanted.items():
         card = cards.card_name(name)  # its size before its document was rendered: made to answer
-        assert fs.getattr("/" + card)["st_size"] == len(cards.render(documents.translate(session, env)))
+        before = fs.getattr("/" + card)["st_size"]
         rendered = documents.render(session, env)
         attrs = fs.getattr("/" + name)
         assert attrs["st_mode"] == memoryfs.FILE_MODE and attrs["st_size"] == len(rendered)
         assert attrs["st_blocks"] * 512 >= len(rendered)
         assert read_all(fs, name)[0] == rendered
         card_bytes = read_all(fs, card)[0]  # its size from the document's facts now
-        assert card_bytes == cards.render(documents.translate(session, env)) and fs.getattr("/" + card)["st_size"] == len(card_bytes)
-        assert card_bytes.startswith(b"# SCENARIO ") and b"- Outcome: completed" in card_bytes
+        bare = cards.render(documents.translate(session, env))  # then its related sessions, from facts
+        rest = card_bytes[len(bare):]
+        assert card_bytes.startswith(bare) and (rest == b"" or rest.startswith(b"\n## Related sessions ("))
+        assert fs.getattr("/" + card)["st_size"] == len(card_bytes) and before <= len(card_bytes)
+        assert card_bytes.startswith(b"# SCENARIO ") and " · outcome: completed · ".encode() in card_bytes
     readme, _ = read_all(fs, memoryfs.README)
     assert fs.getattr("/" + memoryfs.README)["st_size"] == len(readme)
     assert f"({len(wanted)} session(s))" in readme.decode() and "generates when a file is read" in readme.decode()

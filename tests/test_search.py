@@ -182,7 +182,7 @@ def test_json_records(store):
     (record,) = found(store, "claude-3")
     listed = {r["id"]: r for r in sessions(store)}[record["id"]]
     assert set(record) == {"id", "agent", "date", "started", "native_id", "cwd", "model",
-                           "title", "first_message", "file", "source", "archived", "shared_by"}
+                           "title", "first_message", "file", "source", "archived", "shared_by", "branch", "branches"}
     assert record == {k: listed[k] for k in record}
 
 

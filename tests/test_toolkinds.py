@@ -129,7 +129,7 @@ def test_shell_argv_and_workdir():
     assert toolkinds.meaning("codex", call, "/w") == {"kind": "shell", "command": "cat a | tee -a b > c",
                                                       "paths": ["/w/sub/c", "/w/sub/b"]}
     call = {"function_name": "Bash", "arguments": {"command": "git mv a.py b.py && cp -r x y 2> err"}}
-    assert toolkinds.meaning("claude", call, "/w")["paths"] == ["/w/b.py", "/w/err", "/w/y"]
+    assert toolkinds.meaning("claude", call, "/w")["paths"] == ["/w/b.py", "/w/err"]  # `cp -r`: y is a folder
     call = {"function_name": "shell", "arguments": {"command": ["ls", "-l", "a b"]}}
     assert toolkinds.meaning("codex", call, "/w") == {"kind": "shell", "command": "ls -l 'a b'"}
 
