@@ -56,6 +56,7 @@ MANIFEST_FORMAT = "trajectoriz-shared-1"
 LEVEL = 1                          # zstd level: 2 % more bytes than level 3, in 60 % of its time
 BATCH_BYTES = 32 * 1024 * 1024     # of cached documents held to be compressed at once
 STATE_FILE = "push-v1.bin"         # in the cache: each rendering's blob, and what was pushed where
+ATTEMPTS = 5                       # of a push whose ref moved on the remote while it was written
 
 # Bounds on what is read of a remote (every byte of it is untrusted).
 MAX_REFS = 1000                    # contributors read from one pull
@@ -375,42 +376,95 @@ def run_push(args, env) -> int:
     state = cache.load(env, STATE_FILE)
     mine = state.setdefault(repo.key(), {"blobs": {}, "pushed": {}})
     ref = OWN_REFS + me
-    tips = repo.tips()
-    streamed = not args.dry_run and ref not in tips  # the ref will change: its pack can start now
-    packed, rendered, pack = _packed(repo, me, env, mine["blobs"], tips, args.dry_run, streamed)
-    if args.dry_run:
-        _report_dry_run(packed, rendered, me)
+    if args.dry_run:  # (the remote's tip as the last pull or push saw it: nothing is fetched)
+        tips = repo.tips()
+        tip = tips.get(PULLED_REFS + me, tips.get(ref, (None,)))[0]
+        packed, rendered, _ = _packed(repo, env, mine["blobs"], True)
+        _report_dry_run(packed + _carried(repo, env, packed, tip), rendered, me)
         return 0
-    try:
-        made, tree = trees(me, packed)
-        commit, kept_tree = tips.get(ref, (None, None))
-        written = 0
-        if kept_tree != tree:
-            commit, written = _write(repo, ref, me, packed, made, pack)
-    except BaseException:
-        if pack is not None:
-            pack.abandon()
-        raise
+    tip, tip_tree = remote_tip(repo, remote, me)
+    packed, rendered, pack = _packed(repo, env, mine["blobs"], streamed=tip is None)
     url = url_of(repo, remote)
-    first = url not in mine["pushed"]
-    if mine["pushed"].get(url) == commit and tips.get(PULLED_REFS + me, (None,))[0] == commit:
-        print(f"Nothing new to push: {len(packed)} session(s) are on {ref} at {remote}.", file=sys.stderr)
-        _save_state(env, state, repo, mine, packed)
-        return 0
-    if first:
-        print(f"trajectoriz: pushing this project's sessions (redacted) to {remote} ({url}): whoever "
-              f"can fetch from it can read them. A private remote of their own is the safer choice "
-              f"(`git remote add memory URL`, then `trajectoriz push --remote memory`).", file=sys.stderr)
-    try:
-        repo.git("push", "--quiet", remote, f"+{ref}:{ref}")
-    except GitFailed as exc:
-        raise UserError(f"the remote {remote} refused the push of {ref}: {exc}") from None
-    repo.git("update-ref", PULLED_REFS + me, commit)  # the remote has it now: as a pull would see it
+    warned, written = url in mine["pushed"], 0
+    for _ in range(ATTEMPTS):
+        shared = packed + _carried(repo, env, packed, tip)
+        try:
+            made, tree = trees(me, shared)
+            if tip is not None and tip_tree == tree:
+                repo.git("update-ref", ref, tip)
+                print(f"Nothing new to push: {len(shared)} session(s) are on {ref} at {remote}.", file=sys.stderr)
+                _save_state(env, state, repo, mine, packed)
+                return 0
+            commit, count = _write(repo, ref, me, shared, made, pack)
+        except BaseException:
+            if pack is not None:
+                pack.abandon()
+            raise
+        pack, written = None, written + count
+        for p in packed:
+            p.data = None  # stored: a retry writes its trees and commit only
+        if not warned:
+            print(f"trajectoriz: pushing this project's sessions (redacted) to {remote} ({url}): whoever "
+                  f"can fetch from it can read them. A private remote of their own is the safer choice "
+                  f"(`git remote add memory URL`, then `trajectoriz push --remote memory`).", file=sys.stderr)
+            warned = True
+        if _leased_push(repo, remote, ref, tip):
+            break
+        tip, tip_tree = remote_tip(repo, remote, me)
+    else:
+        raise UserError(f"{ref} at {remote} kept changing while this push wrote it (another push of "
+                        f"yours, {ATTEMPTS} times): try again")
+    repo.git("update-ref", PULLED_REFS + me, commit)  # the remote has it now: as a fetch would see it
     mine["pushed"][url] = commit
     _save_state(env, state, repo, mine, packed)
-    print(f"Pushed {len(packed)} session(s) to {remote} as {ref} ({rendered} rendered, "
+    print(f"Pushed {len(shared)} session(s) to {remote} as {ref} ({rendered} rendered, "
           f"{written} new object(s)).", file=sys.stderr)
     return 0
+
+
+def remote_tip(repo: Repository, remote: str, me: str) -> tuple:
+    """(commit, its tree) the remote's ref of this contributor points to now, held in this
+    repository as PULLED_REFS + me (fetched, that one ref, when this repository does not hold
+    it yet); (None, None), and no such ref here, when the remote has none. A push starts from it: what it holds
+    that this machine does not is kept (`_carried`), and the push updates the ref only while it
+    is still this commit (`_leased_push`)."""
+    ref, seen = OWN_REFS + me, PULLED_REFS + me
+    try:
+        listed = repo.git("ls-remote", remote, ref)
+    except GitFailed as exc:
+        raise UserError(f"cannot read {ref} at {remote}: {exc}") from None
+    tips = [line.split(b"\t")[0].decode() for line in listed.splitlines() if line.endswith(b"\t" + ref.encode())]
+    if not tips or not OID.fullmatch(tips[0].encode()):
+        if seen in repo.tips():
+            repo.git("update-ref", "-d", seen)
+        return None, None
+    if _missing(repo, [tips[0]]):
+        try:
+            repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, f"+{ref}:{seen}")
+        except GitFailed as exc:
+            raise UserError(f"cannot fetch {ref} from {remote}: {exc}") from None
+    else:
+        repo.git("update-ref", seen, tips[0])
+    return repo.tips().get(seen, (None, None))
+
+
+def _leased_push(repo: Repository, remote: str, ref: str, tip: str | None) -> bool:
+    """`ref` pushed to the remote if the remote's ref is still `tip` (None: still absent), as one
+    check and update there (git's lease). False when it moved meanwhile (read it again, and
+    push again); an error when the remote refuses for another reason."""
+    try:
+        repo.git("push", "--quiet", f"--force-with-lease={ref}:{tip or ''}", remote, f"{ref}:{ref}")
+        return True
+    except GitFailed as exc:
+        refused = exc
+    try:
+        moved = [line.split(b"\t")[0].decode() for line in repo.git("ls-remote", remote, ref).splitlines()
+                 if line.endswith(b"\t" + ref.encode())] != ([tip] if tip else [])
+    except GitFailed:
+        moved = False
+    if moved:
+        return False
+    raise UserError(f"the remote {remote} refused the push of {ref}: {refused}")
 
 
 def _save_state(env, state: dict, repo: Repository, mine: dict, packed: list) -> None:
@@ -421,17 +475,14 @@ def _save_state(env, state: dict, repo: Repository, mine: dict, packed: list) ->
     cache.save(env, STATE_FILE, state)
 
 
-def _packed(repo: Repository, me: str, env, blobs: dict, tips: dict, count: bool = False,
+def _packed(repo: Repository, env, blobs: dict, count: bool = False,
             streamed: bool = False) -> tuple[list, int, "_Pack | None"]:
-    """Every session to push, and how many were rendered now: the project's own (live and
-    archived, the forgotten left out), their blobs reused while their rendering is the one the
-    state knows and the repository still holds it; and the sessions already on this
-    contributor's ref (here, or as the last pull saw it on the remote; `tips`: the refs'
-    `Repository.tips`) that are not here any more (another machine of theirs, an agent's
-    clean-up), unless forgotten. `count`: each session's redactions counted (rendered again,
-    unless the state knows them). `streamed`: the blobs rendered now written to a pack as
-    they come (git stores it on another core meanwhile; `_write` ends it), returned third
-    (None when nothing was rendered)."""
+    """Every session of this machine to push, and how many were rendered now: the project's own
+    (live and archived, the forgotten left out), their blobs reused while their rendering is the
+    one the state knows and the repository still holds it. `count`: each session's redactions
+    counted (rendered again, unless the state knows them). `streamed`: the blobs rendered now
+    written to a pack as they come (git stores it on another core meanwhile; `_write` ends it),
+    returned third (None when nothing was rendered)."""
     from rendering import documents
 
     found, todo = [], []
@@ -450,7 +501,7 @@ def _packed(repo: Repository, me: str, env, blobs: dict, tips: dict, count: bool
     pack = _Pack(repo, len(todo) + 4) if streamed and todo else None  # + manifest, 2 trees, commit
     try:
         packed = [p for _, p in found if p.oid not in lost] + _rendered(todo, env, repo.root, count, pack)
-        return packed + _carried(repo, me, env, packed, tips), len(todo), pack
+        return packed, len(todo), pack
     except BaseException:
         if pack is not None:
             pack.abandon()
@@ -515,27 +566,25 @@ def _missing(repo: Repository, oids: list) -> list:
     return [line.split()[0].decode() for line in out.splitlines() if line.endswith(b" missing")]
 
 
-def _carried(repo: Repository, me: str, env, packed: list, tips: dict) -> list:
-    """The sessions of this contributor's ref (as pushed from here, and as the last pull saw it
-    on the remote; `tips`: `Repository.tips`) that this machine does not have, unless forgotten
-    or not documents: their blobs as they are."""
+def _carried(repo: Repository, env, packed: list, tip: str | None) -> list:
+    """The sessions of the remote's ref (its commit `tip`, as `remote_tip` read it) that this
+    machine does not have (another machine of this contributor's, a session an agent deleted
+    here), unless forgotten here or not documents: their blobs as they are."""
     from discovery import archive
 
-    commits = [tips[ref][0] for ref in (OWN_REFS + me, PULLED_REFS + me) if ref in tips]
-    if not commits:
+    if tip is None:
         return []
     forgotten = archive.load(env)["forgotten"]
     here = {(p.entry["agent"], p.entry["native_id"]) for p in packed}
     found: dict = {p.entry["id"]: None for p in packed}  # an id this machine's sessions have is theirs
     with Objects(["-C", repo.root], repo.env) as objects:
-        for commit in commits:
-            for entry, oid in read_ref(repo, commit, objects, [], here):
-                if entry["id"] in found:
-                    continue
-                if forgotten and any(archive.key_of(s) in forgotten for s in _places(entry, repo.root)):
-                    continue
-                if _valid_document(objects, oid):
-                    found[entry["id"]] = Packed(entry, oid)
+        for entry, oid in read_ref(repo, tip, objects, [], here):
+            if entry["id"] in found:
+                continue
+            if forgotten and any(archive.key_of(s) in forgotten for s in _places(entry, repo.root)):
+                continue
+            if _valid_document(objects, oid):
+                found[entry["id"]] = Packed(entry, oid)
     return [p for p in found.values() if p is not None]
 
 

