@@ -64,6 +64,7 @@ MAX_LISTED = 16 * 1024 * 1024      # bytes of `git ls-tree` output read for one 
 MAX_MANIFEST = 64 * 1024 * 1024    # bytes of one manifest
 WARNINGS_SHOWN = 10                # of one ref's: the rest are counted
 
+NOBODY = "someone-e3b0c4"           # what older versions made of no git identity at all
 CONTRIBUTOR = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 SHORT_ID = re.compile(r"[a-z]{2}-[0-9a-f]{8,64}")
 OID = re.compile(rb"[0-9a-f]{40}")
@@ -203,19 +204,24 @@ def url_of(repo: Repository, remote: str) -> str | None:
 def contributor(repo: Repository, env, keep: bool = True) -> str:
     """Whose ref a push writes: `trajectoriz.contributor` of the git config (or the variable
     TRAJECTORIZ_CONTRIBUTOR, for a CI job); else made once from the user's git identity (their
-    name's letters and a hash of their email, so that two people of one name do not share a
-    ref) and kept in the repository's config."""
+    name's letters and a hash of their email, or of their name when they have no email, so that
+    two people of one name do not share a ref) and kept in the repository's config. Without
+    any identity there is no name of theirs to make: a name made of nothing would be everyone's
+    (older versions kept `someone-e3b0c4`, the hash of the empty string: not taken as a name)."""
     named = env.get("TRAJECTORIZ_CONTRIBUTOR") or repo.config("trajectoriz.contributor")
-    if named:
+    if named and named != NOBODY:
         if not CONTRIBUTOR.fullmatch(named) or named == "remote":
             raise UserError(f"contributor {named!r}: use lowercase letters, digits, - and _ (at most 64)")
         return named
     from core.hashes import sha256
 
-    email = repo.config("user.email") or ""
-    name = repo.config("user.name") or email.partition("@")[0] or "someone"
-    letters = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "someone"
-    made = f"{letters}-{sha256(email.encode()).hexdigest()[:6]}"
+    email, name = (repo.config("user.email") or "").strip(), (repo.config("user.name") or "").strip()
+    if not (email or name):
+        raise UserError("no git identity to name your ref after: set one (`git config --global user.email "
+                        "YOU@EXAMPLE.ORG` and user.name) or TRAJECTORIZ_CONTRIBUTOR=NAME (a CI job: the same "
+                        "name at every run)")
+    letters = re.sub(r"[^a-z0-9]+", "-", (name or email.partition("@")[0]).lower()).strip("-")[:40] or "someone"
+    made = f"{letters}-{sha256((email or name).encode()).hexdigest()[:6]}"
     if keep:
         repo.set_config("trajectoriz.contributor", made)
     return made

@@ -122,3 +122,38 @@ def test_a_push_whose_ref_moved_after_it_was_read_retries_and_loses_nothing(dana
     assert b"Pushed 3 session(s)" in raced[1] and b"Pushed 4 session(s)" in said, said
     assert titles_on(remote, pushed_ref(laptop, one)) == \
         ["later on the laptop", "meanwhile on the desktop", "on the desktop", "on the laptop"]
+
+
+def nobody(tmp_path, name: str) -> dict:
+    """A container's environment: a HOME with nothing in it, no XDG config, no system config:
+    no git identity at all."""
+    home = str(tmp_path / name / "root")
+    os.makedirs(home)
+    return {"PATH": os.environ["PATH"], "HOME": home, "XDG_CONFIG_HOME": "", "GIT_CONFIG_NOSYSTEM": "1",
+            "XDG_CACHE_HOME": str(tmp_path / name / "cache")}
+
+
+def test_no_git_identity_is_refused_in_one_line_and_ci_keeps_one_ref(dana, tmp_path):
+    """Two users without a git identity would both be `someone-e3b0c4` (the hash of the empty
+    string) and overwrite each other: the push is refused, saying what to set, and nothing is
+    written on the remote; a CI job named by TRAJECTORIZ_CONTRIBUTOR keeps one ref over runs."""
+    remote = dana[0]
+    for run in ("first", "second"):
+        refs_before = git(None, remote, "for-each-ref", "refs/trajectoriz/")
+        env = nobody(tmp_path, run)
+        where = clone(env, remote, str(tmp_path / run / "builds" / "proj"))
+        assert subprocess.run(["git", "config", "--get-regexp", "^user[.]"], cwd=where, env=env,
+                              capture_output=True).stdout == b""
+        claude_session(env["HOME"], where, f"ci-{run}", 5, f"the {run} run", [])
+        for args in (["push", "--remote", "origin"], ["push", "--dry-run"]):
+            refused = run_main(env, args, cwd=where)
+            assert refused.returncode == 2 and refused.stderr.count(b"\n") == 1, refused.stderr
+            assert refused.stderr.startswith(b"trajectoriz: no git identity") and b"user.email" in refused.stderr \
+                and b"TRAJECTORIZ_CONTRIBUTOR=" in refused.stderr, refused.stderr
+        assert git(None, remote, "for-each-ref", "refs/trajectoriz/") == refs_before
+        git(env, where, "config", "trajectoriz.contributor", "someone-e3b0c4")  # what an older version kept
+        assert run_main(env, ["push", "--remote", "origin"], cwd=where).returncode == 2
+        assert git(None, remote, "for-each-ref", "refs/trajectoriz/") == refs_before
+        pushed({**env, "TRAJECTORIZ_CONTRIBUTOR": "ci"}, where, "--remote", "origin")
+    assert git(None, remote, "for-each-ref", "--format=%(refname)", "refs/trajectoriz/") == b"refs/trajectoriz/ci\n"
+    assert titles_on(remote, "refs/trajectoriz/ci") == ["the first run", "the second run"]
