@@ -100,13 +100,21 @@ class Repository:
     def config(self, name: str) -> str | None:
         """A setting of the repository's git config (its own, the user's, the system's), all of
         them read at once, the first time one is asked for."""
+        return self._settings().get(name) or None
+
+    def remotes(self) -> list:
+        """The names of the repository's remotes (those with a URL)."""
+        return sorted(key[len("remote."):-len(".url")] for key in self._settings()
+                      if key.startswith("remote.") and key.endswith(".url"))
+
+    def _settings(self) -> dict:
         if self._config is None:
             try:
                 listed = self.git("config", "-z", "--list").decode("utf-8", "replace")
             except GitFailed:
                 listed = ""
             self._config = dict(item.partition("\n")[::2] for item in listed.split("\0") if item)
-        return self._config.get(name) or None
+        return self._config
 
     def set_config(self, name: str, value: str) -> None:
         self.git("config", name, value)
@@ -185,8 +193,9 @@ def bounded_output(repo: Repository, args: list, limit: int) -> bytes | None:
 # remotes and contributors ---------------------------------------------------------------------------
 def chosen_remote(repo: Repository, named: str | None, needed_for: str) -> str:
     """The remote named now (then kept in the repository's config as `trajectoriz.remote`), else
-    the one kept; an error when there is none, or git knows no such remote."""
-    remote = named or repo.config("trajectoriz.remote")
+    the one kept; for a pull (which sends nothing), else the repository's only remote, kept
+    for no later push; an error when there is none, or git knows no such remote."""
+    remote = named or repo.config("trajectoriz.remote") or (needed_for == "pull" and only_remote(repo))
     if not remote:
         raise UserError(f"no remote named yet: run `trajectoriz {needed_for} --remote NAME` once (a "
                         f"remote of `git remote -v`; it is kept in this repository's git config)")
@@ -195,6 +204,12 @@ def chosen_remote(repo: Repository, named: str | None, needed_for: str) -> str:
     if named and named != repo.config("trajectoriz.remote"):
         repo.set_config("trajectoriz.remote", named)
     return remote
+
+
+def only_remote(repo: Repository) -> str | None:
+    """The repository's remote when it has exactly one (a fresh clone's `origin`)."""
+    names = repo.remotes()
+    return names[0] if len(names) == 1 else None
 
 
 def url_of(repo: Repository, remote: str) -> str | None:
@@ -793,12 +808,13 @@ def run_pull(args, env) -> int:
     except GitFailed as exc:
         raise UserError(f"cannot fetch the shared sessions from {remote}: {exc}") from None
     warnings: list = []
-    listing, fresh = update(repo, env, warnings)
+    listing, fresh, removed = update(repo, env, warnings)
     for warning in warnings:
         print(f"trajectoriz: warning: {warning}", file=sys.stderr)
     people = len({by for by, _, _ in listing["sessions"]})
+    gone = f", {removed} removed: no longer on the remote" if removed else ""
     print(f"Pulled {len(listing['sessions'])} shared session(s) of {people} contributor(s) from "
-          f"{remote} ({fresh} new or changed).", file=sys.stderr)
+          f"{remote} ({fresh} new or changed{gone}).", file=sys.stderr)
     return 0
 
 
@@ -810,15 +826,16 @@ def _prepare_checks() -> None:
     from discovery import catalog  # noqa: F401
 
 
-def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
+def update(repo: Repository, env, warnings: list) -> tuple[dict, int, int]:
     """The listing of the pulled refs, made again when they changed: each ref's manifest read
     and checked (a ref whose commit did not change keeps what was read of it). The documents
     stay in git's objects, read and checked when something reads them (`pulled.document`).
-    The listing, and how many of its sessions are new or changed."""
+    The listing, how many of its sessions are new or changed, and how many the last listing
+    had that it has not."""
     old = pulled.load_listing(env, repo.key())
     refs = _pulled_refs(repo, warnings)
     if refs == old.get("refs"):
-        return old, 0
+        return old, 0, 0
     kept_of = {}
     for by, oid, entry in old.get("sessions", []):
         kept_of.setdefault(by, []).append((entry, oid))
@@ -838,7 +855,8 @@ def update(repo: Repository, env, warnings: list) -> tuple[dict, int]:
     listing = {"format": pulled.LISTING_FORMAT, "root": repo.root, "refs": refs, "sessions": sessions}
     path = os.path.join(cache.cache_dir(env), pulled.listing_name(repo.key()))
     cache.write_private(path, cache.kept_bytes(listing))
-    return listing, sum(1 for _, oid, _ in sessions if oid not in known)
+    removed = {entry["id"] for _, _, entry in old.get("sessions", [])} - seen
+    return listing, sum(1 for _, oid, _ in sessions if oid not in known), len(removed)
 
 
 def _pulled_refs(repo: Repository, warnings: list) -> dict:

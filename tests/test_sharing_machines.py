@@ -157,3 +157,32 @@ def test_no_git_identity_is_refused_in_one_line_and_ci_keeps_one_ref(dana, tmp_p
         pushed({**env, "TRAJECTORIZ_CONTRIBUTOR": "ci"}, where, "--remote", "origin")
     assert git(None, remote, "for-each-ref", "--format=%(refname)", "refs/trajectoriz/") == b"refs/trajectoriz/ci\n"
     assert titles_on(remote, "refs/trajectoriz/ci") == ["the first run", "the second run"]
+
+
+def test_pull_in_a_fresh_clone_reads_its_only_remote_and_says_what_was_removed(dana, tmp_path):
+    """`pull` with no remote named reads the one remote a fresh clone has (`origin`), without
+    keeping it for a push (which still asks once); with two remotes it asks which. A session its
+    contributor forgot is said to be removed."""
+    remote, (laptop, one), _ = dana
+    claude_session(laptop["HOME"], one, "l2", 3, "a second one", [])
+    pushed(laptop, one, "--remote", "origin")
+    bob = teammate(tmp_path, "bob")
+    b = clone(bob, remote, os.path.join(bob["HOME"], "proj"))
+    first = run_main(bob, ["pull"], cwd=b)
+    assert first.returncode == 0 and b"Pulled 2 shared session(s) of 1 contributor(s) from origin" in first.stderr, \
+        first.stderr
+    claude_session(bob["HOME"], b, "b1", 6, "bob's", [])
+    asked = run_main(bob, ["push"], cwd=b)
+    assert asked.returncode == 2 and b"no remote named yet" in asked.stderr, asked.stderr
+
+    [gone] = [r["id"] for r in records(laptop, one) if r["title"] == "a second one"]
+    assert run_main(laptop, ["forget", gone], cwd=one).returncode == 0
+    pushed(laptop, one)
+    again = run_main(bob, ["pull"], cwd=b)
+    assert again.returncode == 0 and b"(0 new or changed, 1 removed: no longer on the remote)" in again.stderr, \
+        again.stderr
+    assert gone not in [r["id"] for r in records(bob, b)]
+
+    git(bob, b, "remote", "add", "memory", remote)
+    which = run_main(bob, ["pull"], cwd=b)
+    assert which.returncode == 2 and b"no remote named yet" in which.stderr, which.stderr
