@@ -260,7 +260,7 @@ def test_errors_are_one_line(team, tmp_path):
     nowhere = str(tmp_path / "not-a-repository")
     os.makedirs(nowhere)
     for args, cwd, said in [(["push", "--remote", "origin"], nowhere, b"not in a git work tree"),
-                            (["pull"], a, b"no remote named yet"),
+                            (["push"], a, b"no remote named yet"),
                             (["pull", "--remote", "upstream"], a, b"no remote 'upstream'")]:
         result = run_main(alice, args, cwd=cwd)
         assert result.returncode == 2 and said in result.stderr and result.stderr.count(b"\n") == 1, result.stderr
