@@ -186,3 +186,35 @@ def test_pull_in_a_fresh_clone_reads_its_only_remote_and_says_what_was_removed(d
     git(bob, b, "remote", "add", "memory", remote)
     which = run_main(bob, ["pull"], cwd=b)
     assert which.returncode == 2 and b"no remote named yet" in which.stderr, which.stderr
+
+
+def test_show_and_the_mount_serve_the_same_bytes_for_a_session_both_here_and_pulled(dana):
+    """The laptop's session is also in the desktop's store (a synced ~/.claude), which pushes it.
+    The laptop pulls into its clone, and into a second clone of the project: the session is in
+    its stores (recorded in the first clone) and in the pulled ref (placed in each clone). In
+    each clone `show` serves what the mount serves, byte for byte: in the first, the store's
+    (the pulled copy is listed once, from the store); in the second, where the store's copy is
+    not of this project, the pulled one, which `list` shows."""
+    from test_memory import FUSE_PROBLEM, client, mount, take_down
+
+    if FUSE_PROBLEM:
+        pytest.skip(f"FUSE unavailable: {FUSE_PROBLEM}")
+    remote, (laptop, one), (desktop, two) = dana
+    claude_session(desktop["HOME"], two, "l1", 1, "on the laptop", [])
+    pushed(desktop, two, "--remote", "origin")
+    other = clone(dict(laptop), remote, os.path.join(laptop["HOME"], "other", "proj"))
+    for where, sharer in ((one, None), (other, pushed_ref(desktop, two).rsplit("/", 1)[1])):
+        laptop["PWD"] = where
+        assert run_main(laptop, ["pull", "--remote", "origin"], cwd=where).returncode == 0
+        [session] = [r for r in records(laptop, where) if r["native_id"] == "l1"]
+        assert session["shared_by"] == sharer and session["cwd"] == where
+        shown = run_main(laptop, ["show", session["id"]], cwd=where).stdout
+        point, _ = mount(laptop, where)
+        try:
+            served = client("cat", os.path.join(point, session["file"])).stdout.encode()
+        finally:
+            take_down(point)
+        if sharer is None:
+            assert json.loads(shown)["extra"]["source"] == session["source"]
+        assert json.loads(served)["extra"]["source"] == json.loads(shown)["extra"]["source"], where
+        assert served == shown, where
