@@ -45,7 +45,7 @@ from core import cache
 from core.errors import UserError
 from discovery import pulled
 from discovery.pulled import Objects
-from sharing import packfile
+from sharing import packfile, paths
 
 OWN_REFS = "refs/trajectoriz/"
 PULLED_REFS = "refs/trajectoriz/remote/"
@@ -55,7 +55,8 @@ SUFFIX = ".atif.json.zst"
 MANIFEST_FORMAT = "trajectoriz-shared-1"
 LEVEL = 1                          # zstd level: 2 % more bytes than level 3, in 60 % of its time
 BATCH_BYTES = 32 * 1024 * 1024     # of cached documents held to be compressed at once
-STATE_FILE = "push-v1.bin"         # in the cache: each rendering's blob, and what was pushed where
+STATE_FILE = "push-v2.bin"         # in the cache: each rendering's blob, and what was pushed where
+                                   # (v1: blobs with absolute paths)
 ATTEMPTS = 5                       # of a push whose ref moved on the remote while it was written
 
 # Bounds on what is read of a remote (every byte of it is untrusted).
@@ -274,10 +275,11 @@ class Packed:
         self.redactions = redactions
 
 
-def pack(item: tuple, env, count: bool) -> tuple:
+def pack(item: tuple, env, count: bool, root: str) -> tuple:
     """(compressed document, its size, redactions) of one session, rendered as export writes
-    it (a pool worker's job); `item`: the session and its `documents.stamps`. Its redactions are
-    counted (None otherwise) only when asked: a document from the cache is then parsed."""
+    it and made shareable (`paths`: `root` the work tree's top), a pool worker's job; `item`:
+    the session and its `documents.stamps`. Its redactions are counted (None otherwise) only
+    when asked: a document from the cache is then parsed."""
     from rendering import documents
 
     session, (_, valid) = item
@@ -286,33 +288,52 @@ def pack(item: tuple, env, count: bool) -> tuple:
         redactions = dict((doc.get("extra") or {}).get("redactions") or {})
     else:
         data, redactions = documents.render(session, env, True, valid), None
+    data = shareable(root, env).document(data, session.source)
     compressed = _compressor().compress(data)
-    keep_compressed(item, env, compressed)
+    keep_compressed(item, env, compressed, root)
     return compressed, len(data), redactions
 
 
-def keep_compressed(item: tuple, env, compressed: bytes) -> None:
-    """The compressed document beside its document in the cache (`doccache.COMPRESSED`, named
-    by the same stamp), when that was kept (a failure is not): the next push that has it, of
-    this project or another, reads it instead of compressing again. Done where a document is
-    rendered now (the pool's workers), whose cost it adds little to."""
+def shareable(root: str, env) -> paths.Shareable:
+    """The rewriting of paths of a push from the work tree `root` (`paths`)."""
+    return _shareable(root, env.get("HOME") or "")
+
+
+@functools.lru_cache(maxsize=None)
+def _shareable(root: str, home: str) -> paths.Shareable:
+    return paths.Shareable(root, {"HOME": home})
+
+
+def compressed_stamp(valid: list, root: str, env) -> list:
+    """The stamp a compressed document is kept under: its document's, and what its paths were
+    made relative to (a push from another work tree, or another HOME, shares other bytes)."""
+    return [*valid, ["shared", root, env.get("HOME") or ""]]
+
+
+def keep_compressed(item: tuple, env, compressed: bytes, root: str) -> None:
+    """The compressed document in the cache (`doccache.COMPRESSED`, named by its document's
+    stamp and `root`), when its document was kept (a failure is not): the next push that has
+    it, of this project or after the push state was lost, reads it instead of compressing
+    again. Done where a document is rendered now (the pool's workers), whose cost it adds
+    little to."""
     from rendering import doccache, documents
 
     session, (_, valid) = item
     key = documents.cache_key(session)
     if doccache.has(env, key, session.short_id, valid):
-        doccache.put(env, key, session.short_id, valid, compressed, doccache.COMPRESSED)
+        doccache.put(env, key, session.short_id, compressed_stamp(valid, root, env), compressed, doccache.COMPRESSED)
 
 
-def compressed_before(item: tuple, env) -> tuple | None:
-    """(compressed document, its size, None) as a push kept it in the cache, None when none
-    was (or it is not a zstd frame that says its size)."""
+def compressed_before(item: tuple, env, root: str) -> tuple | None:
+    """(compressed document, its size, None) as a push from `root` kept it in the cache, None
+    when none was (or it is not a zstd frame that says its size)."""
     import zstandard
 
     from rendering import doccache, documents
 
     session, (_, valid) = item
-    data = doccache.get(env, documents.cache_key(session), session.short_id, valid, doccache.COMPRESSED)
+    data = doccache.get(env, documents.cache_key(session), session.short_id, compressed_stamp(valid, root, env),
+                        doccache.COMPRESSED)
     try:
         size = zstandard.frame_content_size(data) if data is not None else -1
     except zstandard.ZstdError:
@@ -320,24 +341,24 @@ def compressed_before(item: tuple, env) -> tuple | None:
     return (data, size, None) if size >= 0 else None
 
 
-def packed_from_cache(items: list, env) -> list:
+def packed_from_cache(items: list, env, root: str) -> list:
     """`pack` of sessions whose documents are in the cache, compressed on every core (zstd's
     threads) a batch at a time. They are not kept compressed: creating a file per document
     costs more here than compressing it (1.5 s against 0.5 s for 1,846 in bench/NOTES.md)."""
     found = []
-    for batch in _cached_batches(items, env):
+    for batch in _cached_batches(items, env, root):
         done = _compressor().multi_compress_to_buffer(batch, threads=-1)
         found += [(done[n].tobytes(), len(data), None) for n, data in enumerate(batch)]
     return found
 
 
-def _cached_batches(items: list, env):
-    """The sessions' cached documents, in lists of about BATCH_BYTES."""
+def _cached_batches(items: list, env, root: str):
+    """The sessions' cached documents, made shareable, in lists of about BATCH_BYTES."""
     from rendering import documents
 
-    batch, held = [], 0
+    batch, held, made = [], 0, shareable(root, env)
     for session, (_, valid) in items:
-        batch.append(documents.render(session, env, True, valid))
+        batch.append(made.document(documents.render(session, env, True, valid), session.source))
         held += len(batch[-1])
         if held >= BATCH_BYTES:
             yield batch
@@ -354,7 +375,10 @@ def _compressor():
     return zstandard.ZstdCompressor(level=LEVEL)
 
 
-def manifest_entry(session, root: str, size: int) -> dict:
+def manifest_entry(session, root: str, size: int, env) -> dict:
+    """What the manifest says of a session: its working directory relative to the work tree's
+    top `root` (which is not said: it names the pusher's folders), its first message made
+    shareable as its document is (`paths`)."""
     from discovery import catalog
 
     cwd = session.cwd
@@ -362,7 +386,8 @@ def manifest_entry(session, root: str, size: int) -> dict:
     relative = None if cwd == root else cwd[len(root) + 1:] if inside else os.path.relpath(cwd, root) if cwd else None
     return {"id": session.short_id, "agent": session.agent, "native_id": catalog.shown_id(session),
             "started": session.started, "cwd": None if relative in (None, ".") else relative,
-            "root": root, "title": session.title, "model": session.model, "bytes": size}
+            "root": None, "title": shareable(root, env).text(session.title), "model": session.model,
+            "bytes": size}
 
 
 def blob_name(short_id: str) -> str:
@@ -513,7 +538,7 @@ def _packed(repo: Repository, env, blobs: dict, count: bool = False,
         taken = documents.stamps(session, env, discovered.known(session), discovered.stats)
         kept = blobs.get(key)
         if kept and kept[0] == taken[0] and not (count and kept[3] is None):
-            entry = manifest_entry(session, repo.root, kept[2])
+            entry = manifest_entry(session, repo.root, kept[2], env)
             found.append(((session, taken), Packed(entry, kept[1], key=key, stamp=taken[0], redactions=kept[3])))
         else:
             todo.append((session, taken))
@@ -544,7 +569,7 @@ def _rendered(items: list, env, root: str, count: bool, into: "_Pack | None" = N
 
     before = {}
     for item in [] if count else items:
-        before[id(item)] = found = compressed_before(item, env)
+        before[id(item)] = found = compressed_before(item, env, root)
         if found:
             added(found[0])
     compressed = [item for item in items if before.get(id(item))]
@@ -555,12 +580,12 @@ def _rendered(items: list, env, root: str, count: bool, into: "_Pack | None" = N
     found = []
     progress = parallel.Progress(len(items), "compressing")
     try:
-        done = itertools.chain((before[id(item)] for item in compressed), packed_from_cache(ready, env),
-                               parallel.ordered(pack, others, (env, count)))
+        done = itertools.chain((before[id(item)] for item in compressed), packed_from_cache(ready, env, root),
+                               parallel.ordered(pack, others, (env, count, root)))
         for n, ((session, taken), (data, size, redactions)) in enumerate(zip(compressed + ready + others, done)):
             if n >= len(compressed):  # (those were added as they were read)
                 added(data)
-            entry = manifest_entry(session, root, size)
+            entry = manifest_entry(session, root, size, env)
             found.append(Packed(entry, blob_id(data), data, documents.cache_key(session), taken[0], redactions))
             progress.step()
     finally:

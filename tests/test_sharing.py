@@ -91,7 +91,7 @@ def test_pushed_sessions_are_listed_shown_searched_and_blamed_in_another_clone(t
     assert {r["shared_by"] for r in mine.values()} == {contributor} and contributor.startswith("alice-")
     assert {r["cwd"] for r in mine.values()} == {b, f"{b}/src"}
     for short_id in theirs:
-        assert run_main(bob, ["show", short_id], cwd=b).stdout == run_main(alice, ["show", short_id], cwd=a).stdout
+        assert run_main(bob, ["show", short_id], cwd=b).stdout == shown_as_shared(alice, a, short_id)
     assert contributor in run_main(bob, ["list"], cwd=b).stdout.decode()
 
     found = run_main(bob, ["search", "--content", "make f return", "--local", "--json"], cwd=b)
@@ -103,6 +103,16 @@ def test_pushed_sessions_are_listed_shown_searched_and_blamed_in_another_clone(t
         sorted(theirs, key=lambda i: theirs[i]["started"])
     line = run_main(bob, ["blame", "src/app.py:2"], cwd=b).stdout.decode()  # "    return 2": the Edit wrote it
     assert f"`{[i for i in theirs if theirs[i]['native_id'] == 'c2'][0]}` step 2 (Edit, shared by {contributor})" in line
+
+
+def shown_as_shared(env, cwd, short_id: str) -> bytes:
+    """`show` of a session as its pusher sees it, then as a push shares it: paths inside the work
+    tree relative to its top (the top itself `.`), the home directory `~`, the native file by its
+    name."""
+    shown = run_main(env, ["show", short_id], cwd=cwd).stdout.decode()
+    source = json.loads(shown)["extra"]["source"]
+    shown = shown.replace(f'"source": "{source}"', f'"source": "{os.path.basename(source)}"')
+    return shown.replace(cwd + "/", "").replace(cwd, ".").replace(env["HOME"], "~").encode()
 
 
 def pushed_ref(env, cwd) -> str:
@@ -388,7 +398,7 @@ def test_a_teammates_sessions_are_in_the_mount_of_another_clone(team):
                                 *(card_name(r["file"]) for r in theirs)])
         for r in theirs:
             assert client("cat", os.path.join(point, r["file"])).stdout.encode() == \
-                run_main(alice, ["show", r["id"]], cwd=a).stdout
+                run_main(bob, ["show", r["id"]], cwd=b).stdout == shown_as_shared(alice, a, r["id"])
             assert "## Requests (" in client("cat", os.path.join(point, card_name(r["file"]))).stdout
         assert "Shared by" in client("cat", os.path.join(point, "INDEX.md")).stdout
     finally:
@@ -455,4 +465,4 @@ def test_a_pull_keeps_documents_in_git_and_a_document_that_is_not_one_is_refused
     with open(written["cl-00000002.atif.json"], "rb") as handle:  # (said on stderr by the pool's worker)
         assert "not zstd" in json.loads(handle.read())["extra"]["error"]
     with open(written["cl-00000001.atif.json"], "rb") as handle:
-        assert json.loads(handle.read())["steps"] == json.loads(run_main(alice, ["show", good["id"]], cwd=a).stdout)["steps"]
+        assert json.loads(handle.read())["steps"] == json.loads(shown_as_shared(alice, a, good["id"]))["steps"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -218,3 +219,54 @@ def test_show_and_the_mount_serve_the_same_bytes_for_a_session_both_here_and_pul
             assert json.loads(shown)["extra"]["source"] == session["source"]
         assert json.loads(served)["extra"]["source"] == json.loads(shown)["extra"]["source"], where
         assert served == shown, where
+
+
+def test_what_is_shared_names_work_tree_paths_relatively_and_no_home(tmp_path):
+    """The issue's case: Alice's session in her clone `.../work/alpha-claude` wrote `result.txt`.
+    Her INDEX.md shows `result.txt`; so does Bob's after a pull (not her absolute path); no object
+    pushed holds her home directory; the document Bob reads names the file relative to the work
+    tree, her home as `~`, and `blame` in Bob's clone still finds the session."""
+    import zstandard
+
+    remote = str(tmp_path / "remote.git")
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
+    alice, bob = teammate(tmp_path, "alice"), teammate(tmp_path, "bob")
+    seed = str(tmp_path / "seed")
+    git(alice, tmp_path, "init", "-q", seed)
+    with open(f"{seed}/result.txt", "w") as handle:
+        handle.write("42\n")
+    git(alice, seed, "add", ".")
+    git(alice, seed, "commit", "-qm", "first")
+    git(alice, seed, "push", "-q", remote, "main")
+    a = clone(alice, remote, os.path.join(alice["HOME"], "agents", "work", "alpha-claude"))
+    b = clone(bob, remote, str(tmp_path / "bob" / "checkouts" / "alpha"))
+    home = alice["HOME"]
+    claude_session(home, a, "w1", 1, f"write the result into {a}/result.txt", [
+        ("Write", {"file_path": f"{a}/result.txt", "content": "42\n"}),
+        ("Bash", {"command": f"ls {home}/.cargo/bin {home}2/x && cat {a}/result.txt && cd {a}"})])
+    pushed(alice, a, "--remote", "origin")
+    assert run_main(bob, ["pull", "--remote", "origin"], cwd=b).returncode == 0
+
+    def files_changed(env, cwd) -> str:
+        out = str(tmp_path / "exports" / os.path.basename(env["HOME"]))
+        assert run_main(env, ["export", "--out", out], cwd=cwd).returncode == 0
+        [row] = [line for line in open(f"{out}/INDEX.md").read().splitlines() if line.startswith("| `")]
+        return [cell.strip() for cell in row.split("|")][8]
+
+    assert files_changed(alice, a) == files_changed(bob, b) == "result.txt"
+    listed = git(None, remote, "cat-file", "--batch-all-objects", "--batch-check").decode().split("\n")
+    blobs = [line.split()[0] for line in listed if line.split()[1:2] == ["blob"]]
+    for oid in blobs:
+        data = git(None, remote, "cat-file", "blob", oid)
+        if data.startswith(b"\x28\xb5\x2f\xfd"):
+            data = zstandard.ZstdDecompressor().stream_reader(data).read()
+        assert not re.search(re.escape(home).encode() + rb"(?![\w.-])", data), data[:200]  # (home + "2" is not it)
+        assert home.replace("/", "-").encode() not in data  # (a Claude folder's name spells it so)
+    [record] = records(bob, b)
+    doc = json.loads(run_main(bob, ["show", record["id"]], cwd=b).stdout)
+    write, shell = (step["tool_calls"][0] for step in doc["steps"] if step.get("tool_calls"))
+    assert write["arguments"]["file_path"] == "result.txt" and write["extra"]["paths"] == ["result.txt"]
+    assert shell["arguments"]["command"] == f"ls ~/.cargo/bin {home}2/x && cat result.txt && cd ."
+    assert (doc["extra"]["cwd"], doc["extra"]["source"], record["title"]) == (".", "w1.jsonl", "write the result into result.txt")
+    blamed = run_main(bob, ["blame", "result.txt", "--json"], cwd=b)
+    assert [json.loads(line)["id"] for line in blamed.stdout.splitlines()] == [record["id"]], blamed.stderr
