@@ -7,14 +7,17 @@ with zstd, as git objects under `refs/trajectoriz/<contributor>` of the project'
     manifest.json                      what a listing needs of every session (MANIFEST_FORMAT)
     sessions/<short id>.atif.json.zst  one document per session
 
-then `git push <remote> +refs/trajectoriz/<c>:refs/trajectoriz/<c>`. The ref is rewritten at
-every push (a forgotten session is gone from it); git sends only the objects the remote lacks.
-Each contributor has a ref of their own, so two people never race on one. A session whose
-document did not change keeps its blob (the push state remembers the blob of each rendering),
-and the tree of a push is computed here before anything is written: when it is the tree the ref
-already has, and that commit was pushed (the state says so, and the last pull saw it on the
-remote: a ref deleted there is pushed again after the next pull), nothing is written and nothing
-sent.
+then `git push --force-with-lease=<ref>:<tip> <remote> <ref>:<ref>`. A push starts from the
+remote's ref as it is now (`remote_tip`: `git ls-remote` of that one ref, and a fetch of it when
+this repository does not hold its commit): the sessions it holds that this machine does not have
+(another machine of the same person, a session an agent deleted here) are carried over, unless
+this machine forgot them; the ref is rewritten (one commit, no parent) only while the remote's is
+still the commit read (git's lease), else read again and pushed again (ATTEMPTS). Each
+contributor has a ref of their own; two machines of one contributor, or two CI jobs of one name,
+take turns. A session whose document did not change keeps its blob (the push state remembers
+the blob of each rendering), and the tree of a push is computed here before anything is
+written: when it is the tree of the remote's ref, nothing is written and nothing sent. The
+documents are made shareable first (`paths`: work tree paths relative, the home directory `~`).
 
 What is pulled: `git fetch --prune <remote> +refs/trajectoriz/*:refs/trajectoriz/remote/*`; each
 ref's tree and manifest are read through `git cat-file`, every one untrusted (a ref that is not
@@ -27,9 +30,9 @@ same place in this clone as in the pusher's. Their documents stay in git's objec
 checked (zstd, bounded, JSON, ATIF) when something reads one, as a native session is translated
 only when read.
 
-A push keeps each document's compressed blob beside the document in the document cache, named
-by the same stamp, so that a later push (to another remote, from another project holding the
-session, after the push state was lost) does not compress it again.
+A push keeps each document's compressed blob in the document cache, named by its document's
+stamp and what its paths were made relative to (`compressed_stamp`), so that a later push (to
+another remote, after the push state was lost) does not compress it again.
 """
 
 from __future__ import annotations
