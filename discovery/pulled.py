@@ -1,6 +1,6 @@
 """Pulled sessions: one more source of discovery, as the archive is (`archive`).
 
-`trajectoriz pull` (sharing/remote.py) fetches the remote's `refs/trajectoriz/*` refs into the
+`trajectoriz pull` (sharing/pull.py) fetches the remote's `refs/trajectoriz/*` refs into the
 repository (`refs/trajectoriz/remote/*`) and checks their manifests; it keeps, for each
 repository, a listing of the sessions they hold: `<cache>/shared/<repository>/listing.bin`
 (marshal: {"format": 2, "root", "refs": contributor -> commit, "sessions": [[contributor, blob

@@ -151,7 +151,7 @@ def test_a_push_with_nothing_new_writes_and_sends_nothing_and_a_grown_session_se
 def test_a_push_without_its_state_reuses_the_compressed_documents_an_earlier_push_kept(team, monkeypatch):
     """As a first push to another remote, or from another project holding the same sessions: no
     document is compressed again, the blobs are the same."""
-    from sharing import remote as sharing
+    from sharing import push as sharing
 
     remote, (alice, a), _ = team
     assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0

@@ -19,7 +19,7 @@ from helpers import base_env, needs, run_main
 from test_blame import claude_session
 from test_sharing import clone, git, pushed_ref, records, teammate
 
-from sharing import remote as sharing_remote
+from sharing import push as sharing_push
 
 pytestmark = needs("git")
 
@@ -110,7 +110,7 @@ def test_a_push_whose_ref_moved_after_it_was_read_retries_and_loses_nothing(dana
     pushed(desktop, two, "--remote", "origin")
     claude_session(laptop["HOME"], one, "l2", 3, "later on the laptop", [])
     claude_session(desktop["HOME"], two, "d2", 4, "meanwhile on the desktop", [])
-    write, raced = sharing_remote._write, []
+    write, raced = sharing_push._write, []
 
     def racing(*args, **kwargs):
         if not raced:  # (the desktop's push comes here too: it writes unhindered)
@@ -118,7 +118,7 @@ def test_a_push_whose_ref_moved_after_it_was_read_retries_and_loses_nothing(dana
             raced.append(pushed(desktop, two))
         return write(*args, **kwargs)
 
-    monkeypatch.setattr(sharing_remote, "_write", racing)
+    monkeypatch.setattr(sharing_push, "_write", racing)
     said = pushed(laptop, one)
     assert b"Pushed 3 session(s)" in raced[1] and b"Pushed 4 session(s)" in said, said
     assert titles_on(remote, pushed_ref(laptop, one)) == \
