@@ -101,29 +101,35 @@ def run_push(args, env) -> int:
 
 
 def remote_tip(repo: Repository, remote: str, me: str) -> tuple:
-    """(commit, its tree) the remote's ref of this contributor points to now, held in this
-    repository as PULLED_REFS + me (fetched, that one ref, when this repository does not hold
-    it yet); (None, None), and no such ref here, when the remote has none. A push starts from it: what it holds
-    that this machine does not is kept (`_carried`), and the push updates the ref only while it
-    is still this commit (`_leased_push`)."""
+    """(commit, its tree) the remote's ref of this contributor names now, held in this
+    repository as PULLED_REFS + me (that one ref fetched when this repository does not hold its
+    commit); (None, None), and no such ref here, when the remote has none. A push starts from
+    it: what it holds that this machine does not is kept (`_carried`), and the push updates the
+    ref only while it is still this commit (`_leased_push`)."""
     ref, seen = OWN_REFS + me, PULLED_REFS + me
     try:
-        listed = repo.git("ls-remote", remote, ref)
+        tip = _tip_at(repo, remote, ref)
     except GitFailed as exc:
         raise UserError(f"cannot read {ref} at {remote}: {exc}") from None
-    tips = [line.split(b"\t")[0].decode() for line in listed.splitlines() if line.endswith(b"\t" + ref.encode())]
-    if not tips or not OID.fullmatch(tips[0].encode()):
+    if tip is None:
         if seen in repo.tips(OWN_REFS):
             repo.git("update-ref", "-d", seen)
         return None, None
-    if missing(repo, [tips[0]]):
+    if missing(repo, [tip]):
         try:
             repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, f"+{ref}:{seen}")
         except GitFailed as exc:
             raise UserError(f"cannot fetch {ref} from {remote}: {exc}") from None
     else:
-        repo.git("update-ref", seen, tips[0])
+        repo.git("update-ref", seen, tip)
     return repo.tips(OWN_REFS).get(seen, (None, None))
+
+
+def _tip_at(repo: Repository, remote: str, ref: str) -> str | None:
+    """The commit the remote's `ref` names now (`git ls-remote`), None when it has no such ref."""
+    listed = repo.git("ls-remote", remote, ref)
+    found = [line.split(b"\t")[0] for line in listed.splitlines() if line.endswith(b"\t" + ref.encode())]
+    return found[0].decode() if found and OID.fullmatch(found[0]) else None
 
 
 def _leased_push(repo: Repository, remote: str, ref: str, tip: str | None) -> bool:
@@ -136,8 +142,7 @@ def _leased_push(repo: Repository, remote: str, ref: str, tip: str | None) -> bo
     except GitFailed as exc:
         refused = exc
     try:
-        moved = [line.split(b"\t")[0].decode() for line in repo.git("ls-remote", remote, ref).splitlines()
-                 if line.endswith(b"\t" + ref.encode())] != ([tip] if tip else [])
+        moved = _tip_at(repo, remote, ref) != tip
     except GitFailed:
         moved = False
     if moved:
