@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 
 NAME = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+SLASH = ord("/")
 
 
 class Shareable:
@@ -63,21 +64,23 @@ class Shareable:
 def _replaced(data: bytes, path: bytes, inside: bytes, alone: bytes) -> bytes:
     """`data` with each occurrence of `path` that stands as a path rewritten: followed by `/`
     and a name, `path` and that `/` give way to `inside` (`~`: the `/` is kept); not followed
-    by a name, `path` gives way to `alone`."""
+    by a name, `path` gives way to `alone`. The pieces between occurrences are joined as they
+    are, never copied one more time."""
     pieces = data.split(path)
     if len(pieces) == 1:
         return data
     out = [pieces[0]]
-    before = pieces[0][-1:]  # (of the original text: the character before each occurrence)
+    before = pieces[0][-1] if pieces[0] else None  # (of the original text: the byte before each occurrence)
+    keep_slash = inside.endswith(b"~")
     for piece in pieces[1:]:
-        after = piece[:1]
-        if (before and (before[0] in NAME or before == b"/")) or (after and after[0] in NAME):
-            out.append(path + piece)  # inside a longer path or name
-        elif after == b"/" and len(piece) > 1 and piece[1] in NAME:
-            out.append(inside + (piece if inside == b"~" else piece[1:]))
+        after = piece[0] if piece else None
+        if (before is not None and (before in NAME or before == SLASH)) or (after is not None and after in NAME):
+            out += (path, piece)  # inside a longer path or name
+        elif after == SLASH and len(piece) > 1 and piece[1] in NAME:
+            out += (inside, piece) if keep_slash else (memoryview(piece)[1:],)
         else:
-            out.append(alone + piece)
-        before = piece[-1:] or path[-1:]
+            out += (alone, piece)
+        before = piece[-1] if piece else path[-1]
     return b"".join(out)
 
 

@@ -270,3 +270,23 @@ def test_what_is_shared_names_work_tree_paths_relatively_and_no_home(tmp_path):
     assert (doc["extra"]["cwd"], doc["extra"]["source"], record["title"]) == (".", "w1.jsonl", "write the result into result.txt")
     blamed = run_main(bob, ["blame", "result.txt", "--json"], cwd=b)
     assert [json.loads(line)["id"] for line in blamed.stdout.splitlines()] == [record["id"]], blamed.stderr
+
+
+def test_a_path_is_rewritten_only_where_it_stands_as_one():
+    """The work tree's paths go relative and the home directory `~` only where the text names
+    them, not a sibling folder sharing a prefix, nor the same letters inside another path."""
+    from sharing.paths import Shareable
+
+    made = Shareable("/home/alice/src/proj", {"HOME": "/home/alice/"})
+    doc = json.dumps({"cwd": "/home/alice/src/proj", "file": "/home/alice/src/proj/src/app.py",
+                      "sibling": "/home/alice/src/proj-2/x", "end": "/home/alice/src/proj/",
+                      "shell": "cd /home/alice/src/proj && ls /home/alice/.cargo /home/alice2/x /mnt/home/alice/y ~/z",
+                      "quoted": "'/home/alice/src/proj/a b.txt'", "home": "/home/alice", "source": "/home/alice/.claude/p/c1.jsonl"},
+                     indent=2, separators=(",", ": ")).encode()
+    shared = json.loads(made.document(doc, "/home/alice/.claude/p/c1.jsonl"))
+    assert shared == {"cwd": ".", "file": "src/app.py", "sibling": "~/src/proj-2/x", "end": "./",
+                      "shell": "cd . && ls ~/.cargo /home/alice2/x /mnt/home/alice/y ~/z",
+                      "quoted": "'a b.txt'", "home": "~", "source": "c1.jsonl"}
+    assert made.text("fix /home/alice/src/proj/a.py") == "fix a.py"
+    odd = Shareable("/home/alice/src/pr\udcffoj", {"HOME": "/home/alice"})  # not UTF-8: no JSON names it
+    assert json.loads(odd.document(doc, None))["file"] == "~/src/proj/src/app.py"
