@@ -1,8 +1,8 @@
 """`trajectoriz push` and `pull` through a real bare repository as the remote, with two or three
 HOMEs as teammates and CI, each with a clone of the project at another path: the pushed
-sessions listed, shown (the bytes pushed: the pusher's with its paths made shareable), searched and blamed in the other clones with their
-contributor; incremental pushes; forget; hostile refs; a remote that refuses; no secret in any
-pushed object."""
+sessions listed, shown (the bytes pushed: the pusher's, paths made shareable), searched and
+blamed in the other clones with their contributor; incremental pushes; forget; hostile refs; a
+remote that refuses; no secret in any pushed object."""
 
 from __future__ import annotations
 
