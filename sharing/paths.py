@@ -43,11 +43,13 @@ class Shareable:
         self._raw = _substitutions(root, homes, _raw)
 
     def document(self, data: bytes, source: str | None) -> bytes:
-        """A serialized document as it is shared (`source`: the session's, named in its `extra`)."""
-        named = _json(source) if source else None
-        if named is not None and b'"source": "' + named + b'"' in data:
-            data = data.replace(b'"source": "' + named + b'"',
-                                b'"source": "' + (_json(os.path.basename(source)) or b"") + b'"', 1)
+        """A serialized document as it is shared (`source`: the session's, named in its root
+        `extra`, which comes last but for sub-agents: looked for from the end)."""
+        named = b'"source": "' + (_json(source) or b"\0") + b'"' if source else None
+        at = data.rfind(named) if named is not None else -1
+        if at >= 0:
+            data = b"".join((data[:at], b'"source": "', _json(os.path.basename(source)) or b"", b'"',
+                             data[at + len(named):]))
         return _applied(self._json, data)
 
     def text(self, text: str | None) -> str | None:
@@ -58,13 +60,15 @@ class Shareable:
 
 
 def _substitutions(root: str | None, homes: list, written) -> list:
-    """(pattern, replacement) in the order they apply: the work tree's paths, then the home's."""
+    """(path, pattern, replacement) in the order they apply: the work tree's paths, then the
+    home's."""
     found = []
     literal = written(root) if root is not None else None
     if literal:
-        found += [(_standing(literal, rb"/(?=" + NAME + rb")"), b""), (_standing(literal, rb"(?!" + NAME + rb")"), b".")]
+        found += [(literal, _standing(literal, rb"/(?=" + NAME + rb")"), b""),
+                  (literal, _standing(literal, rb"(?!" + NAME + rb")"), b".")]
     for home in filter(None, map(written, homes)):
-        found.append((_standing(home, rb"(?!" + NAME + rb")"), b"~"))
+        found.append((home, _standing(home, rb"(?!" + NAME + rb")"), b"~"))
     return found
 
 
@@ -75,8 +79,11 @@ def _standing(path: bytes, after: bytes):
 
 
 def _applied(substitutions: list, data: bytes) -> bytes:
-    for pattern, replacement in substitutions:
-        data = pattern.sub(replacement, data)
+    """Each substitution made where its path is found at all (a plain search is faster than
+    the engine's when there is none)."""
+    for path, pattern, replacement in substitutions:
+        if path in data:
+            data = pattern.sub(replacement, data)
     return data
 
 
