@@ -110,9 +110,10 @@ def test_a_push_whose_ref_moved_after_it_was_read_retries_and_loses_nothing(dana
     pushed(desktop, two, "--remote", "origin")
     claude_session(laptop["HOME"], one, "l2", 3, "later on the laptop", [])
     claude_session(desktop["HOME"], two, "d2", 4, "meanwhile on the desktop", [])
-    write, raced = sharing_push._write, []
+    write, raced, writes = sharing_push._write, [], []
 
     def racing(*args, **kwargs):
+        writes.append(args[0].root)
         if not raced:  # (the desktop's push comes here too: it writes unhindered)
             raced.append("desktop")
             raced.append(pushed(desktop, two))
@@ -121,6 +122,7 @@ def test_a_push_whose_ref_moved_after_it_was_read_retries_and_loses_nothing(dana
     monkeypatch.setattr(sharing_push, "_write", racing)
     said = pushed(laptop, one)
     assert b"Pushed 3 session(s)" in raced[1] and b"Pushed 4 session(s)" in said, said
+    assert writes == [one, two, one]  # the laptop wrote, lost its lease, read the tip again, wrote again
     assert titles_on(remote, pushed_ref(laptop, one)) == \
         ["later on the laptop", "meanwhile on the desktop", "on the desktop", "on the laptop"]
 
