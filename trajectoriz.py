@@ -584,8 +584,8 @@ HANDLERS = {
     "search": ("commands.search", "run_search"), "blame": ("commands.blame", "run_blame"),
     "stats": ("commands.stats", "run_stats"), "agents": ("commands.health", "run"),
     "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
-    "forget": ("archiving.forget", "run_forget"), "push": ("sharing.remote", "run_push"),
-    "pull": ("sharing.remote", "run_pull"), "resume": ("commands.carryon", "run_resume"),
+    "forget": ("archiving.forget", "run_forget"), "push": ("sharing.push", "run_push"),
+    "pull": ("sharing.pull", "run_pull"), "resume": ("commands.carryon", "run_resume"),
     "handoff": ("commands.carryon", "run_handoff"), "serve": ("commands.serve", "run_serve"),
     "complete-ids": ("commands.completion", "run_ids"),  # what the completion scripts run: no parser, no help
 }

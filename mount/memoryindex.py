@@ -85,8 +85,12 @@ def changed(cwd: str | None, files, root: str | None = None) -> str:
 
 
 def _under(path: str, root: str | None) -> bool:
-    """Whether `path` is `root` or inside it (by path components); anything is, without a root."""
-    if not root:
+    """Whether `path` is `root` or inside it (by path components); anything is, without a root.
+    A relative path is the working directory's (a pulled document names the work tree's files so,
+    sharing/paths.py); one under `~` (its home) is not the project's."""
+    if path.startswith("~"):
+        return False
+    if not root or not os.path.isabs(path):
         return True
     root = root.rstrip(os.sep) or os.sep
     return path == root or path.startswith(root + os.sep) or root == os.sep
