@@ -20,7 +20,7 @@ from rendering.cards import relative
 
 INDEX = "INDEX.md"
 REQUEST_CHARS = 80
-FILES_SHOWN = 5
+FILES_SHOWN = 3
 COMMITS_SHOWN = 5
 HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Files changed", "Branch"]
 

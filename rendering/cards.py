@@ -32,14 +32,16 @@ from core import compiledre
 CARD_SUFFIX = ".card.md"
 CARD_LIMIT = 8 * 1024
 TITLE_CHARS = 200
+HEADING_CHARS = 120  # of the title, atop the card
 REQUESTS_KEPT = 4096  # characters of a session's requests its facts keep for the default search
-REQUESTS_SHOWN, REQUEST_CHARS = 10, 100
-COMMAND_CHARS = 80
-FAILURES_SHOWN, ERROR_CHARS = 6, 120
+REQUESTS_SHOWN, REQUEST_CHARS = 8, 90
+SHARED_START = 30  # characters a request shares with the one before it: shown from where they differ
+COMMAND_CHARS = 60
+FAILURES_SHOWN, ERROR_CHARS = 5, 100
 COMMITS_SHOWN, COMMIT_FILES = 10, 8
-FILES_SHOWN = 20
+FILES_SHOWN = 10
 ANSWER_LINES, ANSWER_CHARS = 2, 200
-RELATED_HOURS, RELATED_SHOWN = 6, 4  # sessions this close in time that share a file or a branch
+RELATED_HOURS, RELATED_SHOWN = 6, 3  # sessions this close in time that share a file or a branch
 TRUNKS = {"main", "master", "trunk", "develop", "dev"}  # a branch every session may run on: no tie
 OUTPUT_SCANNED = 64 * 1024  # of a tool's output, what is read for commits and errors
 
@@ -544,28 +546,44 @@ def _heading(doc: dict, found: dict) -> str:
                   f"{len(steps)} steps", f"outcome: {found['outcome']}"]
     if found.get("branches"):
         facts_line.append("branch: " + ", ".join(_one_line(b, 60) for b in found["branches"][:4]))
-    if found.get("modes"):
-        facts_line.append("mode: " + ", ".join(found["modes"][:4]))
+    modes = found.get("modes") or []
+    modes = [] if modes == ["default"] else modes  # the mode every session starts in, alone, says nothing
+    if modes:
+        facts_line.append("mode: " + ", ".join(modes[:4]))
     commands = found["commands"]
     if commands:
         failed = sum(1 for c in commands if c["status"] not in ("ok", 0, "no output"))
         facts_line.append(f"{len(commands)} commands, {failed} failed")
-    if found["models"]:
-        facts_line.append(f"model: {', '.join(found['models'][:2])}")
-    facts_line.append(f"dir: `{extra.get('cwd') or '(none recorded)'}`")
-    return f"# {_one_line(found['title'] or '(no request)', TITLE_CHARS)}\n" + " · ".join(facts_line) + "\n"
+    return f"# {_one_line(found['title'] or '(no request)', HEADING_CHARS)}\n" + " · ".join(facts_line) + "\n"
 
 
 def _requests_section(found: dict) -> str:
     title = " ".join(found["title"].split()).removesuffix("…")
 
+    before = [""]
+
     def line(request) -> str:
         words = " ".join(request[1].split())
-        said = "(the title)" if title and words.startswith(title) and len(words) <= len(found["title"]) + 40 \
-            else _one_line(words, REQUEST_CHARS)
+        shared, before[0] = _shared_start(words, before[0]), words
+        if title and words.startswith(title):
+            said = "(the title)" + (" …" if len(words) > len(title) else "")
+        elif shared == len(words):
+            said = "(the same again)"
+        elif shared >= SHARED_START:  # a template typed again: what differs says which
+            said = "(as above) …" + _one_line(words[shared:], REQUEST_CHARS)
+        else:
+            said = _one_line(words, REQUEST_CHARS)
         return f"- {request[0]}: {said}"
     return _section("Requests", found["requests"], REQUESTS_SHOWN, line,
                     ": `jq -r '.steps[] | select(.source == \"user\") | .message' FILE`")
+
+
+def _shared_start(text: str, other: str) -> int:
+    """How many characters `text` shares with `other` from the start, back to a word's start."""
+    n = len(os.path.commonprefix([text, other]))
+    if n == len(text) or n < SHARED_START:
+        return 0 if n < SHARED_START else n
+    return text.rfind(" ", 0, n) + 1
 
 
 def _section(title: str, items: list, shown: int, line, hint: str = "") -> str:
@@ -611,8 +629,14 @@ def _files_section(found: dict) -> str:
 
 
 def _file_lines(files: list, shown: int, bare: bool = False) -> list[str]:
-    lines = [f"{'' if bare else '- '}{_one_line(f['path'], 160)} ({', '.join(f['steps'][:4])}"
-             f"{', …' if len(f['steps']) > 4 else ''})" for f in files[:shown]]
+    """The first `shown` files, those of one folder on one line (`dir/: a.py (3), b.py (4, …)`;
+    `bare`: whole paths, on one line), each with the steps that wrote it; then how many more."""
+    groups: dict = {}
+    for f in files[:shown]:
+        folder, name = os.path.split(f["path"]) if not bare else ("", f["path"])
+        groups.setdefault(folder, []).append(f"{name} ({', '.join(f['steps'][:2])}{', …' if len(f['steps']) > 2 else ''})")
+    lines = [f"{'' if bare else '- '}{_one_line((folder + '/: ' if folder else '') + ', '.join(names), 300)}"
+             for folder, names in groups.items()]
     if len(files) > shown:
         lines.append(f"{'' if bare else '- '}… {len(files) - shown} more")
     return lines
@@ -680,12 +704,12 @@ def related(own: dict, others: list[tuple[str, dict]], cwd=None) -> str:
         if branch:
             why.append(f"same branch: {', '.join(branch[:2])}")
         why.append(_when(span_other[0] - span_own[0]))
-        found.append((gap, span_other[0], name, "; ".join(why)))
+        found.append((not shared, gap, span_other[0], name, "; ".join(why)))
     if not found:
         return ""
-    found.sort(key=lambda f: (f[0], f[1], f[2]))
-    lines = [f"- {_one_line(name.removesuffix('.atif.json'), 120)} ({_one_line(why, 200)})"
-             for _, _, name, why in found[:RELATED_SHOWN]]
+    found.sort(key=lambda f: f[:4])  # those that changed the same files first, then the nearest in time
+    lines = [f"- {_one_line(name.removesuffix('.atif.json').rsplit('_', 1)[-1], 60)}: {_one_line(why, 200)}"
+             for *_, name, why in found[:RELATED_SHOWN]]
     if len(found) > RELATED_SHOWN:
         lines.append(f"- … {len(found) - RELATED_SHOWN} more")
     return f"\n## Related sessions ({len(found)})\n" + "\n".join(lines) + "\n"

@@ -299,7 +299,7 @@ def test_claude_answers_plan_approval_mode_and_the_plan_file_apart(tmp_path):
     claude_decisions(claude_home(env, []))
     files = exported(env, tmp_path / "out")
     card = one_card(files)
-    assert " · branch: feat-store · mode: plan, acceptEdits · " in card
+    assert " · branch: feat-store · mode: plan, acceptEdits" in card
     assert "- 1: (the title)\n- 2: [answer] Which store? → SQLite\n- 4: [plan approved]\n" in card
     assert "## Files written or edited (1)\n- store.py (5)\n- outside the directory: /root/.claude/plans/quiet-store.md (3)\n" in card
     index = files["INDEX.md"].decode()
@@ -353,10 +353,10 @@ def test_a_card_names_the_other_agents_session_on_the_same_file_and_branch(tmp_p
     cards_of = {name.split("_")[1]: data.decode() for name, data in files.items() if name.endswith(".card.md")}
     codex_file = next(n for n in files if "_codex_" in n and n.endswith(".atif.json"))
     claude_file = next(n for n in files if "_claude_" in n and n.endswith(".atif.json"))
-    assert cards_of["claude"].endswith(f"\n## Related sessions (1)\n- {codex_file[:-10]} (same files: store.py; "
-                                       "same branch: feat-store; 1 h later)\n")
-    assert cards_of["codex"].endswith(f"\n## Related sessions (1)\n- {claude_file[:-10]} (same files: store.py; "
-                                      "same branch: feat-store; 1 h earlier)\n")
+    assert cards_of["claude"].endswith(f"\n## Related sessions (1)\n- {codex_file[:-10].rsplit('_', 1)[1]}: same "
+                                       "files: store.py; same branch: feat-store; 1 h later\n")
+    assert cards_of["codex"].endswith(f"\n## Related sessions (1)\n- {claude_file[:-10].rsplit('_', 1)[1]}: same "
+                                      "files: store.py; same branch: feat-store; 1 h earlier\n")
     fs = memoryfs.MemoryFS("/work/proj", env)  # the mount serves the same bytes, sized alike
     for name, data in files.items():
         if name.endswith(".card.md"):
