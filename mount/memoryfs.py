@@ -77,7 +77,7 @@ from archiving import archiver
 from core import cache
 from discovery import archive, catalog, pulled
 from mount import guide, memoryindex, warmup
-from rendering import cards, documents
+from rendering import documents, views
 
 README = "README.md"
 RESCAN_SECONDS = 2.0
@@ -89,6 +89,9 @@ SETTLED_SECONDS = 600  # a session whose files changed more recently is being re
 ATTR_SECONDS = 60.0  # how long the kernel may keep a settled session's attributes (libfuse 3)
 DIR_MODE = stat.S_IFDIR | 0o555
 FILE_MODE = stat.S_IFREG | 0o444
+LINK_MODE = stat.S_IFLNK | 0o777
+DOCUMENTS = ".atif"  # the folder of the documents: found by its name, never listed
+FUSE_CAP_CACHE_SYMLINKS = 1 << 23  # libfuse 3's fuse_common.h: the kernel keeps what readlink said
 
 
 def _error(code: int) -> OSError:
@@ -99,17 +102,28 @@ DIRECTORY_ENTRIES = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), (README, FILE_MODE
 # (name, mode, 0): a mode alone gives the entry its d_type
 
 
+def document_path(name: str) -> str:
+    """Where a document is served (its name in memory/ is a symlink to it)."""
+    return f"{DOCUMENTS}/{name}"
+
+
 class Listing:
-    """One discovery's view of the project: file name -> session, and the README that counts
-    them. Never changed once built: the rescan thread replaces it whole."""
+    """One discovery's view of the project: document name -> session, each view's name (card,
+    transcript) -> (its document's name, its kind), and the README that counts them. Never
+    changed once built: the rescan thread replaces it whole."""
 
     def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
         self.files = {catalog.file_name(s): s for s in sessions}
-        self.cards = {cards.card_name(name): name for name in self.files}  # card -> its document's name
-        self.position = {name: i for i, name in enumerate(self.files)}
+        self.views = {views.name_of(name, kind): (name, kind) for name in self.files for kind in views.KINDS}
+        self.documents = {document_path(name): name for name in self.files}
+        self.position = {}  # a file's session's position: all of a session's files are one step of a walk
+        for i, name in enumerate(self.files):
+            for each in (name, document_path(name), *(views.name_of(name, kind) for kind in views.KINDS)):
+                self.position[each] = i
         self.readme = guide.readme(project, list(self.files), mounted=True)
-        self.entries = [*DIRECTORY_ENTRIES, *((n, FILE_MODE, 0) for name, card in zip(self.files, self.cards)
-                                              for n in (name, card))]  # readdir's
+        self.entries = [*DIRECTORY_ENTRIES, *(entry for name in self.files for entry in (
+            (name, LINK_MODE, 0), *((views.name_of(name, kind), FILE_MODE, 0) for kind in views.KINDS)))]  # readdir's
+        self.document_entries = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), *((n, FILE_MODE, 0) for n in self.files)]
         same = previous is not None and list(previous.files) == list(self.files)  # an offset is a position
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
@@ -231,7 +245,8 @@ class MemoryFS:
         self._steady = {name for name, seen in watched.items() if before is not None and before.get(name) == seen}
         if before is not None:
             for name in [n for n, seen in before.items() if watched.get(n) != seen]:
-                self._invalidate(name)
+                for each in (name, document_path(name), *(views.name_of(name, kind) for kind in views.KINDS)):
+                    self._invalidate(each)
 
     def _rescan_forever(self) -> None:
         # libfuse's SIGINT/SIGTERM handlers must run in the serving thread: only there do they
@@ -274,6 +289,7 @@ class MemoryFS:
         replies for 500 names instead of one."""
         if config is not None:
             conn.want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO)
+            conn.want |= conn.capable & FUSE_CAP_CACHE_SYMLINKS
             import mfusepy
 
             library = mfusepy._libfuse
@@ -307,52 +323,72 @@ class MemoryFS:
                 "st_mtime": mtime_ns, "st_ctime": mtime_ns, "st_atime": mtime_ns}
 
     def getattr(self, path, fh=None):
-        self._keep(path[1:], None)  # unless the answer is a settled session's, below
+        name = path[1:]
+        self._keep(name, None)  # unless the answer is a settled session's, below
         listing = self._listing
-        if path == "/":
+        if path == "/" or name == DOCUMENTS:
             return self._attrs(DIR_MODE, 0, listing.changed_ns)
-        handle = self._handles.get(fh.fh) if fh is not None else self._asker_handle(path[1:])
+        if name in listing.files:  # a document's symlink: its target never changes
+            self._keep(name, (len(document_path(name)), listing.changed_ns))
+            return self._attrs(LINK_MODE, len(document_path(name)), listing.changed_ns)
+        handle = self._handles.get(fh.fh) if fh is not None else self._asker_handle(name)
         if handle is not None:
             return self._attrs(FILE_MODE, len(handle.data), handle.mtime_ns)
-        if path[1:] == README:
+        if name == README:
             return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
-        if path[1:] == memoryindex.INDEX:
+        if name == memoryindex.INDEX:
             return self._attrs(FILE_MODE, len(self._index(listing)), listing.changed_ns)
-        if path[1:] in listing.cards:
-            return self._card_attrs(listing, listing.cards[path[1:]])
-        session = self._session(listing, path)
-        walk = self._walk(listing, path[1:])
+        document, kind = self._of(listing, name)
+        session = self._session(listing, document)
+        walk = self._walk(listing, name)
         stamp = documents.cache_stamp(session, self._env)
         facts = self._known_facts(listing, session, stamp, walk)
-        if facts is not None:
-            size = facts["size"]
-        else:
-            stamp, data = self._render(listing, session, walk)
+        size = facts.get("size" if kind is None else views.SIZE_FACT[kind]) if facts is not None else None
+        if not isinstance(size, int):
+            stamp, data = (self._render(listing, session, walk) if kind is None
+                           else self._view(listing, document, kind, walk))
             size = len(data)
         mtime_ns = stamp_mtime_ns(stamp)
-        if mtime_ns is not None and not _recent(mtime_ns) and self._steady_at(path[1:], stamp):
-            self._keep(path[1:], (size, mtime_ns))
+        if mtime_ns is not None and not _recent(mtime_ns) and self._steady_at(document, stamp):
+            self._keep(name, (size, mtime_ns))
         return self._attrs(FILE_MODE, size, mtime_ns or listing.changed_ns)
 
-    def _card_attrs(self, listing: Listing, document: str) -> dict:
-        """A card's size from its document's facts when they are known, else made now (a card
-        is never kept by the kernel: its answer has no attribute timeout)."""
-        session = self._session(listing, "/" + document)
+    @staticmethod
+    def _of(listing: Listing, name: str) -> tuple[str, str | None]:
+        """The document a served file is made from, and which view of it (None: the document)."""
+        if name in listing.documents:
+            return listing.documents[name], None
+        if name in listing.views:
+            return listing.views[name]
+        raise _error(errno.ENOENT)
+
+    def readlink(self, path):
+        if path[1:] not in self._listing.files:
+            raise _error(errno.ENOENT if path[1:] not in self._listing.views else errno.EINVAL)
+        return document_path(path[1:])
+
+    def _view(self, listing: Listing, document: str, kind: str, walk: int) -> tuple[list, bytes]:
+        """A view of a document (card, transcript) and the stamp of the bytes it was made from:
+        kept in memory and on disk (views.py), else made now, its size recorded with the facts."""
+        session = self._session(listing, document)
         stamp = documents.cache_stamp(session, self._env)
-        facts = self._facts.get(session, stamp)
-        if facts is not None and isinstance(facts.get("card_size"), int):
-            size = facts["card_size"]
-        else:
-            stamp, data = self._card(listing, document)
-            size = len(data)
-        return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+        key = f"{documents.cache_key(session)}|{kind}"
+        data = self._cache.get(key, stamp)
+        if data is None:
+            data = views.kept(self._env, session, stamp, kind)
+        if data is None:
+            from atif.serialize import loads
 
-    def _card(self, listing: Listing, document: str) -> tuple[list, bytes]:
-        """The card of a document (cards.py) and the stamp of the bytes it was made from."""
-        from atif.serialize import loads
-
-        stamp, data = self._render(listing, self._session(listing, "/" + document), 0)
-        return stamp, cards.render(loads(data))
+            stamp, rendered = self._render(listing, session, walk)
+            data = views.kept(self._env, session, stamp, kind)
+            if data is None:
+                data = views.made(kind, loads(rendered))
+                views.keep(self._env, session, stamp, kind, data)
+            facts = self._facts.get(session, stamp)
+            if facts is not None and facts.get(views.SIZE_FACT[kind]) != len(data):
+                self._facts.put(session, {**facts, views.SIZE_FACT[kind]: len(data)})
+        self._cache.put(key, stamp, data, evict=not walk)
+        return stamp, data
 
     def _steady_at(self, name: str, stamp: list) -> bool:
         """Whether the answer is of the files the last two discoveries found unchanged: a
@@ -436,10 +472,10 @@ class MemoryFS:
             return next((h for h in reversed(handles) if h.opener == asker), handles[-1])
         return handles[0]
 
-    def _session(self, listing: Listing, path: str):
-        """The session of a file name; a live one deleted since the listing was made is served
-        from the archive when it holds it, else it is gone (a pulled one is read from git)."""
-        session = listing.files.get(path[1:])
+    def _session(self, listing: Listing, name: str):
+        """The session of a document's name; a live one deleted since the listing was made is
+        served from the archive when it holds it, else it is gone (a pulled one is read from git)."""
+        session = listing.files.get(name)
         if session is not None and not (archive.marked(session) or pulled.marked(session)
                                         or os.path.lexists(session.source)):
             session = archiver.archived_copy(session, self._env)
@@ -466,8 +502,10 @@ class MemoryFS:
         were read from (its `changed_ns`, which is also the directory's mtime: the kernel drops
         them itself when that changes). A readdir lists the listing of its moment, never an
         older one, so what the kernel keeps is never older than the mtime it kept it under."""
-        if path != "/":
+        if path not in ("/", "/" + DOCUMENTS):
             raise _error(errno.ENOTDIR)
+        if path != "/":
+            return 0
         if hasattr(fi, "cache_readdir"):
             changed = self._listing.changed_ns
             fi.cache_readdir = 1
@@ -476,6 +514,8 @@ class MemoryFS:
         return 0
 
     def readdir(self, path, fh):
+        if path == "/" + DOCUMENTS:
+            return self._listing.document_entries
         if path != "/":
             raise _error(errno.ENOTDIR)
         return self._listing.entries  # the same list while the listing stands
@@ -498,13 +538,18 @@ class MemoryFS:
         if name in (README, memoryindex.INDEX):
             data = version = listing.readme if name == README else self._index(listing)
             mtime_ns = listing.changed_ns
-        elif name in listing.cards:
-            stamp, data = self._card(listing, listing.cards[name])
-            version, mtime_ns = [*stamp, "card"], stamp_mtime_ns(stamp) or listing.changed_ns
         else:
-            session = self._session(listing, path)
-            stamp, data = self._render(listing, session, self._walk(listing, name))
-            version, mtime_ns = stamp, stamp_mtime_ns(stamp) or listing.changed_ns
+            if name in listing.files:  # the kernel follows the symlink; a caller of these methods may not
+                name = document_path(name)
+            document, kind = self._of(listing, name)
+            walk = self._walk(listing, name)
+            if kind is None:
+                stamp, data = self._render(listing, self._session(listing, document), walk)
+                version = stamp
+            else:
+                stamp, data = self._view(listing, document, kind, walk)
+                version = [*stamp, kind]
+            mtime_ns = stamp_mtime_ns(stamp) or listing.changed_ns
         handle = self._handle_for(name, version, data, mtime_ns)
         promised = self._promised.get(name)
         if promised is not None and promised != (len(handle.data), handle.mtime_ns):

@@ -4,8 +4,9 @@ When requests walk the mount's directory (memoryfs: each file asked about is lis
 the previous one), the sessions ahead of the walk whose size is not known yet are handed to
 `Warmer`, which renders them in the background, one worker process per core, in the walk's
 order (the order `ls -l`, `grep -r` or `cat memory/*` will ask for them). A worker translates
-a session, stores its document in the document cache (`doccache`) and sends back its totals
-(`documents.totals`, with the stamp they are valid for), which the mount records in its size
+a session, stores its document, its card and its transcript in the document cache (`doccache`,
+views.py) and sends back its totals (`documents.totals` and the views' sizes, with the stamp they
+are valid for), which the mount records in its size
 cache. The mount then answers `getattr` from the size cache and `open` from the document
 cache: translation runs on every core instead of the single serving thread, and the big
 documents and the SQLite snapshots of a cold start live in the workers, which exit when
@@ -37,7 +38,7 @@ from collections import OrderedDict, deque
 from core.jsonlib import orjson
 
 from agents.base import Session
-from rendering import documents
+from rendering import documents, views
 
 WORKER_ARGUMENT = "memory-worker"  # trajectoriz.main runs run_worker for it
 WAIT_SECONDS = 30.0  # a request's longest wait for a worker (rendering a 200 MB session: ~4 s)
@@ -245,7 +246,7 @@ def run_worker(env) -> int:
         session = Session.from_cache(values)
         session.short_id = short_id
         try:
-            facts = documents.fresh_totals(session, env)
+            facts = views.fresh_totals(session, env)
         except Exception as exc:  # the mount renders it itself, and reports
             print(f"trajectoriz: warm-up of {short_id} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             facts = None

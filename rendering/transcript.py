@@ -226,3 +226,18 @@ def footer(short_id: str, part: str | None, first: int, last: int, total: int) -
     which = f" --subagent {part}" if part else ""
     return [f"_Steps {first}–{last} of {total}. Next: `trajectoriz show {short_id} --markdown"
             f"{which} --steps {following}`_"]
+
+
+# the transcript beside each document in memory/ ------------------------------------------------------
+MEMORY_CUT = 400  # characters of a tool's arguments or output, at most
+
+
+def memory_transcript(doc: dict) -> bytes:
+    """The session's transcript as memory/ serves it (`<date>_<agent>_<id>.transcript.md`), made
+    from its redacted document alone: every step, outputs and arguments cut."""
+    short_id = (doc.get("extra") or {}).get("short_id") or ""
+    lines = [f"# Transcript of session `{short_id}`", ""]
+    for step in doc.get("steps") or []:
+        if isinstance(step, dict):
+            lines += render_step(step, short_id, {}, MEMORY_CUT)
+    return terminal_safe("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
