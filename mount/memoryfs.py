@@ -87,6 +87,7 @@ CACHE_BYTES = 64 * 1024 * 1024
 FUSE_CAP_READDIRPLUS, FUSE_CAP_READDIRPLUS_AUTO = 1 << 13, 1 << 14  # libfuse 3's fuse_common.h
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 ATTR_SECONDS = 60.0  # how long the kernel may keep a settled session's attributes (libfuse 3)
+INDEX_SECONDS = 4.5  # the longest INDEX.md's first read waits for the facts of sessions never rendered
 DIR_MODE = stat.S_IFDIR | 0o555
 FILE_MODE = stat.S_IFREG | 0o444
 LINK_MODE = stat.S_IFLNK | 0o777
@@ -210,7 +211,7 @@ class MemoryFS:
         self._thread: threading.Thread | None = None
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
-        self._index_filled: Listing | None = None  # the listing whose INDEX.md the workers were asked to fill
+        self._index_asked: set = set()  # (cache key, stamp) of each session INDEX.md had rendered
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
@@ -328,7 +329,8 @@ class MemoryFS:
         listing = self._listing
         if path == "/" or name == DOCUMENTS:
             return self._attrs(DIR_MODE, 0, listing.changed_ns)
-        if name in listing.files:  # a document's symlink: its target never changes
+        if name in listing.files:  # a document's symlink (its target never changes), while its session is
+            self._session(listing, name)  # there
             self._keep(name, (len(document_path(name)), listing.changed_ns))
             return self._attrs(LINK_MODE, len(document_path(name)), listing.changed_ns)
         handle = self._handles.get(fh.fh) if fh is not None else self._asker_handle(name)
@@ -424,13 +426,28 @@ class MemoryFS:
             self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
 
-    def _fill_index(self, sessions: list) -> None:
-        """Have the workers render the sessions INDEX.md knows nothing of yet (once per listing),
-        newest first: the next read of INDEX.md shows what they found."""
-        listing = self._listing
-        if self._warmer is not None and self._index_filled is not listing:
-            self._index_filled = listing
-            self._warmer.warm(sessions)
+    def _fill_index(self, unknown: list) -> None:
+        """Render the sessions INDEX.md knows no facts of ((session, stamp) pairs, newest first)
+        before it is answered: on the workers, every core, or here without them; at most
+        INDEX_SECONDS, after which INDEX.md says which rows are pending (the workers go on). A
+        version of a session is waited for once: one that cannot be rendered delays one read."""
+        wanted = []
+        for session, stamp in unknown:
+            version = (documents.cache_key(session), repr(stamp))
+            if version not in self._index_asked:
+                self._index_asked.add(version)
+                wanted.append(session)
+        if not wanted:
+            return
+        deadline = time.monotonic() + INDEX_SECONDS
+        if self._warmer is not None:
+            self._warmer.warm(wanted, first=True)
+            self._warmer.wait_all(wanted, deadline)
+            return
+        for session in wanted:
+            if time.monotonic() >= deadline:
+                break
+            self._facts.rendered(session)
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)

@@ -62,16 +62,19 @@ class Warmer:
         self._stopped = False
         self._changed = threading.Condition()
 
-    def warm(self, sessions) -> None:
-        """Queue `sessions` (after those already queued) and start workers for them. Called
-        from the serving thread: the workers inherit its signal mask."""
+    def warm(self, sessions, first: bool = False) -> None:
+        """Queue `sessions` (after those already queued; `first`: before them, in their order)
+        and start workers for them. Called from the serving thread: the workers inherit its
+        signal mask."""
         with self._changed:
             if self._stopped:
                 return
-            for session in sessions:
+            for session in reversed(sessions) if first else sessions:
                 key = documents.cache_key(session)
                 if key not in self._busy:
                     self._pending[key] = session
+                    if first:
+                        self._pending.move_to_end(key, last=False)
             wanted = min(self._workers, len(self._pending)) - self._running
             for _ in range(max(0, wanted)):
                 self._start_worker()
@@ -91,6 +94,17 @@ class Warmer:
                     break
                 self._changed.wait(left)
             self._pending.pop(key, None)
+
+    def wait_all(self, sessions, deadline: float) -> None:
+        """Wait until the workers have rendered every one of `sessions` that is queued or being
+        rendered, until no worker is left, or until `deadline` (time.monotonic())."""
+        keys = [documents.cache_key(s) for s in sessions]
+        with self._changed:
+            while any(k in self._busy or (k in self._pending and self._running) for k in keys):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
 
     def stop(self) -> None:
         """Kill the workers and wait for their threads (the mount is ending)."""
