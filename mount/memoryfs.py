@@ -1,24 +1,37 @@
-"""The memory/ file system: README.md, INDEX.md (mount/memoryindex.py: made from what is known when it is
-opened, never by rendering) and one ATIF document per session of a project, read-only, each
-translated when it is first stat'ed or opened (never when the directory is listed). When
-requests walk the directory (each file asked about is listed next to the previous one: `ls -l`,
-`grep -r` and `du` go in the directory's order, `cat memory/*` in the reverse), worker processes
-render the rest of it ahead of the walk, on every core (mount/warmup.py).
+"""The memory/ file system: README.md, INDEX.md (mount/memoryindex.py) and, per session of a
+project, three files named from its id, read-only:
+- `<date>_<agent>_<id>.card.md` and `<date>_<agent>_<id>.transcript.md`: its card and its
+  transcript (rendering/views.py), made from its document;
+- `<date>_<agent>_<id>.atif.json`: a symlink to `.atif/<date>_<agent>_<id>.atif.json`, its ATIF
+  document. `.atif` is a folder that a lookup finds and a listing of memory/ never shows: GNU
+  `grep -r` and `rg` skip the symlinks they meet while recursing, so what `grep -rn WORDS
+  memory/` returns is lines of cards and transcripts, never a JSON line of tens of KB, while
+  `jq`, `cat`, `cp`, an editor's Read and Python's `open` follow the link to the document (`ls
+  -l` shows the link, `ls -lL`, `du -L`, `find -L` the document).
+Every file is made when it is first stat'ed or opened (never when the directory is listed:
+the symlinks need nothing), and kept: a document in the document cache, a card and a transcript
+as side files of it (so a warm read never makes one again), their sizes with the document's
+facts. When requests walk the directory (each file asked about is of the session listed next to
+the previous one's: `ls -l`, `grep -r` and `du` go in the directory's order, `cat memory/*` in
+the reverse), worker processes render the rest of it ahead of the walk, on every core
+(mount/warmup.py). INDEX.md's first read waits for the workers to render the sessions whose
+facts it does not know (at most INDEX_SECONDS; past it, INDEX.md says how many rows are pending).
 
 The mfusepy operations (the public methods) are called by libfuse from one thread
 (`nothreads`); a second thread, started in `init()`, re-discovers the sessions every few
 seconds and swaps in a new `Listing`, which the operations read without locking.
 
 Each open handle serves one rendering, from open to close, whole: the bytes the session had at
-`open` (or the README of that moment), never a mix with a later version, whatever other readers
+`open` (its document's, or its card's or transcript's made from them; or the README of that
+moment), never a mix with a later version, whatever other readers
 do meanwhile. The kernel keeps one page cache and one size (i_size) per file name, shared by
 every handle on it: pages that one handle's reads filled are served to the next reader that
 finds them, and any attribute answer (a `stat`, the size a read asks for) resets the size every
 handle's cached reads stop at. So a handle reads through the page cache only while every open
 handle of its file serves the same bytes; otherwise its reads come here (direct_io), with its
 own bytes, and the kernel's size plays no part in them:
-- `open` renders the session (or takes it from the byte cache when its native files did not
-  change). A session whose native files changed in the last SETTLED_SECONDS (one being
+- `open` renders the session, or makes its card or transcript (or takes them from the byte
+  cache or the document cache when its native files did not change). A session whose native files changed in the last SETTLED_SECONDS (one being
   recorded), or one that other open handles serve other bytes of, is opened direct_io.
 - an `open` that finds a handle reading through the page cache with older bytes (the session
   changed while it read) gets those same older bytes, direct_io: the page-cache readers keep
@@ -34,16 +47,18 @@ own bytes, and the kernel's size plays no part in them:
   they record is checked against the session's current stamp like any entry).
 - how long the kernel keeps an answer's attributes is said with each answer (libfuse 3 reads
   its fuse_config's attr_timeout as it makes each reply, lookups' included, and one thread
-  answers): ATTR_SECONDS for a settled session's when no handle is open on it and the last
+  answers): ATTR_SECONDS for a symlink's (its target is its name's), and for a settled
+  session's document, card and transcript when no handle is open on it and the last
   two discoveries (the launcher's counts, when the server's first one reads its snapshot)
   found its native files as they are now (discovery's fingerprint; a file whose
   mtime is set back after each change, as `cp -p` does, is not settled by its mtime alone);
   none for a session being recorded, a handle's answer, README.md, INDEX.md and the
-  directory (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
+  directories (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
   read that reaches the cached end of a file the kernel keeps nothing of asks again, with its
-  handle; a warm `ls -l` or `grep -r` asks nothing per settled file.
-- what the kernel keeps is dropped (fuse_invalidate_path: attributes and pages) when the rescan
-  finds the session's fingerprint changed or the session gone (resumed: within a rescan or
+  handle; a warm `ls -l` or `grep -r` asks nothing per settled file (the kernel keeps what
+  readlink said too: FUSE_CAP_CACHE_SYMLINKS).
+- what the kernel keeps is dropped (fuse_invalidate_path: attributes and pages, of the
+  session's four names) when the rescan finds the session's fingerprint changed or the session gone (resumed: within a rescan or
   two), and, before the `open` is answered, when an open's bytes are not those last answered
   with ATTR_SECONDS: from the serving thread when no handle is open on the file (then no read
   can hold its pages), else from another thread, every handle opened until it is done reading
