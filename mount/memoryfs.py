@@ -90,6 +90,7 @@ from collections import OrderedDict
 from agents import sqlite_ro
 from archiving import archiver
 from core import cache
+from core.version import VERSION
 from discovery import archive, catalog, pulled
 from mount import guide, memoryindex, warmup
 from rendering import documents, views
@@ -358,7 +359,7 @@ class MemoryFS:
         document, kind = self._of(listing, name)
         session = self._session(listing, document)
         walk = self._walk(listing, name)
-        stamp = documents.cache_stamp(session, self._env)
+        stamp = self._stamp(document, session)
         facts = self._known_facts(listing, session, stamp, walk)
         size = facts.get("size" if kind is None else views.SIZE_FACT[kind]) if facts is not None else None
         if not isinstance(size, int):
@@ -388,7 +389,7 @@ class MemoryFS:
         """A view of a document (card, transcript) and the stamp of the bytes it was made from:
         kept in memory and on disk (views.py), else made now, its size recorded with the facts."""
         session = self._session(listing, document)
-        stamp = documents.cache_stamp(session, self._env)
+        stamp = self._stamp(document, session)
         key = f"{documents.cache_key(session)}|{kind}"
         data = self._cache.get(key, stamp)
         if data is None:
@@ -406,6 +407,17 @@ class MemoryFS:
                 self._facts.put(session, {**facts, views.SIZE_FACT[kind]: len(data)})
         self._cache.put(key, stamp, data, evict=not walk)
         return stamp, data
+
+    def _stamp(self, document: str, session) -> list:
+        """The session's stamp now (documents.cache_stamp), from one stat of each of the native
+        files the last rescan found it made of, sparing the translator's look for more (a
+        warm `grep -r` opens a thousand files). Should it have gained one since, the stamp
+        matches no cached rendering, and the bytes are made again from all of them."""
+        seen = (self._watched or {}).get(document)
+        if seen is None or documents.cache_key(seen[0]) != documents.cache_key(session) or archive.marked(session):
+            return documents.cache_stamp(session, self._env)
+        files, version, _ = seen[1]
+        return [cache.fingerprint(files), version, VERSION, True]
 
     def _steady_at(self, name: str, stamp: list) -> bool:
         """Whether the answer is of the files the last two discoveries found unchanged: a
