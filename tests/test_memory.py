@@ -186,6 +186,24 @@ def test_listing_sizes_and_bytes_match_show(store):
     assert f"({len(wanted)} session(s))" in readme.decode() and "generates when a file is read" in readme.decode()
 
 
+def test_cards_and_transcripts_are_kept_beside_the_documents(store, monkeypatch):
+    """Made once, then kept on disk beside the cached document with their sizes among the
+    facts: a later mount stats and reads every card and transcript without making one, nor
+    parsing a document."""
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    names = [views.name_of(n, kind) for n in expected_sessions(env, proj) for kind in views.KINDS]
+    first = {name: read_all(fs, name)[0] for name in names}
+    fs.destroy("/")
+    monkeypatch.setattr(views, "made", lambda *a: pytest.fail("a view was made again"))
+    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("a document was rendered again"))
+    import atif.serialize
+    monkeypatch.setattr(atif.serialize, "loads", lambda *a: pytest.fail("a document was parsed"))
+    again = new_fs(env, proj)
+    assert {name: again.getattr("/" + name)["st_size"] for name in names} == {n: len(d) for n, d in first.items()}
+    assert {name: read_all(again, name)[0] for name in names} == first
+
+
 def test_listing_translates_nothing(store, monkeypatch):
     env, proj, _ = store
     fs = new_fs(env, proj)
