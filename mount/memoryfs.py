@@ -463,18 +463,20 @@ class MemoryFS:
             version = (documents.cache_key(session), repr(stamp))
             if version not in self._index_asked:
                 self._index_asked.add(version)
-                wanted.append(session)
+                wanted.append((session, stamp))
         if not wanted:
             return
         deadline = time.monotonic() + INDEX_SECONDS
         if self._warmer is not None:
-            self._warmer.warm(wanted, first=True)
-            self._warmer.wait_all(wanted, deadline)
-            return
-        for session in wanted:
+            self._warmer.warm([session for session, _ in wanted], first=True)
+            self._warmer.wait_all([session for session, _ in wanted], deadline)
+        for session, stamp in wanted:  # what no worker could render (none started, or they died)
             if time.monotonic() >= deadline:
                 break
-            self._facts.rendered(session)
+            if self._facts.get(session, stamp) is None:
+                if self._warmer is not None:
+                    self._warmer.wait(session)  # (at once: no worker has it in hand)
+                self._facts.rendered(session)
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)

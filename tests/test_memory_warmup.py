@@ -155,6 +155,19 @@ def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
         fs.destroy("/")
 
 
+@pytest.mark.parametrize("broken", [[sys.executable, "-c", "pass"],  # exits before answering
+                                    ["/nonexistent/trajectoriz"]])     # cannot even start
+def test_without_workers_the_server_fills_the_index_s_first_read(store, broken):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
+    try:
+        rows = index_rows(read_all(fs, memoryindex.INDEX)[0])
+        assert set(rows) == set(expected_sessions(env, proj))
+        assert all(row[2] and row[4] == "completed" for row in rows.values())
+    finally:
+        fs.destroy("/")
+
+
 def test_a_hung_worker_delays_a_request_only_until_the_deadline(store, monkeypatch):
     env, proj, _ = store
     monkeypatch.setattr(warmup, "WAIT_SECONDS", 0.5)
