@@ -411,9 +411,9 @@ class MemoryFS:
     def _stamp(self, document: str, session) -> list:
         """The session's stamp now (documents.cache_stamp), from one stat of each of the native
         files the last rescan found it made of, sparing the translator's look for more (a
-        warm `grep -r` opens a thousand files). A file it gained since (a sub-agent's
-        transcript) counts from the next rescan, seconds later: until then, as when any of its
-        files changes, a rendering of all of them is made once that one changes too."""
+        warm `grep -r` opens a thousand files). A change to those files counts at once; a
+        native file it gained since (a sub-agent's transcript) from the next rescan, seconds
+        later."""
         seen = (self._watched or {}).get(document)
         if seen is None or documents.cache_key(seen[0]) != documents.cache_key(session) or archive.marked(session):
             return documents.cache_stamp(session, self._env)
