@@ -1,8 +1,9 @@
 """`trajectoriz search`: find a session, then read it (`show`, or the mount).
 
 The default mode matches what discovery already knows (title, first message, ids, agent) and
-every request the user typed in a session rendered before (its document's facts: nothing is
-parsed), and so costs little more than the cached catalog. `--content` matches inside every step of the documents the
+every request the user typed (its document's facts, kept across runs: a session no run has read
+yet is rendered first, on every core, for at most FACTS_SECONDS, so that even the first search on
+a fresh cache sees every request; after that it costs little more than the cached catalog). `--content` matches inside every step of the documents the
 mount serves (messages, reasoning, tool calls and their outputs, sub-agents included), on every
 core, printing hits as they come.
 
@@ -36,6 +37,7 @@ SNIPPET_WIDEST = 160  # characters between the first and the last word a snippet
 SPANS_LOOKED_AT = 32  # occurrences of a word in a field weighed when placing a snippet
 STEPS_LISTED = 12  # step numbers on a session's row beside its best hit's
 TOKEN = re.compile(r'"([^"]*)"|(\S+)')  # a quoted phrase, or a word
+FACTS_SECONDS = 5.0  # the longest a default search reads the sessions no run has read yet
 
 
 class Query:
@@ -408,6 +410,7 @@ def run_search(args, env) -> int:
     from rendering import documents
 
     facts = documents.Facts(env)
+    unread = facts.fill(sessions, FACTS_SECONDS)
     found = [(s, f) for s in sessions for f in (facts.latest(s),) if query.matches(listed_text(s, f))]
     shown = page(found, args.offset, args.limit)
     if args.json:
@@ -424,7 +427,16 @@ def run_search(args, env) -> int:
         body = "\n" + table(headers, rows) + "\n" if found else ""
         write(heading + body)
         more_note(len(found), args, sys.stdout)
+    unread_note(unread)
     return 0 if found else 1
+
+
+def unread_note(unread: list) -> None:
+    """What the default search could only match by title and first message: sessions no run
+    has read yet, past the bound of the first search on a fresh cache (the next reads them)."""
+    if unread:
+        print(f"trajectoriz: {len(unread)} session(s) not read yet were matched by their title and first "
+              f"message only: search again to match every request of theirs", file=sys.stderr)
 
 
 def listed_text(session, facts: dict | None) -> str:

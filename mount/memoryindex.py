@@ -4,8 +4,9 @@ newest first, for an agent to pick the one card or file to open: its file name (
 was rendered since it last changed: `export`, `list --steps`, a read, the mount's warm-up), its
 steps, outcome, the commits it made (short hashes), the files it changed in the project (those
 outside it counted), the git branches it ran on, and the directory it ran in when that is
-not the project's root (a worktree). Nothing is rendered for it: its cost
-is a listing's; a field not known yet is blank."""
+not the project's root (a worktree). Nothing is rendered here: the mount has the sessions whose
+facts are not known rendered before its first answer (memoryfs), an export renders every session
+first; a field not known yet is blank."""
 
 from __future__ import annotations
 
@@ -28,12 +29,15 @@ HEADERS = ["File", "Date", "Agent", "Steps", "Title", "Outcome", "Commits", "Fil
 def index(project: str | None, sessions: list, facts: documents.Facts, env, known=None, unknown=None) -> bytes:
     """The index of `sessions` (in their order: discovery's, newest first). `known(session)`:
     what discovery has checked of it (`Catalog.known`, or None), which spares stat'ing its files;
-    `unknown(sessions)` is handed the sessions whose facts are not known (the mount has them
-    rendered, on every core)."""
+    `unknown([(session, stamp), ...])` is handed the sessions whose facts are not known, before the
+    index is made (the mount has them rendered, on every core, while the reader waits, for a bounded
+    time): what it found is in the index; a session still unknown is said to be pending."""
     known = known or (lambda s: None)
-    found = [facts.get(s, documents.cache_stamp(s, env, facts.redact, known(s))) for s in sessions]
+    stamps = [documents.cache_stamp(s, env, facts.redact, known(s)) for s in sessions]
+    found = [facts.get(s, stamp) for s, stamp in zip(sessions, stamps)]
     if unknown is not None and None in found:
-        unknown([s for s, f in zip(sessions, found) if f is None])
+        unknown([(s, stamp) for s, stamp, f in zip(sessions, stamps, found) if f is None])
+        found = [f if f is not None else facts.get(s, stamp) for s, stamp, f in zip(sessions, stamps, found)]
     elsewhere = any(_elsewhere(s.cwd, project) for s in sessions)
     headers = HEADERS + (["Directory"] if elsewhere else [])
     rows = [row(s, f, project if elsewhere else None) for s, f in zip(sessions, found)]
@@ -41,12 +45,17 @@ def index(project: str | None, sessions: list, facts: documents.Facts, env, know
         headers = headers + ["Shared by"]
         rows = [r + [pulled.contributor_of(s) or ""] for r, s in zip(rows, sessions)]
     missing = sum(1 for f in found if f is None)
-    note = (f" Steps, outcome, branch, commits and files changed are blank for the {missing} session(s) not "
-            f"rendered since they last changed (open a file once, or run `trajectoriz list --steps`)."
-            if missing else "")
+    note = ""
+    if missing and unknown is not None:
+        note = (f" {missing} session(s) are still being read: their rows have blank Steps, Outcome, "
+                f"Commits, Files changed and Branch; read INDEX.md again in a few seconds.")
+    elif missing:
+        note = (f" Steps, outcome, branch, commits and files changed are blank for the {missing} session(s) not "
+                f"rendered since they last changed (open a file once, or run `trajectoriz list --steps`).")
     return (f"# Index of the sessions of {cell(project or 'every project')}\n\n"
             f"{len(rows)} session(s), newest first. Read a session's card first (the `.card.md` of its "
-            f"file's name), then its `.atif.json` with jq for details.{note}\n\n{table(headers, rows)}\n").encode()
+            f"file's name), then grep its `.transcript.md` (the conversation as text), and its `.atif.json` "
+            f"with jq only for a whole output.{note}\n\n{table(headers, rows)}\n").encode()
 
 
 def row(session, known: dict | None, project: str | None) -> list[str]:

@@ -30,7 +30,8 @@ from core.jsonlib import orjson
 FOLDER = cache.named("documents-v3")  # older ones hold documents redacted by older rules (cache.is_obsolete)
 LIMIT_BYTES = 2 * 1024 ** 3
 COMPRESSED = ".zst"  # the document compressed as a push sends it (sharing/push.py)
-SUFFIXES = (".json", ".search", COMPRESSED)  # the document, its searchable text, compressed
+SUFFIXES = (".json", ".search", COMPRESSED, ".card", ".transcript")  # the document, its searchable text,
+# compressed, and the views memory/ shows beside it (rendering/views.py)
 REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)
 _known_total: dict = {}  # folder -> bytes this process believes it holds
 

@@ -9,6 +9,7 @@ becomes a valid document that says what went wrong.
 from __future__ import annotations
 
 import sys
+import time
 
 import agents
 from agents.base import Session
@@ -304,6 +305,30 @@ class Facts:
         finally:
             progress.clear()
         return found
+
+    def fill(self, sessions: list[Session], seconds: float) -> list[Session]:
+        """Render, on every core, the sessions that no redacted rendering has facts of (in the
+        order given: newest first), for at most about `seconds` (the result of the pool's chunk in
+        hand is waited for), and keep their facts; the sessions left without any."""
+        from core import parallel
+
+        missing = [s for s in sessions if self.latest(s) is None]
+        if not missing:
+            return []
+        deadline = time.monotonic() + seconds
+        progress = parallel.Progress(len(missing), "reading sessions")
+        done = 0
+        try:
+            for facts in parallel.ordered(fresh_totals, missing, (self.env, self.redact)):
+                self.put(missing[done], facts)
+                done += 1
+                progress.step()
+                if time.monotonic() >= deadline:
+                    break
+        finally:
+            progress.clear()
+            self.save()
+        return missing[done:]
 
     def save(self) -> None:
         unsaved, self._unsaved = self._unsaved, {}

@@ -691,7 +691,7 @@ def test_a_mounted_memory_serves_archived_sessions_as_it_served_them_live(tmp_pa
         names = sorted(n for n in os.listdir(point) if n.endswith(".atif.json"))
         assert names == sorted(before)
         assert {n: open(os.path.join(point, n), "rb").read() for n in names} == before
-        listing = client("ls", "-l", point)
+        listing = client("ls", "-lL", point)  # the documents' sizes, through their symlinks
         assert all(f" {len(data)} " in listing.stdout for data in before.values())
     finally:
         cli("memory", "--unmount", point, env=env, cwd=project)

@@ -465,7 +465,7 @@ def test_background_mount_outlives_the_launcher_and_uses_the_hosts_libfuse(binar
         assert os.path.basename(os.path.realpath(f"/proc/{pid}/exe")) == "trajectoriz-host-libc"
         libc = [f for f in mapped if os.path.basename(f).startswith("libc.so")]
         assert libc and not any(f.startswith(app) for f in libc), libc
-        grep = subprocess.run(["timeout", "-s", "KILL", "60", "grep", "-r", "-l", "SCENARIO", point],
+        grep = subprocess.run(["timeout", "-s", "KILL", "60", "grep", "-R", "-l", "SCENARIO", point],  # -R: through the symlinks
                               capture_output=True, timeout=90)
         found = sorted(os.path.basename(p) for p in grep.stdout.decode().split())
         exported = tmp_path / "export"

@@ -288,6 +288,6 @@ def test_no_planted_secret_comes_out_of_the_mount(tmp_path):
         assert MARK.encode() in served
         assert leaks(served) == []
         for _, secret, _ in SECRETS.values():
-            assert client("grep", "-r", "-l", "-F", secret[-12:], point).stdout == "", secret
+            assert client("grep", "-R", "-l", "-F", secret[-12:], point).stdout == "", secret  # -R: the documents too
     finally:
         take_down(point)

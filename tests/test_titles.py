@@ -54,9 +54,9 @@ def test_default_search_finds_a_session_by_any_request_its_user_typed(env):
         result = cli("search", query, "--json", env=env)
         return {json.loads(line)["native_id"] for line in result.stdout.splitlines()}
 
-    assert found("makerun ImportError") == set()  # a later request: known once rendered
+    assert found("makerun ImportError") == {DOT}  # its fifth request: the first search renders it
     listed(env, "--steps")
-    assert found("makerun ImportError") == {DOT}  # its fifth request, from the kept facts
+    assert found("makerun ImportError") == {DOT}  # from the kept facts
     assert found("uv管理") == {DOT}
 
 
