@@ -57,9 +57,11 @@ a card, a transcript and a document named `<date>_<agent>_<id>` (`ls | grep <id>
    `<date>_<agent>_<id>.transcript.md` is the conversation as text: `## N · user · 2026-06-10 14:02`
    heads step N (`## S:N` a sub-agent's); the user's and the agent's messages are whole; each tool
    call is a line (`$ make test`, `edit src/a.py (-2 +5 lines)`, `read src/b.py`), `✗` when it
-   failed or was refused, with its output's first and last lines.
-4. Read around a hit: `sed -n 120,200p FILE.transcript.md`; `grep -n '^## [0-9]' FILE.transcript.md`
-   lists where each step starts; `{me} show <id> --markdown --steps 10-20` prints those steps.
+   failed or was refused, with its output's first and last lines. One grep can answer several
+   questions: `grep -n -e 'first words' -e 'other words' *.transcript.md`.
+4. Read around a hit: `sed -n 120,160p FILE.transcript.md` (a bounded range: the sub-agents' steps
+   follow the session's at the end of the file); `grep -n '^## [0-9]' FILE.transcript.md` lists where
+   each step starts; `{me} show <id> --markdown --steps 10-20` prints those steps only.
 5. Only for an output the transcript cut: the document, `<date>_<agent>_<id>.atif.json` (ATIF v1.7
    JSON), at the jq path the cut names: `jq -r '.steps[13].observation.results[0].content' FILE`.
 
@@ -68,7 +70,7 @@ trajectoriz is run here as `{me}`.
 ## Search
 
     {me} search{scope} "words the user typed"   # titles and every request
-    {me} search{scope} --content "error text"   # every step: prints its step and jq path
+    {me} search{scope} --content "error text"   # every step: its transcript's file:line, step, jq path
     {me} blame path/to/file.py:42                   # the sessions that wrote that line
 
 {elsewhere}
