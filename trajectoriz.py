@@ -494,8 +494,7 @@ def _resume_parser(commands) -> None:
                     "that agent's own resume command (README: Carry on). A session the agent no longer "
                     "holds (only in the archive) or one a teammate shared is carried over with "
                     "`trajectoriz handoff` instead.")
-    resume.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
-    resume.add_argument("--print", action="store_true", help="print the command line instead of running it")
+    _carry_options(resume)
     resume.add_argument("--prompt", metavar="TEXT",
                         help="send TEXT as one more request without the agent's interactive interface "
                              "(its non-interactive mode), then exit")
@@ -505,6 +504,13 @@ def _resume_parser(commands) -> None:
                              "archive; with --print, only say what would be written)")
 
 
+def _carry_options(command: argparse.ArgumentParser) -> None:
+    """What resume and handoff both take: the session, and --print."""
+    command.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    command.add_argument("--print", action="store_true",
+                         help="print the command line (with its prompt) instead of running it")
+
+
 def _handoff_parser(commands) -> None:
     handoff = commands.add_parser(
         "handoff", help="carry a session over to another agent", epilog=EPILOGS["handoff"],
@@ -512,10 +518,8 @@ def _handoff_parser(commands) -> None:
                     "the session over: every request, the commits, files written and failed commands, "
                     "where it stopped, and where the whole session is. The prompt quotes the session "
                     "as history in one delimited block, redacted, within --budget tokens.")
-    handoff.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    _carry_options(handoff)
     handoff.add_argument("--to", metavar="AGENT", required=True, help="the agent to start (e.g. claude, codex, gemini)")
-    handoff.add_argument("--print", action="store_true",
-                         help="print the command line (with the prompt) instead of running it")
     handoff.add_argument("--budget", type=int, default=4000, metavar="TOKENS",
                          help="the prompt's size in tokens, counted conservatively (3 bytes a token; default 4000)")
     handoff.add_argument("--task", metavar="TEXT",
