@@ -2,8 +2,10 @@
 
 The default mode matches what discovery already knows (title, first message, ids, agent) and
 every request the user typed (its document's facts, kept across runs: a session no run has read
-yet is rendered first, on every core, for at most FACTS_SECONDS, so that even the first search on
-a fresh cache sees every request; after that it costs little more than the cached catalog). `--content` matches inside every step of the documents the
+yet is rendered first, on every core, for at most FACTS_SECONDS (EVERY_PROJECT_SECONDS when every
+project is searched: a heavy user's first search of everything reads part of them, and says how
+many it matched by title and first message only), so that even the first search on a fresh cache
+sees every request; after that it costs little more than the cached catalog). `--content` matches inside every step of the documents the
 mount serves (messages, reasoning, tool calls and their outputs, sub-agents included), on every
 core, printing hits as they come.
 
@@ -37,7 +39,8 @@ SNIPPET_WIDEST = 160  # characters between the first and the last word a snippet
 SPANS_LOOKED_AT = 32  # occurrences of a word in a field weighed when placing a snippet
 STEPS_LISTED = 12  # step numbers on a session's row beside its best hit's
 TOKEN = re.compile(r'"([^"]*)"|(\S+)')  # a quoted phrase, or a word
-FACTS_SECONDS = 5.0  # the longest a default search reads the sessions no run has read yet
+FACTS_SECONDS = 5.0  # the longest a default search of a project reads the sessions no run has read yet
+EVERY_PROJECT_SECONDS = 1.0  # ... of every project (a heavy user's first search reads part of them)
 
 
 class Query:
@@ -410,7 +413,7 @@ def run_search(args, env) -> int:
     from rendering import documents
 
     facts = documents.Facts(env)
-    unread = facts.fill(sessions, FACTS_SECONDS)
+    unread = facts.fill(sessions, FACTS_SECONDS if project is not None else EVERY_PROJECT_SECONDS)
     found = [(s, f) for s in sessions for f in (facts.latest(s),) if query.matches(listed_text(s, f))]
     shown = page(found, args.offset, args.limit)
     if args.json:
