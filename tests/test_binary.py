@@ -188,7 +188,7 @@ def test_invoked_as_trajectoriz_cli_it_behaves_the_same(binary, store):
         via_link, direct = run(link, *args, env=env, cwd=project), run(binary, *args, env=env, cwd=project)
         assert (via_link.returncode, via_link.stdout, via_link.stderr) == \
             (direct.returncode, direct.stdout, direct.stderr)
-    assert via_link.returncode == 2 and b"invalid choice" in via_link.stderr
+    assert via_link.returncode == 2 and b"unknown command 'frobnicate'" in via_link.stderr
 
 
 def test_the_binary_knows_every_agent_module_of_the_source_tree(binary, store):

@@ -392,10 +392,10 @@ def test_a_teammates_sessions_are_in_the_mount_of_another_clone(team):
     try:
         names = sorted(os.listdir(point))
         theirs = records(bob, b)
-        from rendering.cards import card_name
+        from rendering import views
 
         assert names == sorted(["README.md", "INDEX.md", *(r["file"] for r in theirs),
-                                *(card_name(r["file"]) for r in theirs)])
+                                *(views.name_of(r["file"], kind) for r in theirs for kind in views.KINDS)])
         for r in theirs:
             assert client("cat", os.path.join(point, r["file"])).stdout.encode() == \
                 run_main(bob, ["show", r["id"]], cwd=b).stdout == shown_as_shared(alice, a, r["id"])
