@@ -399,7 +399,7 @@ def test_a_teammates_sessions_are_in_the_mount_of_another_clone(team):
         for r in theirs:
             assert client("cat", os.path.join(point, r["file"])).stdout.encode() == \
                 run_main(bob, ["show", r["id"]], cwd=b).stdout == shown_as_shared(alice, a, r["id"])
-            assert "## Requests (" in client("cat", os.path.join(point, card_name(r["file"]))).stdout
+            assert "## Requests (" in client("cat", os.path.join(point, views.name_of(r["file"], "card"))).stdout
         assert "Shared by" in client("cat", os.path.join(point, "INDEX.md")).stdout
     finally:
         take_down(point)
