@@ -2,10 +2,11 @@
 
 The default mode matches what discovery already knows (title, first message, ids, agent) and
 every request the user typed (its document's facts, kept across runs: a session no run has read
-yet is rendered first, on every core, for at most FACTS_SECONDS (EVERY_PROJECT_SECONDS when every
-project is searched: a heavy user's first search of everything reads part of them, and says how
-many it matched by title and first message only), so that even the first search on a fresh cache
-sees every request; after that it costs little more than the cached catalog). `--content` matches inside every step of the documents the
+yet is rendered first, on every core, for at most FACTS_SECONDS, so that even the first search on
+a fresh cache sees every request; when every project is searched, only the current project's are
+(a heavy user's other projects hold tens of thousands), the others' being matched by title and
+first message until something reads them, which stderr says; after that it costs little more than
+the cached catalog). `--content` matches inside every step of the documents the
 mount serves (messages, reasoning, tool calls and their outputs, sub-agents included), on every
 core, printing hits as they come.
 
@@ -20,6 +21,7 @@ and parses the document only for the hits it prints. A regex search (its case ru
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from itertools import islice
@@ -39,8 +41,7 @@ SNIPPET_WIDEST = 160  # characters between the first and the last word a snippet
 SPANS_LOOKED_AT = 32  # occurrences of a word in a field weighed when placing a snippet
 STEPS_LISTED = 12  # step numbers on a session's row beside its best hit's
 TOKEN = re.compile(r'"([^"]*)"|(\S+)')  # a quoted phrase, or a word
-FACTS_SECONDS = 5.0  # the longest a default search of a project reads the sessions no run has read yet
-EVERY_PROJECT_SECONDS = 1.0  # ... of every project (a heavy user's first search reads part of them)
+FACTS_SECONDS = 5.0  # the longest a default search reads the sessions no run has read yet
 
 
 class Query:
@@ -397,6 +398,12 @@ def scoped_in(args, env, check_settled: bool = False) -> tuple:
 
 
 # the command --------------------------------------------------------------------------------------
+def here(sessions: list, env) -> list:
+    """Of an every-project search's sessions, those of the current project (the git work tree
+    around the current directory): the ones its first search reads when no run has."""
+    return catalog.Scope(catalog.project_root(os.getcwd()), env).filter(sessions)
+
+
 def run_search(args, env) -> int:
     if args.regex and args.phrase:
         raise UserError("--regex and --phrase: give one")
@@ -413,7 +420,7 @@ def run_search(args, env) -> int:
     from rendering import documents
 
     facts = documents.Facts(env)
-    unread = facts.fill(sessions, FACTS_SECONDS if project is not None else EVERY_PROJECT_SECONDS)
+    unread = facts.fill(sessions if project is not None else here(sessions, env), FACTS_SECONDS)
     found = [(s, f) for s in sessions for f in (facts.latest(s),) if query.matches(listed_text(s, f))]
     shown = page(found, args.offset, args.limit)
     if args.json:
@@ -430,16 +437,20 @@ def run_search(args, env) -> int:
         body = "\n" + table(headers, rows) + "\n" if found else ""
         write(heading + body)
         more_note(len(found), args, sys.stdout)
-    unread_note(unread)
+    unread_note(unread, sum(1 for s in sessions if facts.latest(s) is None) - len(unread))
     return 0 if found else 1
 
 
-def unread_note(unread: list) -> None:
+def unread_note(unread: list, elsewhere: int) -> None:
     """What the default search could only match by title and first message: sessions no run
-    has read yet, past the bound of the first search on a fresh cache (the next reads them)."""
+    has read yet, past the bound of the first search on a fresh cache (the next reads them), and
+    those of other projects (read by a search there, or `list --all --steps`)."""
     if unread:
         print(f"trajectoriz: {len(unread)} session(s) not read yet were matched by their title and first "
               f"message only: search again to match every request of theirs", file=sys.stderr)
+    if elsewhere > 0:
+        print(f"trajectoriz: {elsewhere} session(s) of other projects not read yet were matched by their title "
+              f"and first message only (`trajectoriz list --all --steps` reads every session once)", file=sys.stderr)
 
 
 def listed_text(session, facts: dict | None) -> str:

@@ -45,15 +45,16 @@ def scenario(record: dict) -> str:
 
 # the query ------------------------------------------------------------------------------------------
 def test_words_must_all_match_in_any_order_and_any_case(store):
-    hits = found(store, "claude-2 NOTE.TXT")  # and the PIPECHECK copy of its request (stores.py), whose
-    assert [scenario(h) for h in hits] == ["claude-2", ""]  # words are past its first message's cut: every
-    assert hits[1]["first_message"].startswith("PIPECHECK")  # request is matched whole (issue 36)
+    work = store[1]  # the folder of every project: its first search reads them all (issue 36)
+    hits = found(store, "claude-2 NOTE.TXT", cwd=work)  # and the PIPECHECK copy of its request (stores.py),
+    assert [scenario(h) for h in hits] == ["claude-2", ""]  # whose words are past its first message's cut:
+    assert hits[1]["first_message"].startswith("PIPECHECK")  # every request is matched whole
     assert found(store, "note.txt claude-2") == hits
     assert found(store, "claude-2 nowhere-to-be-found") == []
 
 
 def test_alternatives_are_separated_by_backslash_pipe(store):
-    hits = found(store, r"claude-2 note.txt \| claude-3")
+    hits = found(store, r"claude-2 note.txt \| claude-3", cwd=store[1])
     assert sorted(scenario(h) for h in hits) == ["", "claude-2", "claude-3"]  # "": the PIPECHECK copy
     every = found(store, r"SCENARIO \| repository", "--limit", "0")   # more than a page
     expected = [r["id"] for r in sessions(store)
