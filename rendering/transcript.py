@@ -29,9 +29,10 @@ TRANSCRIPT_SUFFIX = ".transcript.md"
 LINE_CAP = 400
 INDENT = "    "  # of a tool's output and the user's answers, under its call
 # (first, last) lines of a tool's output shown, by the call's kind; a failure shows ERROR_KEPT
-KEPT = {"shell": (6, 4), "read": (0, 0), "search": (4, 1), "write": (2, 0), "edit": (2, 0), "task": (10, 4),
-        "fetch": (3, 1), "plan": (1, 0), "other": (4, 2)}
-ERROR_KEPT = (6, 6)
+KEPT = {"shell": (4, 2), "read": (0, 0), "search": (3, 1), "write": (2, 0), "edit": (2, 0), "task": (6, 2),
+        "fetch": (3, 1), "plan": (1, 0), "other": (3, 1)}
+ERROR_KEPT = (5, 4)
+OUTPUT_CAP = 200  # characters of a line of a tool's output (the whole is at the jq path the cut names)
 SHORT = 3  # lines of an output shown whatever its kind
 NEWLINE = "\n"
 SYSTEM_KEPT = (2, 0)  # of text the harness put in the conversation (context, reminders)
@@ -358,7 +359,7 @@ def output(out: Lines, text: str, jq: str, kept: tuple, indent: str) -> None:
     of megabytes costs a scan for its line ends."""
     text = text.strip("\n")
     total, (first, last) = lines_in(text), kept
-    width = out.limits.cap - len(indent) if out.limits.cap else 0
+    width = min(out.limits.cap, OUTPUT_CAP) - len(indent) if out.limits.cap else 0
     if not (out.limits.cut and total > first + last + 1):
         out.extend(safe(indent + cut_line(line, width)) for line in text.split("\n"))
         return
