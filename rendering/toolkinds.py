@@ -111,6 +111,7 @@ _WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 _PATCH_KEYS = ("input", "patch", "diff", "patchText", "patch_text")
 _PATCH_FILE = compiledre.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$|^\+\+\+ (?:b/)?(.+)$",
                                  re.M)
+_APPLY_PATCH_FILE = compiledre.compile(r"^\*\*\* (?:(?:Add|Update) File|Move to): (.+)$", re.M)
 _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")
 _WRITERS = ("tee", "mv", "cp", "sed")
@@ -231,8 +232,11 @@ def _result_text(content) -> str:
 
 def shell_writes(command: str) -> list[str]:
     """The files a command line writes: the targets of `>` and `>>`, the files of `tee`, the
-    destination of `mv`, `git mv` and `cp`, the files `sed -i` edits (unparsable quoting: none)."""
+    destination of `mv`, `git mv` and `cp`, the files `sed -i` edits (unparsable quoting: none),
+    the files an `apply_patch` (Codex's patch tool, run as a command) adds or updates."""
     command = command[:MAX_PARSED]
+    if "*** Begin Patch" in command and "apply_patch" in command:  # Codex's patch tool run as a command
+        return [m.group(1).strip() for m in _APPLY_PATCH_FILE.finditer(command)]
     if ">" not in command and not any(word in command.translate(_UNQUOTED) for word in _WRITERS):
         return []  # most commands: no redirection, and no writer even once its quotes are gone
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
