@@ -197,8 +197,8 @@ APPLY_PATCH_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("arguments, written", zip(APPLY_PATCH_CALLS, [
-    "modules/backend/src/config/hono.ts", "modules/backend/src/middleware/auth.ts"]))
+@pytest.mark.parametrize("arguments, written", list(zip(APPLY_PATCH_CALLS, [
+    "modules/backend/src/config/hono.ts", "modules/backend/src/middleware/auth.ts"])))
 def test_an_apply_patch_run_as_a_command_writes_its_files(arguments, written):
     found = toolkinds.meaning("codex", {"function_name": "shell", "arguments": arguments}, "/w/aburi-all")
     assert found["kind"] == "shell" and found["paths"] == [f"/w/aburi-all/{written}"]
