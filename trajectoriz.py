@@ -70,9 +70,10 @@ def _show_parser(commands) -> None:
                     "the agent's own session id (or a unique prefix of it).")
     show.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
     show.add_argument("--markdown", action="store_true",
-                      help="print a readable transcript instead of JSON: each step with its source, "
-                           "message, reasoning, tool calls with arguments, and results (long ones cut, "
-                           "their full length stated)")
+                      help="print the session's transcript instead of JSON, the bytes of its "
+                           "transcript file in the memory mount: each step's header (## N · source · "
+                           "time), the messages whole, a line per tool call with its output's first "
+                           "and last lines and the jq path to the whole")
     part = show.add_mutually_exclusive_group()
     part.add_argument("--step", type=int, metavar="N", help="print only step N, as one JSON object: the step numbered N by "
                                                                    "search --content and the cards, jq's .steps[N-1]")
@@ -84,9 +85,9 @@ def _show_parser(commands) -> None:
                       help="the embedded sub-agent K instead of the session: its position (1, 2, ...; "
                            "2.1 for a sub-agent's own sub-agent, as search --content prints it) or its "
                            "trajectory_id; --step/--steps then count its steps")
-    show.add_argument("--max-chars", type=int, default=2000, metavar="N",
-                      help="with --markdown, cut tool arguments, results and system text longer "
-                           "than N characters (default 2000; 0 never cuts)")
+    show.add_argument("--max-chars", type=int, default=400, metavar="N",
+                      help="with --markdown, cut (or, for messages, wrap) lines longer than N "
+                           "characters (default 400, the mount's; 0 cuts nothing: tool outputs whole)")
     _redaction_option(show)
     _show_html_options(show)
 
@@ -109,14 +110,25 @@ def _search_parser(commands) -> None:
         epilog=EPILOGS["search"])
     search.add_argument("query", metavar="QUERY",
                         help="words that must all occur, case-insensitive (any order, within one "
-                             "step with --content); '\\|' separates alternatives: 'a b \\| c' "
-                             "finds (a and b) or c")
+                             "step with --content); a quoted phrase ('\"no such file\"', the "
+                             "double quotes inside the single ones) occurs as written, "
+                             "case-insensitive, inside one field (a title, a request; a message, "
+                             "a tool call or a tool output with --content); '\\|' separates "
+                             "alternatives: 'a b \\| c' finds (a and b) or c")
     search.add_argument("--content", action="store_true",
                         help="search inside every step of the sessions (messages, reasoning, tool-call "
                              "arguments, tool outputs, sub-agents included), as show and the mount "
-                             "serve them; one row per matching step with its number and a snippet. "
-                             "Uses every core; hits are printed as they come, in order (newest session "
-                             "first), and the result count comes last")
+                             "serve them, leaving out the steps an agent wrote for itself (--system); "
+                             "one row per matching session: its best hit's snippet, every matching "
+                             "step's number. Uses every core; rows are printed as they come, in "
+                             "order (newest session first), and the result count comes last")
+    search.add_argument("--phrase", action="store_true",
+                        help="QUERY is one phrase, matched as written (case-insensitive), as if quoted")
+    search.add_argument("--system", action="store_true",
+                        help="with --content, search the steps an agent wrote for itself too (its "
+                             "system prompt, instructions, skills, AGENTS.md and other injected "
+                             "context, recorded as steps of source system); without it, the count "
+                             "line says how many hits they held")
     search.add_argument("--regex", action="store_true",
                         help="QUERY is a regular expression (Python syntax, case-insensitive)")
     where = search.add_mutually_exclusive_group()
@@ -126,13 +138,13 @@ def _search_parser(commands) -> None:
     where.add_argument("--dir", metavar="P", help="only sessions of project directory P")
     _filter_options(search)
     search.add_argument("--limit", type=int, default=50, metavar="N",
-                        help="print at most N results (default 50; 0 prints them all); a last line "
-                             "says how many more there are")
+                        help="print at most N results, sessions with --content (default 50; 0 "
+                             "prints them all); a last line says how many more there are")
     search.add_argument("--offset", type=int, default=0, metavar="N",
                         help="skip the first N results (to page: --offset 50, --offset 100, ...)")
     search.add_argument("--json", action="store_true",
-                        help="one JSON object per result, for scripts (the note about further "
-                             "results goes to stderr)")
+                        help="one JSON object per result, for scripts (with --content, one per "
+                             "matching step of the sessions listed; notes go to stderr)")
     _redaction_option(search)
 
 
@@ -252,6 +264,7 @@ for the session, byte for byte.""",
 examples:
   trajectoriz search 'tokens per trajectory'
   trajectoriz search 'pytest \\| unittest' --local
+  trajectoriz search --content '"from a function or sourced script"'
   trajectoriz search --content --regex 'Error: .*timeout' --since 7d
   trajectoriz search --content Traceback --agent codex --json
 
@@ -481,8 +494,7 @@ def _resume_parser(commands) -> None:
                     "that agent's own resume command (README: Carry on). A session the agent no longer "
                     "holds (only in the archive) or one a teammate shared is carried over with "
                     "`trajectoriz handoff` instead.")
-    resume.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
-    resume.add_argument("--print", action="store_true", help="print the command line instead of running it")
+    _carry_options(resume)
     resume.add_argument("--prompt", metavar="TEXT",
                         help="send TEXT as one more request without the agent's interactive interface "
                              "(its non-interactive mode), then exit")
@@ -492,6 +504,13 @@ def _resume_parser(commands) -> None:
                              "archive; with --print, only say what would be written)")
 
 
+def _carry_options(command: argparse.ArgumentParser) -> None:
+    """What resume and handoff both take: the session, and --print."""
+    command.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    command.add_argument("--print", action="store_true",
+                         help="print the command line (with its prompt) instead of running it")
+
+
 def _handoff_parser(commands) -> None:
     handoff = commands.add_parser(
         "handoff", help="carry a session over to another agent", epilog=EPILOGS["handoff"],
@@ -499,10 +518,8 @@ def _handoff_parser(commands) -> None:
                     "the session over: every request, the commits, files written and failed commands, "
                     "where it stopped, and where the whole session is. The prompt quotes the session "
                     "as history in one delimited block, redacted, within --budget tokens.")
-    handoff.add_argument("id", metavar="ID", help="session id, as list, search and the mount show it")
+    _carry_options(handoff)
     handoff.add_argument("--to", metavar="AGENT", required=True, help="the agent to start (e.g. claude, codex, gemini)")
-    handoff.add_argument("--print", action="store_true",
-                         help="print the command line (with the prompt) instead of running it")
     handoff.add_argument("--budget", type=int, default=4000, metavar="TOKENS",
                          help="the prompt's size in tokens, counted conservatively (3 bytes a token; default 4000)")
     handoff.add_argument("--task", metavar="TEXT",
@@ -571,8 +588,8 @@ HANDLERS = {
     "search": ("commands.search", "run_search"), "blame": ("commands.blame", "run_blame"),
     "stats": ("commands.stats", "run_stats"), "agents": ("commands.health", "run"),
     "memory": ("mount.memory", "run_memory"), "archive": ("archiving.archiver", "run_archive"),
-    "forget": ("archiving.forget", "run_forget"), "push": ("sharing.remote", "run_push"),
-    "pull": ("sharing.remote", "run_pull"), "resume": ("commands.carryon", "run_resume"),
+    "forget": ("archiving.forget", "run_forget"), "push": ("sharing.push", "run_push"),
+    "pull": ("sharing.pull", "run_pull"), "resume": ("commands.carryon", "run_resume"),
     "handoff": ("commands.carryon", "run_handoff"), "serve": ("commands.serve", "run_serve"),
     "complete-ids": ("commands.completion", "run_ids"),  # what the completion scripts run: no parser, no help
 }

@@ -340,6 +340,7 @@ class _Translation:
         if self.is_subagent and uuid in self.ctx.parent_uuids:
             self.shared += 1  # the parent's conversation, which the sub-agent was given
             return
+        self.note_git_and_mode(record)
         if uuid is not None and not self.is_subagent:
             self.ctx.parent_uuids.add(uuid)
         if isinstance(uuid, str):
@@ -350,6 +351,17 @@ class _Translation:
         self.dispatch(kind, record)
         if isinstance(uuid, str):
             self.record_steps.extend((step, uuid) for step in self.b.steps_since(before))
+
+    def note_git_and_mode(self, record: dict) -> None:
+        """The branches the session ran on (`gitBranch`, on every line) and the permission modes
+        it ran in (`permissionMode` of the user's lines: plan, acceptEdits ...), each once, in
+        order: `extra.git_branches` and `extra.modes`."""
+        for key, name in (("gitBranch", "git_branches"), ("permissionMode", "modes")):
+            value = as_str(record.get(key))
+            if value and value != "HEAD":
+                found = self.b.extra.setdefault(name, [])
+                if value not in found and len(found) < 32:
+                    found.append(value[:200])
 
     def dispatch(self, kind, record: dict) -> None:
         if kind == "assistant":

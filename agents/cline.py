@@ -158,5 +158,6 @@ def manifest_extra(manifest: dict) -> dict:
     meta = as_dict(manifest.get("metadata"))
     wanted = (("cwd", as_str(manifest.get("cwd"))), ("workspace_root", as_str(manifest.get("workspace_root"))),
               ("status", as_str(manifest.get("status"))), ("exit_code", manifest.get("exit_code")),
-              ("mode", as_str(meta.get("mode"))), ("session_usage", meta.get("usage")))
+              ("mode", as_str(meta.get("mode"))), ("git_branch", as_str(as_dict(meta.get("git")).get("branch"))),
+              ("session_usage", meta.get("usage")))
     return {k: v for k, v in wanted if v is not None}

@@ -834,10 +834,13 @@ class Translator:
         elif line.type == "turn_context":
             self.model = as_str(line.payload.get("model")) or self.model
             self.effort = as_str(line.payload.get("effort")) or self.effort
+            self.note_mode(line.payload.get("collaboration_mode"))
             self.b.model_name = self.b.model_name or self.model
         elif line.type == "response_item":
             self.on_item(line)
         elif line.type == "event_msg":
+            if line.payload.get("type") in ("task_started", "turn_started"):
+                self.note_mode(line.payload.get("collaboration_mode_kind"))
             self.on_event(line)
         elif line.type == "compacted":
             self.on_compacted(line)
@@ -928,6 +931,15 @@ class Translator:
                                           context_management=COMPACTION)
         self.close()
         return self.compaction
+
+    def note_mode(self, mode) -> None:
+        """The collaboration modes the turns ran in (`plan`, `default` ...), each once, in order:
+        `extra.modes`."""
+        name = as_str(as_dict(mode).get("mode")) or as_str(as_dict(mode).get("kind")) or as_str(mode)
+        if name and not name.startswith("["):
+            found = self.b.extra.setdefault("modes", [])
+            if name not in found and len(found) < 32:
+                found.append(name[:40])
 
     # session metadata --------------------------------------------------------------------------
     def on_session_meta(self, line: Line) -> None:

@@ -118,6 +118,9 @@ def translate(session: Session, env) -> dict:
     for problem in reader.problems():
         builder.warn(problem)
     builder.extra["format"] = session.extra.get("format") or dialect(records)
+    modes = [m for m in (as_str(settings.get("interactionMode")), as_str(settings.get("autonomyMode"))) if m]
+    if modes:  # the session's interaction mode (`spec`: planning first, `auto`) and its autonomy
+        builder.extra["modes"] = [*builder.extra.get("modes", []), *(m[:40] for m in modes)]
     doc = builder.build()
     _apply_totals(doc, as_dict(settings.get("tokenUsage")))
     return doc

@@ -13,9 +13,6 @@ from agents.base import env_dir, Session
 NAME = "omp"
 PREFIX = "om"
 ATIF_NAME = "oh-my-pi"
-# its command line, to resume a session or start one with a prompt (agents/base.py)
-CLI = {"resume": ("omp", "--session", "{path}"), "resume_prompt": ("omp", "--session", "{path}", "-p", "{prompt}"),
-       "start": ("omp", "{prompt}"), "start_prompt": ("omp", "-p", "{prompt}"), "checked": "18.2.3"}
 VERSION = pi.VERSION
 
 

@@ -105,7 +105,7 @@ class Setup:
         git(self.project, "gc", "-q", "--prune=now", env=self.alice)
         left = git(self.project, "count-objects", "-v")
         assert sum(int(n) for n in re.findall(r"^(?:count|in-pack): (\d+)", left, re.M)) < 10, left
-        state = os.path.join(self.alice["XDG_CACHE_HOME"], "trajectoriz", "push-v1.bin")
+        state = os.path.join(self.alice["XDG_CACHE_HOME"], "trajectoriz", "push-v2.bin")
         if os.path.exists(state):
             os.remove(state)
 

@@ -125,7 +125,8 @@ def listing_record(session, facts: dict | None = None) -> dict:
     its `facts` are known); ids and paths are the store's, made printable (a file name that is
     not UTF-8) and redacted too. `archived`: listed from the archive, its native record being
     gone; `shared_by`: the contributor whose push it was pulled from (discovery/pulled.py), None
-    for this machine's own."""
+    for this machine's own; `branch` and `branches`: the git branch the session ended on and
+    every one it ran on, as its agent recorded them (known once it was rendered: its facts)."""
     origin = catalog.origin(session)
     record = {"id": session.short_id, "agent": session.agent, "date": catalog.local_date(session),
               "started": session.started, "native_id": printable(catalog.shown_id(session)),
@@ -134,6 +135,9 @@ def listing_record(session, facts: dict | None = None) -> dict:
               "first_message": catalog.first_message(session),
               "file": catalog.file_name(session), "source": catalog.listing_text(session.source),
               "archived": origin.kind == "archive", "shared_by": origin.contributor}
+    branches = [b for b in (facts or {}).get("branches") or () if isinstance(b, str)]
+    record["branch"] = branches[-1] if branches else None  # where it ended; None: not recorded, or not known yet
+    record["branches"] = branches
     return record
 
 
@@ -157,8 +161,8 @@ def run_show(args, env) -> int:
 
     doc = documents.translate(session, env, redact)
     steps = str(args.step) if args.step is not None else args.steps
-    if args.markdown:
-        write(transcript.render(session, doc, args.subagent, steps, args.max_chars))
+    if args.markdown:  # with no part asked for and the default cap: the transcript's file in the mount
+        write(transcript.render(doc, args.subagent, steps, args.max_chars))
         return 0
     trajectory = transcript.subagent(doc, args.subagent) if args.subagent else doc
     if steps is None:
@@ -196,6 +200,7 @@ def show_html(session, args, env, redact: bool) -> int:
 # The files export wrote into each folder (folder -> names), so that --delete removes only
 # those: kept in trajectoriz's cache, not in the folder, which holds exactly what the mount shows.
 EXPORTS_FILE = f"exports-v1-py{sys.version_info[0]}{sys.version_info[1]}.bin"
+DOCUMENTS = ".atif"  # the folder of an export that holds the documents its `.atif.json` links name
 
 
 def run_export(args, env) -> int:
@@ -210,7 +215,12 @@ def run_export(args, env) -> int:
         cache.make_private_dirs(out)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it: {exc.strerror}") from None
+    documents = os.path.join(out, DOCUMENTS)
+    if os.path.islink(documents) or (os.path.exists(documents) and not os.path.isdir(documents)):
+        raise UserError(f"--out {args.out}: its {DOCUMENTS} is not a folder of its own (a link or a file): "
+                        f"the documents are not written through it")
     written, facts = _export_all(sessions, out, env, not args.no_redact)
+    _add_related(project, sessions, facts, out)
     exports = cache.load(env, EXPORTS_FILE)
     earlier = _exported(exports.get(out))
     removed = _remove_files(out, earlier - written) if args.delete else 0
@@ -245,39 +255,78 @@ def _export_all(sessions: list, out: str, env, redact: bool) -> tuple[set, objec
     return written, facts
 
 
+def _add_related(project, sessions: list, facts, out: str) -> None:
+    """Each card's related sessions (mount/memoryindex.related), added once every session's
+    facts are known, as the mount serves them."""
+    from mount import memoryindex
+    from rendering import documents
+
+    known = [facts.entries.get(documents.cache_key(s)) for s in sessions]  # as this export recorded them
+    for card, section in memoryindex.related(project, sessions, known).items():
+        with open(os.path.join(out, card), "ab") as handle:
+            handle.write(section.encode("utf-8", "surrogatepass"))
+
+
 def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
     """(names of the files written, document facts) of one session written into `out` (a pool
-    worker's job): its document and its card, the bytes the mount serves. The stamp is taken
-    before translating, so a session that changes meanwhile is re-done next time."""
-    from rendering import cards, documents
+    worker's job): its document, its card and its transcript, the bytes the mount serves, laid
+    out as the mount lays them (`write_document`). The stamp is taken before translating, so a
+    session that changes meanwhile is re-done next time."""
+    from rendering import cards, documents, transcript
 
     name = catalog.file_name(session)
     stamp = documents.cache_stamp(session, env, redact)
     doc, data = documents.document(session, env, redact)
-    card = cards.card_name(name)
-    cache.write_private(os.path.join(out, name), data)
+    card, text = cards.card_name(name), transcript.transcript_name(name)
+    write_document(out, name, data)
     cache.write_private(os.path.join(out, card), cards.render(doc))
-    return (name, card), documents.totals(doc, data, stamp)
+    cache.write_private(os.path.join(out, text), transcript.memory_transcript(doc))
+    return (name, card, text), documents.totals(doc, data, stamp)
+
+
+def write_document(out: str, name: str, data: bytes) -> None:
+    """The document in the folder `.atif/`, and `name` beside the cards a relative symlink to
+    it, as in the mount: `jq`, `cat` and `Read` of `name` read the document, while `rg -n`
+    (which skips hidden folders and follows no symlink) returns lines of cards and transcripts
+    only. `grep -r` follows no symlink either, but reads `.atif/`: once, not twice."""
+    cache.write_private(os.path.join(out, DOCUMENTS, name), data)
+    link, target = os.path.join(out, name), os.path.join(DOCUMENTS, name)
+    if os.path.islink(link) and os.readlink(link) == target:
+        return
+    temporary = os.path.join(out, f".{name}.{os.getpid()}.link.tmp")
+    os.symlink(target, temporary)
+    try:
+        os.replace(temporary, link)  # (a plain file an older export wrote becomes the link)
+    except OSError:
+        os.unlink(temporary)
+        raise
 
 
 def _exported(names) -> set:
-    """The session files and cards an earlier export wrote into a folder, as its entry in
-    EXPORTS_FILE says (bare names only: nothing outside the folder is ever named)."""
+    """The session files, cards and transcripts an earlier export wrote into a folder, as its
+    entry in EXPORTS_FILE says (bare names only: nothing outside the folder is ever named)."""
     if not isinstance(names, list):
         return set()
     return {n for n in names if isinstance(n, str) and n == os.path.basename(n)
-            and n.endswith((".atif.json", ".card.md"))}
+            and n.endswith((".atif.json", ".card.md", ".transcript.md"))}
 
 
 def _remove_files(out: str, names: set) -> int:
+    """Remove the files `names` (a document's link with its document in `.atif/`); how many."""
     removed = 0
     for name in names:
-        try:
-            os.remove(os.path.join(out, name))
-            removed += 1
-        except FileNotFoundError:
-            pass
+        if name.endswith(".atif.json"):
+            _remove(os.path.join(out, DOCUMENTS, name))
+        removed += _remove(os.path.join(out, name))
     return removed
+
+
+def _remove(path: str) -> bool:
+    try:
+        os.remove(path)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 # validate -----------------------------------------------------------------------------------------

@@ -118,30 +118,32 @@ def run_handoff(args, env) -> int:
     if args.budget < briefing.MIN_BUDGET:
         raise UserError(f"--budget {args.budget}: at least {briefing.MIN_BUDGET} tokens")
     doc, data = documents.document(session, env)
-    where = _whereabouts(session, data, env)
+    where = _whereabouts(session, doc, data, env)
     prompt = briefing.briefing(doc, _described(session, doc), where, args.budget,
                                task=args.task or briefing.TASK)
     return _launch(_filled(template, session, prompt, args.agent_args), _directory(session), args.print)
 
 
-def _whereabouts(session, data: bytes, env) -> list[str]:
+def _whereabouts(session, doc: dict, data: bytes, env) -> list[str]:
     """Where the receiving agent finds the whole session: the mount's files when the project has
-    a mount serving it, else files written for it into trajectoriz's private cache."""
+    a mount serving it, else its transcript and document written for it into trajectoriz's
+    private cache (with --print too: the printed prompt names them)."""
     from core import mounts
+    from rendering import transcript
 
     name = catalog.file_name(session)
+    text = transcript.transcript_name(name)
     project = catalog.project_root(session.cwd) if session.cwd and os.path.isdir(session.cwd) else None
     point = os.path.join(project, "memory") if project else None
     if point and mounts.find(point) and os.path.exists(os.path.join(point, name)):
-        return [f"its document (ATIF JSON, for jq): {os.path.join(point, name)}",
-                f"its card: {os.path.join(point, name.replace('.atif.json', '.card.md'))}",
-                f"or run: trajectoriz show {session.short_id} --markdown --steps A-B"]
-    folder = os.path.join(cache.cache_dir(env), HANDOFFS)
-    path = os.path.join(folder, name)
-    cache.make_private_dirs(folder)  # with --print too: the printed prompt names it
-    cache.write_private(path, data)
-    return [f"its document (ATIF JSON, for jq): {path}",
-            f"or run: trajectoriz show {session.short_id} --markdown --steps A-B"]
+        folder = point
+    else:
+        folder = os.path.join(cache.cache_dir(env), HANDOFFS)
+        cache.make_private_dirs(folder)
+        cache.write_private(os.path.join(folder, name), data)
+        cache.write_private(os.path.join(folder, text), transcript.memory_transcript(doc))
+    return [f"its transcript (markdown, `## N` heads step N; grep it): {os.path.join(folder, text)}",
+            f"its document (ATIF JSON, step N is .steps[N-1] for jq): {os.path.join(folder, name)}"]
 
 
 def _described(session, doc: dict) -> str:

@@ -251,10 +251,10 @@ class View:
         rows, total = [], 0
         work = search.kept_then_pooled(sessions, self.env, query, CONTENT_HITS, True, shown)
         try:
-            for session, (count, hits, _) in zip(sessions, work):
-                if hits is None and total < CONTENT_HITS:
-                    hits = search.hits_of(documents.document(session, self.env)[0], query, CONTENT_HITS)
-                for step, path, _, snippet in (hits or ())[: max(0, CONTENT_HITS - total)]:
+            for session, (count, _, hits, _) in zip(sessions, work):
+                if hits is None and count and total < CONTENT_HITS:
+                    hits = search.hits_of(documents.document(session, self.env)[0], query)
+                for step, path, _, snippet, *_ in (hits or ())[: max(0, CONTENT_HITS - total)]:
                     where = page.anchor(step, path)
                     rows.append(f'<tr><td><a href="{self.link("/session/" + session.short_id)}#{esc(where)}">'
                                 f'<code>{esc(session.short_id)}</code> step {esc(f"{path}:{step}" if path else step)}</a></td>'

@@ -260,7 +260,7 @@ DRIVERS = {d.name: d for d in [
     Driver("omp", "npm:@oh-my-pi/pi-coding-agent", "18.2.3", ("omp",),
            new=PI[1:] + ("--yolo", "--mode", "json", "-p", "{prompt}"),
            resume=PI[1:] + ("--yolo", "--continue", "-p", "{prompt}"),
-           files={".omp/agent/models.json": PI_MODELS}, runtime=("bun@1.4.5",), carry_args=PI[1:] + ("--yolo",),
+           files={".omp/agent/models.json": PI_MODELS}, runtime=("bun@1.4.5",),
            note="runs on bun (npm `bun`, >= 1.3.14), installed beside it"),
     Driver("droid", "npm:droid", "0.215.0", ("droid",),
            new=("exec", "--auto", "high", "-m", "custom:fake-model", "{prompt}"),

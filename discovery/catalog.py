@@ -120,13 +120,21 @@ def discover(env, names=None, use_cache: bool = True, within: str | None = None,
 
 def with_pulled(env, found: Catalog, within: str | None, names=None) -> None:
     """Add to a catalog the sessions pulled into the repository around `within` (the current
-    directory when None), of the agents `names` when given; a session also found in a store here
-    (live or archived) is listed once, from here."""
-    shared = pulled.sessions(env, project_root(within or env.get("PWD") or os.getcwd()), names)
+    directory when None), of the agents `names` when given. A session also found in a store here
+    (live or archived) is listed once: from the store when the store's copy is of this project,
+    else from the pull (in this project's place), the store's copy left out, so that every
+    command here (`show` as the mount) serves the same one, whatever else the catalog holds."""
+    root = project_root(within or env.get("PWD") or os.getcwd())
+    shared = pulled.sessions(env, root, names)
     if shared:
-        here = {(s.agent, shown_id(s)) for s in found.sessions}
+        keys = {(s.agent, s.native_id) for s in shared}
+        twins = [s for s in found.sessions if (s.agent, shown_id(s)) in keys]
+        scope = Scope(root, env)
+        here = {(s.agent, shown_id(s)) for s in twins if scope.contains(s)}
         shared = [s for s in shared if (s.agent, s.native_id) not in here]
-        found.sessions = sorted(found.sessions + shared, key=lambda s: (-(s.started or 0), s.agent, s.native_id))
+        away = {id(s) for s in twins if (s.agent, shown_id(s)) not in here}
+        kept = [s for s in found.sessions if id(s) not in away] if away else found.sessions
+        found.sessions = sorted(kept + shared, key=lambda s: (-(s.started or 0), s.agent, s.native_id))
 
 
 def discovered(env, names=None, use_cache: bool = True, within: str | None = None,
@@ -854,6 +862,7 @@ def _named(env, agent: str, digits: str) -> Catalog | None:
     with cache.no_collection():
         found = _from_stores(env, [agent], True, made, pick=named)
     _keep(env, None, found, made)
+    with_pulled(env, found, None, [agent])  # (a session here and pulled: which one, as everywhere)
     return found
 
 

@@ -1,6 +1,6 @@
 """Pulled sessions: one more source of discovery, as the archive is (`archive`).
 
-`trajectoriz pull` (sharing/remote.py) fetches the remote's `refs/trajectoriz/*` refs into the
+`trajectoriz pull` (sharing/pull.py) fetches the remote's `refs/trajectoriz/*` refs into the
 repository (`refs/trajectoriz/remote/*`) and checks their manifests; it keeps, for each
 repository, a listing of the sessions they hold: `<cache>/shared/<repository>/listing.bin`
 (marshal: {"format": 2, "root", "refs": contributor -> commit, "sessions": [[contributor, blob
@@ -226,13 +226,17 @@ def _read_exactly(stream, size: int, keep: bool) -> bytes:
 
 
 def as_pushed(session, paths: tuple) -> tuple:
-    """Paths of this clone as the pusher's work tree named them (a pulled session's documents
-    name the pusher's files), for `blame`; a live session's paths as they are."""
-    if not marked(session) or not session.extra["shared"]["root"]:
+    """Paths of this clone as a pulled session's documents name them, for `blame`: relative to
+    the work tree's top (as a push writes them, sharing/paths.py), and under the pusher's work
+    tree for a document an older version pushed with its absolute paths; a live session's
+    paths as they are."""
+    if not marked(session):
         return paths
     shared = session.extra["shared"]
     here = shared["here"].rstrip("/") + "/"
-    return tuple(shared["root"].rstrip("/") + "/" + p[len(here):] if p.startswith(here) else p for p in paths)
+    inside = [p[len(here):] for p in paths if p.startswith(here)]
+    older = [shared["root"].rstrip("/") + "/" + p for p in inside] if shared["root"] else []
+    return tuple(dict.fromkeys([*inside, *older, *(p for p in paths if not p.startswith(here))]))
 
 
 def checked_document(data: bytes) -> dict:

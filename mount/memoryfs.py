@@ -1,24 +1,37 @@
-"""The memory/ file system: README.md, INDEX.md (mount/memoryindex.py: made from what is known when it is
-opened, never by rendering) and one ATIF document per session of a project, read-only, each
-translated when it is first stat'ed or opened (never when the directory is listed). When
-requests walk the directory (each file asked about is listed next to the previous one: `ls -l`,
-`grep -r` and `du` go in the directory's order, `cat memory/*` in the reverse), worker processes
-render the rest of it ahead of the walk, on every core (mount/warmup.py).
+"""The memory/ file system: README.md, INDEX.md (mount/memoryindex.py) and, per session of a
+project, three files named from its id, read-only:
+- `<date>_<agent>_<id>.card.md` and `<date>_<agent>_<id>.transcript.md`: its card and its
+  transcript (rendering/views.py), made from its document;
+- `<date>_<agent>_<id>.atif.json`: a symlink to `.atif/<date>_<agent>_<id>.atif.json`, its ATIF
+  document. `.atif` is a folder that a lookup finds and a listing of memory/ never shows: GNU
+  `grep -r` and `rg` skip the symlinks they meet while recursing, so what `grep -rn WORDS
+  memory/` returns is lines of cards and transcripts, never a JSON line of tens of KB, while
+  `jq`, `cat`, `cp`, an editor's Read and Python's `open` follow the link to the document (`ls
+  -l` shows the link, `ls -lL`, `du -L`, `find -L` the document).
+Every file is made when it is first stat'ed or opened (never when the directory is listed:
+the symlinks need nothing), and kept: a document in the document cache, a card and a transcript
+as side files of it (so a warm read never makes one again), their sizes with the document's
+facts. When requests walk the directory (each file asked about is of the session listed next to
+the previous one's: `ls -l`, `grep -r` and `du` go in the directory's order, `cat memory/*` in
+the reverse), worker processes render the rest of it ahead of the walk, on every core
+(mount/warmup.py). INDEX.md's first read waits for the workers to render the sessions whose
+facts it does not know (at most INDEX_SECONDS; past it, INDEX.md says how many rows are pending).
 
 The mfusepy operations (the public methods) are called by libfuse from one thread
 (`nothreads`); a second thread, started in `init()`, re-discovers the sessions every few
 seconds and swaps in a new `Listing`, which the operations read without locking.
 
 Each open handle serves one rendering, from open to close, whole: the bytes the session had at
-`open` (or the README of that moment), never a mix with a later version, whatever other readers
+`open` (its document's, or its card's or transcript's made from them; or the README of that
+moment), never a mix with a later version, whatever other readers
 do meanwhile. The kernel keeps one page cache and one size (i_size) per file name, shared by
 every handle on it: pages that one handle's reads filled are served to the next reader that
 finds them, and any attribute answer (a `stat`, the size a read asks for) resets the size every
 handle's cached reads stop at. So a handle reads through the page cache only while every open
 handle of its file serves the same bytes; otherwise its reads come here (direct_io), with its
 own bytes, and the kernel's size plays no part in them:
-- `open` renders the session (or takes it from the byte cache when its native files did not
-  change). A session whose native files changed in the last SETTLED_SECONDS (one being
+- `open` renders the session, or makes its card or transcript (or takes them from the byte
+  cache or the document cache when its native files did not change). A session whose native files changed in the last SETTLED_SECONDS (one being
   recorded), or one that other open handles serve other bytes of, is opened direct_io.
 - an `open` that finds a handle reading through the page cache with older bytes (the session
   changed while it read) gets those same older bytes, direct_io: the page-cache readers keep
@@ -34,16 +47,18 @@ own bytes, and the kernel's size plays no part in them:
   they record is checked against the session's current stamp like any entry).
 - how long the kernel keeps an answer's attributes is said with each answer (libfuse 3 reads
   its fuse_config's attr_timeout as it makes each reply, lookups' included, and one thread
-  answers): ATTR_SECONDS for a settled session's when no handle is open on it and the last
+  answers): ATTR_SECONDS for a symlink's (its target is its name's), and for a settled
+  session's document, card and transcript when no handle is open on it and the last
   two discoveries (the launcher's counts, when the server's first one reads its snapshot)
   found its native files as they are now (discovery's fingerprint; a file whose
   mtime is set back after each change, as `cp -p` does, is not settled by its mtime alone);
   none for a session being recorded, a handle's answer, README.md, INDEX.md and the
-  directory (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
+  directories (memory.mount_options: attr_timeout=0, which is all there is with libfuse 2). So a
   read that reaches the cached end of a file the kernel keeps nothing of asks again, with its
-  handle; a warm `ls -l` or `grep -r` asks nothing per settled file.
-- what the kernel keeps is dropped (fuse_invalidate_path: attributes and pages) when the rescan
-  finds the session's fingerprint changed or the session gone (resumed: within a rescan or
+  handle; a warm `ls -l` or `grep -r` asks nothing per settled file (the kernel keeps what
+  readlink said too: FUSE_CAP_CACHE_SYMLINKS).
+- what the kernel keeps is dropped (fuse_invalidate_path: attributes and pages, of the
+  session's four names) when the rescan finds the session's fingerprint changed or the session gone (resumed: within a rescan or
   two), and, before the `open` is answered, when an open's bytes are not those last answered
   with ATTR_SECONDS: from the serving thread when no handle is open on the file (then no read
   can hold its pages), else from another thread, every handle opened until it is done reading
@@ -77,7 +92,7 @@ from archiving import archiver
 from core import cache
 from discovery import catalog
 from mount import guide, memoryindex, warmup
-from rendering import cards, documents
+from rendering import documents, views
 
 README = "README.md"
 RESCAN_SECONDS = 2.0
@@ -87,8 +102,12 @@ CACHE_BYTES = 64 * 1024 * 1024
 FUSE_CAP_READDIRPLUS, FUSE_CAP_READDIRPLUS_AUTO = 1 << 13, 1 << 14  # libfuse 3's fuse_common.h
 SETTLED_SECONDS = 600  # a session whose files changed more recently is being recorded: direct_io
 ATTR_SECONDS = 60.0  # how long the kernel may keep a settled session's attributes (libfuse 3)
+INDEX_SECONDS = 4.5  # the longest INDEX.md's first read waits for the facts of sessions never rendered
 DIR_MODE = stat.S_IFDIR | 0o555
 FILE_MODE = stat.S_IFREG | 0o444
+LINK_MODE = stat.S_IFLNK | 0o777
+DOCUMENTS = ".atif"  # the folder of the documents: found by its name, never listed
+FUSE_CAP_CACHE_SYMLINKS = 1 << 23  # libfuse 3's fuse_common.h: the kernel keeps what readlink said
 
 
 def _error(code: int) -> OSError:
@@ -99,17 +118,28 @@ DIRECTORY_ENTRIES = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), (README, FILE_MODE
 # (name, mode, 0): a mode alone gives the entry its d_type
 
 
+def document_path(name: str) -> str:
+    """Where a document is served (its name in memory/ is a symlink to it)."""
+    return f"{DOCUMENTS}/{name}"
+
+
 class Listing:
-    """One discovery's view of the project: file name -> session, and the README that counts
-    them. Never changed once built: the rescan thread replaces it whole."""
+    """One discovery's view of the project: document name -> session, each view's name (card,
+    transcript) -> (its document's name, its kind), and the README that counts them. Never
+    changed once built: the rescan thread replaces it whole."""
 
     def __init__(self, project: str, sessions: list, previous: "Listing | None" = None):
         self.files = {catalog.file_name(s): s for s in sessions}
-        self.cards = {cards.card_name(name): name for name in self.files}  # card -> its document's name
-        self.position = {name: i for i, name in enumerate(self.files)}
+        self.views = {views.name_of(name, kind): (name, kind) for name in self.files for kind in views.KINDS}
+        self.documents = {document_path(name): name for name in self.files}
+        self.position = {}  # a file's session's position: all of a session's files are one step of a walk
+        for i, name in enumerate(self.files):
+            for each in (name, document_path(name), *(views.name_of(name, kind) for kind in views.KINDS)):
+                self.position[each] = i
         self.readme = guide.readme(project, list(self.files), mounted=True)
-        self.entries = [*DIRECTORY_ENTRIES, *((n, FILE_MODE, 0) for name, card in zip(self.files, self.cards)
-                                              for n in (name, card))]  # readdir's
+        self.entries = [*DIRECTORY_ENTRIES, *(entry for name in self.files for entry in (
+            (name, LINK_MODE, 0), *((views.name_of(name, kind), FILE_MODE, 0) for kind in views.KINDS)))]  # readdir's
+        self.document_entries = [(".", DIR_MODE, 0), ("..", DIR_MODE, 0), *((n, FILE_MODE, 0) for n in self.files)]
         same = previous is not None and list(previous.files) == list(self.files)  # an offset is a position
         self.changed_ns = previous.changed_ns if same else time.time_ns()
 
@@ -196,10 +226,11 @@ class MemoryFS:
         self._thread: threading.Thread | None = None
         self._warmer = warmup.Warmer(worker_command, env, self._facts.put, workers) if worker_command else None
         self._warmed: Listing | None = None
-        self._index_filled: Listing | None = None  # the listing whose INDEX.md the workers were asked to fill
+        self._index_asked: set = set()  # (cache key, stamp) of each session INDEX.md had rendered
         self._last_asked: tuple = (None, None)  # (listing, position) of the last file asked about
         self._archive_problem: str | None = None  # the last archiving failure the log holds
         self._index_cache: tuple = (None, None, None, b"")  # (listing, facts generation, watched, bytes)
+        self._related_cache: tuple = (None, None, None, {})  # (listing, facts generation, watched, sections)
         self._config = None  # libfuse 3's fuse_config, whose attr_timeout each answer sets
         self._invalidate_path = None  # libfuse 3's fuse_invalidate_path, bound to this mount
         self._promised: dict = {}  # file name -> (size, mtime_ns) the kernel may keep ATTR_SECONDS
@@ -231,7 +262,8 @@ class MemoryFS:
         self._steady = {name for name, seen in watched.items() if before is not None and before.get(name) == seen}
         if before is not None:
             for name in [n for n, seen in before.items() if watched.get(n) != seen]:
-                self._invalidate(name)
+                for each in (name, document_path(name), *(views.name_of(name, kind) for kind in views.KINDS)):
+                    self._invalidate(each)
 
     def _rescan_forever(self) -> None:
         # libfuse's SIGINT/SIGTERM handlers must run in the serving thread: only there do they
@@ -274,6 +306,7 @@ class MemoryFS:
         replies for 500 names instead of one."""
         if config is not None:
             conn.want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO)
+            conn.want |= conn.capable & FUSE_CAP_CACHE_SYMLINKS
             import mfusepy
 
             library = mfusepy._libfuse
@@ -307,52 +340,106 @@ class MemoryFS:
                 "st_mtime": mtime_ns, "st_ctime": mtime_ns, "st_atime": mtime_ns}
 
     def getattr(self, path, fh=None):
-        self._keep(path[1:], None)  # unless the answer is a settled session's, below
+        name = path[1:]
+        self._keep(name, None)  # unless the answer is a settled session's, below
         listing = self._listing
-        if path == "/":
+        if path == "/" or name == DOCUMENTS:
             return self._attrs(DIR_MODE, 0, listing.changed_ns)
-        handle = self._handles.get(fh.fh) if fh is not None else self._asker_handle(path[1:])
+        if name in listing.files:  # a document's symlink (its target never changes), while its session is
+            self._session(listing, name)  # there
+            self._keep(name, (len(document_path(name)), listing.changed_ns))
+            return self._attrs(LINK_MODE, len(document_path(name)), listing.changed_ns)
+        handle = self._handles.get(fh.fh) if fh is not None else self._asker_handle(name)
         if handle is not None:
             return self._attrs(FILE_MODE, len(handle.data), handle.mtime_ns)
-        if path[1:] == README:
+        if name == README:
             return self._attrs(FILE_MODE, len(listing.readme), listing.changed_ns)
-        if path[1:] == memoryindex.INDEX:
+        if name == memoryindex.INDEX:
             return self._attrs(FILE_MODE, len(self._index(listing)), listing.changed_ns)
-        if path[1:] in listing.cards:
-            return self._card_attrs(listing, listing.cards[path[1:]])
-        session = self._session(listing, path)
-        walk = self._walk(listing, path[1:])
-        stamp = documents.cache_stamp(session, self._env)
+        document, kind = self._of(listing, name)
+        session = self._session(listing, document)
+        walk = self._walk(listing, name)
+        stamp = self._stamp(document, session)
         facts = self._known_facts(listing, session, stamp, walk)
-        if facts is not None:
-            size = facts["size"]
-        else:
-            stamp, data = self._render(listing, session, walk)
+        size = facts.get("size" if kind is None else views.SIZE_FACT[kind]) if facts is not None else None
+        if not isinstance(size, int):
+            stamp, data = (self._render(listing, session, walk) if kind is None
+                           else self._view(listing, document, kind, walk))
             size = len(data)
+        if kind == "card":  # the related sessions' section, from the other sessions' facts
+            size += len(self._related(listing).get(name, "").encode("utf-8", "surrogatepass"))
         mtime_ns = stamp_mtime_ns(stamp)
-        if mtime_ns is not None and not _recent(mtime_ns) and self._steady_at(path[1:], stamp):
-            self._keep(path[1:], (size, mtime_ns))
+        if mtime_ns is not None and not _recent(mtime_ns) and self._steady_at(document, stamp):
+            self._keep(name, (size, mtime_ns))
         return self._attrs(FILE_MODE, size, mtime_ns or listing.changed_ns)
 
-    def _card_attrs(self, listing: Listing, document: str) -> dict:
-        """A card's size from its document's facts when they are known, else made now (a card
-        is never kept by the kernel: its answer has no attribute timeout)."""
-        session = self._session(listing, "/" + document)
-        stamp = documents.cache_stamp(session, self._env)
-        facts = self._facts.get(session, stamp)
-        if facts is not None and isinstance(facts.get("card_size"), int):
-            size = facts["card_size"]
-        else:
-            stamp, data = self._card(listing, document)
-            size = len(data)
-        return self._attrs(FILE_MODE, size, stamp_mtime_ns(stamp) or listing.changed_ns)
+    @staticmethod
+    def _of(listing: Listing, name: str) -> tuple[str, str | None]:
+        """The document a served file is made from, and which view of it (None: the document)."""
+        if name in listing.documents:
+            return listing.documents[name], None
+        if name in listing.views:
+            return listing.views[name]
+        raise _error(errno.ENOENT)
 
-    def _card(self, listing: Listing, document: str) -> tuple[list, bytes]:
-        """The card of a document (cards.py) and the stamp of the bytes it was made from."""
-        from atif.serialize import loads
+    def readlink(self, path):
+        if path[1:] not in self._listing.files:
+            raise _error(errno.ENOENT if path[1:] not in self._listing.views else errno.EINVAL)
+        return document_path(path[1:])
 
-        stamp, data = self._render(listing, self._session(listing, "/" + document), 0)
-        return stamp, cards.render(loads(data))
+    def _view(self, listing: Listing, document: str, kind: str, walk: int) -> tuple[list, bytes]:
+        """A view of a document (card, transcript) and the stamp of the bytes it was made from:
+        kept in memory and on disk (views.py), else made now, its size recorded with the facts."""
+        session = self._session(listing, document)
+        stamp = self._stamp(document, session)
+        key = f"{documents.cache_key(session)}|{kind}"
+        data = self._cache.get(key, stamp)
+        if data is None:
+            data = views.kept(self._env, session, stamp, kind)
+        if data is None:
+            from atif.serialize import loads
+
+            stamp, rendered = self._render(listing, session, walk)
+            data = views.kept(self._env, session, stamp, kind)
+            if data is None:
+                data = views.made(kind, loads(rendered))
+                views.keep(self._env, session, stamp, kind, data)
+            facts = self._facts.get(session, stamp)
+            if facts is not None and facts.get(views.SIZE_FACT[kind]) != len(data):
+                self._facts.put(session, {**facts, views.SIZE_FACT[kind]: len(data)})
+        self._cache.put(key, stamp, data, evict=not walk)
+        return stamp, data
+
+    def _stamp(self, document: str, session) -> list:
+        """The session's stamp now (documents.cache_stamp), from one stat of each of the native
+        files the last rescan found it made of, sparing the translator's look for more (a
+        warm `grep -r` opens a thousand files). A change to those files counts at once; a
+        native file it gained since (a sub-agent's transcript) from the next rescan, seconds
+        later."""
+        seen = (self._watched or {}).get(document)
+        origin = catalog.origin(session)
+        if seen is None or documents.cache_key(seen[0]) != documents.cache_key(session) or not origin.in_store:
+            return documents.cache_stamp(session, self._env)
+        files, version, _ = seen[1]
+        return origin.stamp(self._env, True, (files, version, cache.fingerprint(files)))
+
+    def _related(self, listing: Listing) -> dict:
+        """card name -> its related sessions' section (memoryindex.related), from the facts
+        known now; made again when the listing, the facts or the rescan's findings changed, as
+        INDEX.md is. A card's bytes (and the version its page cache is kept under) include it.
+        The facts it needs are those INDEX.md's first read has made (at most INDEX_SECONDS, once):
+        a card read first says the same as one read after INDEX.md."""
+        self._index(listing)
+        watched = self._watched
+        cached_listing, generation, cached_watched, _ = self._related_cache
+        if (cached_listing is not listing or generation != self._facts.generation
+                or cached_watched is not watched):
+            sessions = list(listing.files.values())
+            known = [self._facts.get(s, documents.cache_stamp(
+                s, self._env, self._facts.redact, (watched or {}).get(catalog.file_name(s), (None, None))[1]))
+                for s in sessions]
+            self._related_cache = (listing, self._facts.generation, watched, memoryindex.related(self._project, sessions, known))
+        return self._related_cache[3]
 
     def _steady_at(self, name: str, stamp: list) -> bool:
         """Whether the answer is of the files the last two discoveries found unchanged: a
@@ -388,13 +475,30 @@ class MemoryFS:
             self._index_cache = (listing, self._facts.generation, watched, data)
         return self._index_cache[3]
 
-    def _fill_index(self, sessions: list) -> None:
-        """Have the workers render the sessions INDEX.md knows nothing of yet (once per listing),
-        newest first: the next read of INDEX.md shows what they found."""
-        listing = self._listing
-        if self._warmer is not None and self._index_filled is not listing:
-            self._index_filled = listing
-            self._warmer.warm(sessions)
+    def _fill_index(self, unknown: list) -> None:
+        """Render the sessions INDEX.md knows no facts of ((session, stamp) pairs, newest first)
+        before it is answered: on the workers, every core, or here without them; at most
+        INDEX_SECONDS, after which INDEX.md says which rows are pending (the workers go on). A
+        version of a session is waited for once: one that cannot be rendered delays one read."""
+        wanted = []
+        for session, stamp in unknown:
+            version = (documents.cache_key(session), repr(stamp))
+            if version not in self._index_asked:
+                self._index_asked.add(version)
+                wanted.append((session, stamp))
+        if not wanted:
+            return
+        deadline = time.monotonic() + INDEX_SECONDS
+        if self._warmer is not None:
+            self._warmer.warm([session for session, _ in wanted], first=True)
+            self._warmer.wait_all([session for session, _ in wanted], deadline)
+        for session, stamp in wanted:  # what no worker could render (none started, or they died)
+            if time.monotonic() >= deadline:
+                break
+            if self._facts.get(session, stamp) is None:
+                if self._warmer is not None:
+                    self._warmer.wait(session)  # (at once: no worker has it in hand)
+                self._facts.rendered(session)
 
     def _known_facts(self, listing: Listing, session, stamp: list, walk: int) -> dict | None:
         facts = self._facts.get(session, stamp)
@@ -436,10 +540,10 @@ class MemoryFS:
             return next((h for h in reversed(handles) if h.opener == asker), handles[-1])
         return handles[0]
 
-    def _session(self, listing: Listing, path: str):
-        """The session of a file name; a live one deleted since the listing was made is served
-        from the archive when it holds it, else it is gone (its origin says: `now`)."""
-        session = listing.files.get(path[1:])
+    def _session(self, listing: Listing, name: str):
+        """The session of a document's name; a live one deleted since the listing was made is
+        served from the archive when it holds it, else it is gone (its origin says: `now`)."""
+        session = listing.files.get(name)
         if session is not None:
             session = catalog.origin(session).now(self._env)
         if session is None:
@@ -465,8 +569,10 @@ class MemoryFS:
         were read from (its `changed_ns`, which is also the directory's mtime: the kernel drops
         them itself when that changes). A readdir lists the listing of its moment, never an
         older one, so what the kernel keeps is never older than the mtime it kept it under."""
-        if path != "/":
+        if path not in ("/", "/" + DOCUMENTS):
             raise _error(errno.ENOTDIR)
+        if path != "/":
+            return 0
         if hasattr(fi, "cache_readdir"):
             changed = self._listing.changed_ns
             fi.cache_readdir = 1
@@ -475,6 +581,8 @@ class MemoryFS:
         return 0
 
     def readdir(self, path, fh):
+        if path == "/" + DOCUMENTS:
+            return self._listing.document_entries
         if path != "/":
             raise _error(errno.ENOTDIR)
         return self._listing.entries  # the same list while the listing stands
@@ -497,13 +605,20 @@ class MemoryFS:
         if name in (README, memoryindex.INDEX):
             data = version = listing.readme if name == README else self._index(listing)
             mtime_ns = listing.changed_ns
-        elif name in listing.cards:
-            stamp, data = self._card(listing, listing.cards[name])
-            version, mtime_ns = [*stamp, "card"], stamp_mtime_ns(stamp) or listing.changed_ns
         else:
-            session = self._session(listing, path)
-            stamp, data = self._render(listing, session, self._walk(listing, name))
-            version, mtime_ns = stamp, stamp_mtime_ns(stamp) or listing.changed_ns
+            if name in listing.files:  # the kernel follows the symlink; a caller of these methods may not
+                name = document_path(name)
+            document, kind = self._of(listing, name)
+            walk = self._walk(listing, name)
+            if kind is None:
+                stamp, data = self._render(listing, self._session(listing, document), walk)
+                version = stamp
+            else:
+                stamp, data = self._view(listing, document, kind, walk)
+                related = self._related(listing).get(name, "") if kind == "card" else ""
+                data += related.encode("utf-8", "surrogatepass")
+                version = [*stamp, kind, related]
+            mtime_ns = stamp_mtime_ns(stamp) or listing.changed_ns
         handle = self._handle_for(name, version, data, mtime_ns)
         promised = self._promised.get(name)
         if promised is not None and promised != (len(handle.data), handle.mtime_ns):

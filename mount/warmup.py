@@ -4,8 +4,9 @@ When requests walk the mount's directory (memoryfs: each file asked about is lis
 the previous one), the sessions ahead of the walk whose size is not known yet are handed to
 `Warmer`, which renders them in the background, one worker process per core, in the walk's
 order (the order `ls -l`, `grep -r` or `cat memory/*` will ask for them). A worker translates
-a session, stores its document in the document cache (`doccache`) and sends back its totals
-(`documents.totals`, with the stamp they are valid for), which the mount records in its size
+a session, stores its document, its card and its transcript in the document cache (`doccache`,
+views.py) and sends back its totals (`documents.totals` and the views' sizes, with the stamp they
+are valid for), which the mount records in its size
 cache. The mount then answers `getattr` from the size cache and `open` from the document
 cache: translation runs on every core instead of the single serving thread, and the big
 documents and the SQLite snapshots of a cold start live in the workers, which exit when
@@ -37,7 +38,7 @@ from collections import OrderedDict, deque
 from core.jsonlib import orjson
 
 from agents.base import Session
-from rendering import documents
+from rendering import documents, views
 
 WORKER_ARGUMENT = "memory-worker"  # trajectoriz.main runs run_worker for it
 WAIT_SECONDS = 30.0  # a request's longest wait for a worker (rendering a 200 MB session: ~4 s)
@@ -61,16 +62,19 @@ class Warmer:
         self._stopped = False
         self._changed = threading.Condition()
 
-    def warm(self, sessions) -> None:
-        """Queue `sessions` (after those already queued) and start workers for them. Called
-        from the serving thread: the workers inherit its signal mask."""
+    def warm(self, sessions, first: bool = False) -> None:
+        """Queue `sessions` (after those already queued; `first`: before them, in their order)
+        and start workers for them. Called from the serving thread: the workers inherit its
+        signal mask."""
         with self._changed:
             if self._stopped:
                 return
-            for session in sessions:
+            for session in reversed(sessions) if first else sessions:
                 key = documents.cache_key(session)
                 if key not in self._busy:
                     self._pending[key] = session
+                    if first:
+                        self._pending.move_to_end(key, last=False)
             wanted = min(self._workers, len(self._pending)) - self._running
             for _ in range(max(0, wanted)):
                 self._start_worker()
@@ -90,6 +94,17 @@ class Warmer:
                     break
                 self._changed.wait(left)
             self._pending.pop(key, None)
+
+    def wait_all(self, sessions, deadline: float) -> None:
+        """Wait until the workers have rendered every one of `sessions` that is queued or being
+        rendered, until no worker is left, or until `deadline` (time.monotonic())."""
+        keys = [documents.cache_key(s) for s in sessions]
+        with self._changed:
+            while any(k in self._busy or (k in self._pending and self._running) for k in keys):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
 
     def stop(self) -> None:
         """Kill the workers and wait for their threads (the mount is ending)."""
@@ -245,7 +260,7 @@ def run_worker(env) -> int:
         session = Session.from_cache(values)
         session.short_id = short_id
         try:
-            facts = documents.fresh_totals(session, env)
+            facts = views.fresh_totals(session, env)
         except Exception as exc:  # the mount renders it itself, and reports
             print(f"trajectoriz: warm-up of {short_id} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             facts = None

@@ -1,16 +1,19 @@
 """A session's card: what it was about and what it did, in a page of markdown, built from its
-document (the ATIF bytes every command serves), so that an agent reads two kilobytes before
-deciding to open a document of hundreds.
+document (the ATIF bytes every command serves), so that an agent reads a few hundred characters
+before deciding to open a document of hundreds of kilobytes.
 
-`facts(doc)` gathers it: every request of the user (their own words, deduped, with the step
-each was made at), the outcome (completed, interrupted, an API or auth error, no answer), the
-commits made (from git's own output of `git commit` calls: hash, branch, subject; the files from
-its `create/delete mode` and `--stat` lines, else from the `git add` calls before it), the files
-written or edited (write and edit calls, and shell writes: `>`, heredocs, `tee`, `sed -i`, ...),
-the commands run with their exit status and the first error line of each failure, the tokens
-and models, and the first lines of the final answer. `render` makes the card of them, at most
-CARD_LIMIT bytes (cut with a note). The mount and `export` serve the same bytes
-(`<date>_<agent>_<id>.card.md` beside the document).
+`facts(doc)` gathers it: every request of the user (their own words, each time they were typed,
+with its step) and their decisions (answers to an agent's questions, plans approved or
+rejected), the outcome (completed, interrupted, an API or auth error, answered then a request
+left unanswered, no answer), the branches and modes the agent recorded, the commits made (from
+git's own output of `git commit` calls: hash, branch, subject, git's count, the files its lines
+name with those staged before it), the files written or edited (write and edit calls, and shell
+writes: `>`, heredocs, `tee`, `sed -i`, ...; those outside the directory apart, those a refused
+or failed call only attempted apart), the commands run with their exit status and the first
+error line of each failure, the models, the first step's and last step's times, and the start
+of the final answer. `render` makes the card of them, at most CARD_LIMIT bytes (cut with a
+note), then the related sessions (`related`, from other sessions' facts). The mount and
+`export` serve the same bytes (`<date>_<agent>_<id>.card.md` beside the document).
 
 Step numbers are the document's `step_id`s, which are positions from 1: step N is
 `.steps[N-1]` (`show --step N`, and `search --content` prints the same).
@@ -18,7 +21,10 @@ Step numbers are the document's `step_id`s, which are positions from 1: step N i
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
+import shlex
 
 from agents import titles
 from core import compiledre
@@ -26,12 +32,17 @@ from core import compiledre
 CARD_SUFFIX = ".card.md"
 CARD_LIMIT = 8 * 1024
 TITLE_CHARS = 200
+HEADING_CHARS = 120  # of the title, atop the card
 REQUESTS_KEPT = 4096  # characters of a session's requests its facts keep for the default search
-REQUESTS_SHOWN, REQUEST_CHARS = 12, 240
-COMMANDS_SHOWN, COMMAND_CHARS = 12, 120
-FAILURES_SHOWN, ERROR_CHARS = 12, 160
-FILES_SHOWN = 30
-ANSWER_LINES, ANSWER_CHARS = 6, 600
+REQUESTS_SHOWN, REQUEST_CHARS = 8, 90
+SHARED_START = 30  # characters a request shares with the one before it: shown from where they differ
+COMMAND_CHARS = 60
+FAILURES_SHOWN, ERROR_CHARS = 5, 100
+COMMITS_SHOWN, COMMIT_FILES = 10, 8
+FILES_SHOWN = 10
+ANSWER_LINES, ANSWER_CHARS = 2, 200
+RELATED_HOURS, RELATED_SHOWN = 6, 3  # sessions this close in time that share a file or a branch
+TRUNKS = {"main", "master", "trunk", "develop", "dev"}  # a branch every session may run on: no tie
 OUTPUT_SCANNED = 64 * 1024  # of a tool's output, what is read for commits and errors
 
 # `[main 1a2b3c4] subject`, `[main (root-commit) 1a2b3c4] subject`, `[detached HEAD 1a2b3c4] ...`
@@ -46,22 +57,26 @@ _PROBLEM = compiledre.compile(
     r"overloaded|401|403|429|529", 2)
 _INTERRUPT = compiledre.compile(r"interrupted|aborted|cancell?ed by the user|turn_aborted", 2)
 _NO_PATH_ADD = ("-A", "--all", ".", "-u", "--update", ":/")
+_AGENT_COMMIT = compiledre.compile(r"Commit ([0-9a-f]{7,40}) ([^\n]{1,300})")  # Aider's, first in its output
+_CHANGED = compiledre.compile(r"^ (\d+) files? changed(?:, (\d+) insertions?\(\+\))?(?:, (\d+) deletions?\(-\))?")
 
 
 # facts -------------------------------------------------------------------------------------------
 def facts(doc: dict) -> dict:
     """What a card says of a document (the `render`'s input; INDEX.md reads title, outcome,
-    commits and files of it)."""
+    commits, files and branches of it)."""
     trajectories = list(_trajectories(doc))
     requests = _requests(doc)
     extra = doc.get("extra") or {}
     native = next((extra[k] for k in ("native_title", "thread_name", "custom_title", "title") if extra.get(k)), None)
     commands = [c for path, t in trajectories for c in _commands(t, path)]
     title = titles.title_of(native, [text for _, text in requests])
+    files, outside, attempted = _files(trajectories, extra.get("cwd"))
     return {"title": _cut(" ".join(title.split()), TITLE_CHARS),
-            "requests": _deduped(requests), "outcome": outcome(doc),
+            "requests": _asked(requests, decisions(doc)), "outcome": outcome(doc),
             "commits": [c for path, t in trajectories for c in _commits(t, path)],
-            "files": _files(trajectories, extra.get("cwd")), "commands": commands,
+            "files": files, "outside": outside, "attempted": attempted, "commands": commands,
+            "branches": branches(doc), "modes": modes(doc), "span": span(doc),
             "models": _models(doc), "answer": _answer(doc)}
 
 
@@ -100,29 +115,147 @@ def _requests(doc: dict) -> list[tuple[int, str]]:
             if isinstance(step, dict) and step.get("source") == "user" and _text(step.get("message")).strip()]
 
 
-def _deduped(requests: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """The requests that carry a task (their words), each text once, at its first step."""
-    seen, found = set(), []
-    for step, text in requests:
-        words = " ".join(titles.task_text(text).split())
-        if words and words not in seen:
-            seen.add(words)
-            found.append((step, words))
+def _asked(requests: list[tuple[int, str]], decided: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Every request that carries a task (its words), each time it was typed, and the user's
+    decisions (answers to the agent's questions, plan approvals), in step order."""
+    found = [(step, words) for step, text in requests
+             for words in [" ".join((titles.task_text(text) or _command_with_words(text)).split())] if words]
+    return sorted(found + decided, key=lambda r: r[0] if isinstance(r[0], int) else 0)
+
+
+def _command_with_words(text: str) -> str:
+    """A slash command that carries its task in its words (Aider's `/ask how ...`, `/architect
+    ...`), whole; "" for one without (`/commit`, `/init`)."""
+    match = _WORDY_COMMAND.fullmatch(text.strip()[:REQUESTS_KEPT])
+    return match.group(0) if match else ""
+
+
+# the user's decisions: answers to an agent's questions, plans approved or rejected --------------
+_QUESTION_TOOLS = ("request_user_input", "askuserquestion", "ask_user_question", "ask_followup_question",
+                   "ask_user", "askuser", "question")
+_PLAN_TOOLS = ("exitplanmode", "exit_plan_mode", "plan_mode_respond")
+_CLAUDE_ANSWER = compiledre.compile(r'"([^"\n]{1,400})"="([^"\n]{0,400})"')
+_WORDY_COMMAND = compiledre.compile(r"/[\w:.-]+\s+\S+\s+\S.*", 16)  # re.S: a command and two words or more
+_ANSWER_TAG = compiledre.compile(r"<answer>\s*([^<]{1,2000}?)\s*</answer>")
+_APPROVED = compiledre.compile(r"^(?:User has approved|Exited plan mode|Plan approved)", 2)
+
+
+def decisions(doc: dict) -> list[tuple[int, str]]:
+    """(step, what the user decided) for each answer the user gave to an agent's question
+    (Codex's `request_user_input`, Claude Code's `AskUserQuestion`, ...) and each plan approved
+    or rejected (`ExitPlanMode`), as the tools' results record them."""
+    from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
+
+    found = []
+    for step, call, text, results in _calls(doc):
+        name = str(call.get("function_name") or "").lower()
+        if name in _QUESTION_TOOLS:
+            answer = _answers(text, _questions(call.get("arguments")))
+            if answer:
+                found.append((step.get("step_id"), f"[answer] {_one_line(answer, REQUEST_CHARS)}"))
+        elif name in _PLAN_TOOLS and results:
+            if _APPROVED.search(text.lstrip()):
+                found.append((step.get("step_id"), "[plan approved]"))
+            elif toolkinds.write_outcome("shell", results) == "refused":
+                said = text.split("the user said:", 1)[1] if "the user said:" in text else ""
+                found.append((step.get("step_id"), "[plan rejected]" + (f" {_one_line(said, REQUEST_CHARS)}" if said.strip() else "")))
     return found
+
+
+def _questions(arguments) -> dict:
+    """id -> question text of a question tool's `questions` argument (Codex's ids)."""
+    questions = arguments.get("questions") if isinstance(arguments, dict) else None
+    return {q["id"]: q["question"] for q in questions or () if isinstance(q, dict) and isinstance(q.get("id"), str)
+            and isinstance(q.get("question"), str)} if isinstance(questions, list) else {}
+
+
+def _answers(text: str, asked: dict | None = None) -> str:
+    """The answers of a question tool's result: Codex's `{"answers": {id: {"answers": [...]}}}`,
+    Claude Code's (and opencode's) `User has answered your questions: "Q"="A"`, `<answer>A</answer>`;
+    else none (`request_user_input is unavailable in Default mode` is no answer)."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            answers = json.loads(stripped).get("answers")
+        except (ValueError, AttributeError):
+            answers = None
+        if isinstance(answers, dict):
+            said = []
+            for key, value in answers.items():
+                picked = value.get("answers") if isinstance(value, dict) else value
+                picked = [str(a) for a in picked if isinstance(a, (str, int, float))] if isinstance(picked, list) \
+                    else [str(picked)] if isinstance(picked, (str, int, float)) else []
+                said.append(f"{(asked or {}).get(key, key)} → {', '.join(picked)}")
+            return "; ".join(said)
+    if "answered your questions" in stripped[:200]:
+        pairs = _CLAUDE_ANSWER.findall(stripped)
+        if pairs:
+            return "; ".join(f"{q} → {a}" for q, a in pairs)
+    tagged = _ANSWER_TAG.search(stripped)  # Cline's and Roo's `<answer>...</answer>`
+    return tagged.group(1).strip() if tagged else ""  # else no answer the tool's own text says
+
+
+def branches(doc: dict) -> list[str]:
+    """The git branches the session ran on, as its agent recorded them (Claude Code's
+    `gitBranch` of each line, Codex's `git.branch` of its meta, Copilot's, Qwen's, Cline's ...)."""
+    extra = doc.get("extra") or {}
+    agent = (doc.get("agent") or {}).get("extra") or {}
+    named = list(extra.get("git_branches") or ()) if isinstance(extra.get("git_branches"), list) else []
+    named += [extra.get("git_branch"), extra.get("branch"), (agent.get("git") or {}).get("branch")
+              if isinstance(agent.get("git"), dict) else None,
+              (extra.get("git") or {}).get("branch") if isinstance(extra.get("git"), dict) else None]
+    found = [b.strip()[:200] for b in named if isinstance(b, str) and b.strip() and b.strip() != "HEAD"]
+    return sorted(set(found), key=found.index)
+
+
+def modes(doc: dict) -> list[str]:
+    """The modes the session ran in as its agent recorded them (Claude Code's `permissionMode`,
+    Codex's collaboration mode, Cline's plan or act: plan, default, acceptEdits ...), in order."""
+    extra = doc.get("extra") or {}
+    named = extra.get("modes") if isinstance(extra.get("modes"), list) else []
+    found = [m[:40] for m in [*named, extra.get("mode")] if isinstance(m, str) and m]
+    return sorted(set(found), key=found.index)
+
+
+def span(doc: dict) -> list | None:
+    """[first, last] step times of the session, in epoch seconds (for sessions close in time)."""
+    times = [_epoch(step.get("timestamp")) for step in doc.get("steps") or () if isinstance(step, dict)]
+    times = [t for t in times if t is not None]
+    return [min(times), max(times)] if times else None
+
+
+def _epoch(stamp) -> float | None:
+    if not isinstance(stamp, str) or not stamp[:4].isdigit():
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(stamp[:32].replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
 
 
 def outcome(doc: dict) -> str:
     """How the session ended: `completed` (the agent answered last), `interrupted`, `API or auth
-    error: <its line>`, `no answer` (the user spoke last, or nothing was said), or `unreadable`."""
+    error: <its line>`, `answered, then a request left unanswered (step N)` (the user spoke last
+    after an answer), `no answer` (nothing was answered), or `unreadable`."""
     if (doc.get("extra") or {}).get("error"):
         return "unreadable"
-    for step in reversed(doc.get("steps") or ()):
-        if not isinstance(step, dict):
-            continue
+    steps = [s for s in doc.get("steps") or () if isinstance(s, dict)]
+    said_after = False  # whether the tool itself printed something after (Aider's `/commit`)
+    for at in range(len(steps) - 1, -1, -1):
+        step = steps[at]
         text = _text(step.get("message")).strip()
         kind = (step.get("extra") or {}).get("kind")
         if step.get("source") == "user":
-            return "no answer" if not _INTERRUPT.search(text[:200]) else "interrupted"
+            if _INTERRUPT.search(text[:200]):
+                return "interrupted"
+            if said_after and text.startswith("/"):
+                return "completed"  # a command the tool ran and answered itself
+            answered = any(s.get("source") == "agent" and _text(s.get("message")).strip() for s in steps[:at])
+            return f"answered, then a request left unanswered (step {step.get('step_id')})" if answered \
+                else "no answer"
         if kind == "api_error" or (step.get("source") == "system" and _PROBLEM.search(text[:300])) \
                 or (step.get("source") == "agent" and text.startswith("API Error")):
             return f"API or auth error: {_first_line(text, ERROR_CHARS)}"
@@ -132,12 +265,13 @@ def outcome(doc: dict) -> str:
             return "completed"
         if step.get("source") == "agent" and step.get("tool_calls"):
             return "interrupted"  # stopped while its tools ran
+        said_after = said_after or (step.get("source") == "system" and bool(text))
     return "no answer"
 
 
 # commands ----------------------------------------------------------------------------------------
 def _calls(trajectory: dict):
-    """(step, call, its results' text, whether a result says it failed) of each tool call."""
+    """(step, call, its results' text, its results) of each tool call."""
     for step in trajectory.get("steps") or ():
         if not isinstance(step, dict):
             continue
@@ -158,7 +292,7 @@ def _commands(trajectory: dict, path: str) -> list[dict]:
         extra = call.get("extra") or {}
         if extra.get("kind") != "shell" or not isinstance(extra.get("command"), str):
             continue
-        status = _status(text, results)
+        status = "refused" if extra.get("refused") else _status(text, results)
         entry = {"step": step.get("step_id"), "path": path, "command": extra["command"], "status": status}
         if status not in ("ok", 0):
             entry["error"] = _error_line(text)
@@ -190,35 +324,75 @@ def _error_line(text: str) -> str:
 
 # commits -----------------------------------------------------------------------------------------
 def _commits(trajectory: dict, path: str) -> list[dict]:
-    """The commits git reported making in the output of the session's shell calls, with the
-    files it named (or those staged by `git add` with paths since the previous commit)."""
-    found, staged = [], []
-    for step, call, text, _ in _calls(trajectory):
-        command = (call.get("extra") or {}).get("command")
-        if not isinstance(command, str):
+    """The commits git reported making in the output of the session's shell calls: hash,
+    branch, subject, git's own count (`N files changed, X insertions(+), Y deletions(-)`), and
+    the files it named (created, deleted, renamed, `--stat` lines) with those staged since the
+    previous commit (`git add` with paths; `git add -A`, `.`, `-u` or `commit -a`: the files the
+    session wrote meanwhile); and those the agent made itself (Aider's `Commit <hash> <subject>`),
+    with the files it wrote since the previous one."""
+    from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
+
+    found, staged, written, everything = [], [], [], False
+    cwd = trajectory_cwd(trajectory)
+    for step in trajectory.get("steps") or ():
+        if not isinstance(step, dict):
             continue
-        staged += _added(command)
-        if "commit" not in command:
-            continue
-        for match in _COMMIT.finditer(text):
-            branch = match.group(1).replace(" (root-commit)", "")
-            files = _committed_files(text[match.end():]) or staged
-            found.append({"hash": match.group(2), "branch": branch, "subject": match.group(3).strip(),
-                          "files": sorted(set(files)), "step": step.get("step_id"), "path": path})
-            staged = []
+        for _, call, text, _ in _calls({"steps": [step]}):
+            extra = call.get("extra") or {}
+            written += [relative(p, cwd) for p in extra.get("paths") or () if extra.get("kind") in toolkinds.WRITING]
+            command = extra.get("command")
+            if not isinstance(command, str):
+                continue
+            added, all_of_it = _added(command)
+            staged += added
+            everything = everything or all_of_it or _commits_all(command)
+            if "commit" not in command:
+                continue
+            for match in _COMMIT.finditer(text):
+                branch = match.group(1).replace(" (root-commit)", "")
+                named, counts = _committed_files(text[match.end():])
+                files = _in_order(named + staged)
+                if everything and (counts is None or len(files) < counts[0]):
+                    guessed = _in_order(files + written)  # what the session wrote, staged with the rest
+                    files = guessed if counts is None or len(guessed) <= counts[0] else files
+                found.append({"hash": match.group(2), "branch": branch, "subject": match.group(3).strip(),
+                              "files": files, "changed": counts, "step": step.get("step_id"), "path": path})
+                staged, written, everything = [], [], False
+        edits = (step.get("extra") or {}).get("paths")
+        if step.get("source") == "system" and isinstance(edits, list):  # Aider's applied edits
+            written += [relative(p, cwd) for p in edits if isinstance(p, str)]
+        made = _AGENT_COMMIT.match(_text(step.get("message"))) if step.get("source") == "system" else None
+        if made:
+            found.append({"hash": made.group(1), "branch": "", "subject": made.group(2).strip(),
+                          "files": _in_order(written), "changed": None, "step": step.get("step_id"), "path": path})
+            staged, written, everything = [], [], False
     return found
 
 
-def _committed_files(rest: str) -> list[str]:
-    """The files git's commit output names: created, deleted, renamed, or in a `--stat` table."""
-    files = []
-    for line in rest.splitlines()[:200]:
+def trajectory_cwd(trajectory: dict):
+    return (trajectory.get("extra") or {}).get("cwd")
+
+
+def _in_order(names: list[str]) -> list[str]:
+    found = [n for n in names if n]
+    return sorted(set(found), key=found.index)
+
+
+def _committed_files(rest: str) -> tuple[list[str], list | None]:
+    """The files git's commit output names (created, deleted, renamed, in a `--stat` table) and
+    its count line as [files, insertions, deletions]."""
+    files, counts = [], None
+    for line in rest.splitlines()[:400]:
         if line.startswith("["):
             break  # the next commit's output
+        changed = _CHANGED.match(line)
+        if changed and counts is None:
+            counts = [int(changed.group(1)), int(changed.group(2) or 0), int(changed.group(3) or 0)]
+            continue
         match = _COMMIT_FILE.match(line)
         if match:
             files.append(_renamed_to(next(g for g in match.groups() if g).strip()))
-    return files
+    return files, counts
 
 
 def _renamed_to(name: str) -> str:
@@ -232,20 +406,57 @@ def _renamed_to(name: str) -> str:
     return name.split(" => ", 1)[1]
 
 
-def _added(command: str) -> list[str]:
-    """The paths `git add` names in a command line (none for `git add -A`, `.`, `-u`)."""
-    found = []
-    for part in command.replace("&&", ";").replace("||", ";").split(";"):
-        words = part.split()
-        if words[:2] == ["git", "add"] and not any(w in _NO_PATH_ADD for w in words[2:]):
-            found += [w.strip("'\"") for w in words[2:] if not w.startswith("-")]
-    return found
+def _added(command: str) -> tuple[list[str], bool]:
+    """The paths `git add` names in a command line (its words, not its redirections, variables
+    or globs), and whether one stages everything (`git add -A`, `.`, `-u`)."""
+    from rendering import toolkinds
+
+    lexer = shlex.shlex(command[:toolkinds.MAX_PARSED], posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        tokens = command.split()
+    found, everything, words = [], False, []
+    for token in tokens + [";"]:
+        if not set(token) <= set("|&;<>()"):
+            words.append(token)
+        elif ">" in token or "<" in token:
+            words.append("\0")  # what follows is a redirection's target
+        else:
+            start = _git_verb(words)
+            if start is not None and words[start] == "add":
+                rest = words[start + 1:]
+                rest = rest[:rest.index("\0")] if "\0" in rest else rest
+                if any(w in _NO_PATH_ADD for w in rest):
+                    everything = True
+                else:
+                    found += [w for w in rest if not w.startswith("-") and not w.isdigit() and toolkinds.is_file_path(w)]
+            words = []
+    return found, everything
+
+
+def _git_verb(words: list[str]) -> int | None:
+    """The position of git's sub-command in a simple command (`git -C dir add ...`), or None."""
+    if not words or words[0] != "git":
+        return None
+    at = 1
+    while at < len(words) and words[at].startswith("-"):
+        at += 2 if words[at] in ("-C", "-c", "--git-dir", "--work-tree") else 1
+    return at if at < len(words) else None
+
+
+def _commits_all(command: str) -> bool:
+    """Whether a command line commits every tracked change (`git commit -a`, `-am`)."""
+    return any(w.startswith("-") and not w.startswith("--") and "a" in w or w == "--all"
+               for part in command.split("git commit")[1:] for w in part.split("&&")[0].split()[:8])
 
 
 # files, models, answer ---------------------------------------------------------------------------
-def _files(trajectories: list, cwd) -> list[dict]:
-    """The files written or edited, each once, with the steps that did, relative to the
-    working directory when inside it."""
+def _files(trajectories: list, cwd) -> tuple[list[dict], list[dict], list[dict]]:
+    """The files written or edited, each once, with the steps that did: those inside the
+    working directory (relative to it), those outside it (a plan under ~/.claude/plans/), and
+    those only attempted (the user refused, or the tool failed)."""
     from rendering import toolkinds  # here: search prints jq paths (`jq_path`) without it
 
     steps: dict = {}
@@ -253,7 +464,18 @@ def _files(trajectories: list, cwd) -> list[dict]:
         for write in toolkinds.writes(trajectory):
             for name in write["paths"]:
                 steps.setdefault(relative(name, cwd), []).append(where_short(write["step"], path))
-    return [{"path": name, "steps": sorted(set(at), key=at.index)} for name, at in steps.items()]
+    attempted: dict = {}
+    for path, trajectory in trajectories:
+        for step, call, _, _ in _calls(trajectory):
+            extra = call.get("extra") or {}
+            for name in extra.get("attempted_paths") or ():
+                name = relative(os.path.normpath(name), cwd)
+                if name not in steps:
+                    attempted.setdefault(name, []).append(where_short(step.get("step_id"), path))
+    listed = [{"path": name, "steps": sorted(set(at), key=at.index)} for name, at in steps.items()]
+    inside = [f for f in listed if not os.path.isabs(f["path"])]
+    outside = [f for f in listed if os.path.isabs(f["path"])]
+    return inside, outside, [{"path": n, "steps": at} for n, at in attempted.items()]
 
 
 def where_short(step_id, path: str) -> str:
@@ -278,9 +500,9 @@ def _answer(doc: dict) -> tuple | None:
     """(step, first lines) of the agent's last message."""
     for step in reversed(doc.get("steps") or ()):
         if isinstance(step, dict) and step.get("source") == "agent" and _text(step.get("message")).strip():
-            lines = [line.rstrip() for line in _text(step["message"]).strip().splitlines()]
+            lines = [line.rstrip() for line in _text(step["message"]).strip().splitlines() if line.strip()]
             shown = "\n".join(lines[:ANSWER_LINES])
-            return step.get("step_id"), _cut(shown, ANSWER_CHARS), len(lines) > ANSWER_LINES
+            return step.get("step_id"), _cut(shown, ANSWER_CHARS), len(lines) > ANSWER_LINES or len(shown) > ANSWER_CHARS
     return None
 
 
@@ -303,40 +525,65 @@ def card_name(document_name: str) -> str:
         else document_name + CARD_SUFFIX
 
 
-def render(doc: dict, found: dict | None = None) -> bytes:
+def render(doc: dict, found: dict | None = None, related: str = "") -> bytes:
     """The card of a document (`found`: its `facts`, when the caller has them), at most
-    CARD_LIMIT bytes."""
+    CARD_LIMIT bytes; `related`: its `related` section (other sessions' facts), added last."""
     found = found if found is not None else facts(doc)
     sections = [_heading(doc, found), _requests_section(found), _commits_section(found),
                 _files_section(found), _commands_section(found), _answer_section(found)]
     text = "\n".join(s for s in sections if s)
-    return _bounded(text)
+    return _bounded(text) + related.encode("utf-8", "surrogatepass")
 
 
 def _heading(doc: dict, found: dict) -> str:
+    """The title, then one line of facts: id, agent, start, steps, outcome, branches, modes,
+    models, and the directory."""
     extra = doc.get("extra") or {}
-    metrics = doc.get("final_metrics") or {}
     steps = doc.get("steps") or ()
-    tokens = ", ".join(f"{name} {metrics[key]:,}" for key, name in
-                       (("total_prompt_tokens", "prompt"), ("total_completion_tokens", "completion"),
-                        ("total_cached_tokens", "cached")) if isinstance(metrics.get(key), int))
-    cost = metrics.get("total_cost_usd")
-    lines = [f"# {_one_line(found['title'] or '(no request)', TITLE_CHARS)}", "",
-             f"- Session `{extra.get('short_id', '')}` ({(doc.get('agent') or {}).get('name', '')}), "
-             f"{len(steps)} steps, in the `.atif.json` of this card's name: step N is `.steps[N-1]`, "
-             f"sub-agent S's step N (`S:N`) `.subagent_trajectories[S-1].steps[N-1]`",
-             f"- Started: {steps[0].get('timestamp', 'unknown') if steps and isinstance(steps[0], dict) else 'unknown'}",
-             f"- Directory: `{extra.get('cwd') or '(none recorded)'}`",
-             f"- Outcome: {found['outcome']}",
-             f"- Model: {', '.join(found['models']) or 'not recorded'}",
-             f"- Tokens: {tokens or 'not recorded'}" + (f"; cost ${cost:.2f}" if isinstance(cost, (int, float)) else "")]
-    return "\n".join(lines) + "\n"
+    started = steps[0].get("timestamp") if steps and isinstance(steps[0], dict) else None
+    when = started[:16].replace("T", " ") if isinstance(started, str) else "unknown"
+    facts_line = [f"`{extra.get('short_id', '')}` {(doc.get('agent') or {}).get('name', '')}", when,
+                  f"{len(steps)} steps", f"outcome: {found['outcome']}"]
+    if found.get("branches"):
+        facts_line.append("branch: " + ", ".join(_one_line(b, 60) for b in found["branches"][:4]))
+    modes = found.get("modes") or []
+    modes = [] if modes == ["default"] else modes  # the mode every session starts in, alone, says nothing
+    if modes:
+        facts_line.append("mode: " + ", ".join(modes[:4]))
+    commands = found["commands"]
+    if commands:
+        failed = sum(1 for c in commands if c["status"] not in ("ok", 0, "no output"))
+        facts_line.append(f"{len(commands)} commands, {failed} failed")
+    return f"# {_one_line(found['title'] or '(no request)', HEADING_CHARS)}\n" + " · ".join(facts_line) + "\n"
 
 
 def _requests_section(found: dict) -> str:
-    return _section("Requests", found["requests"], REQUESTS_SHOWN,
-                    lambda request: f"- step {request[0]}: {_one_line(request[1], REQUEST_CHARS)}",
+    title = " ".join(found["title"].split()).removesuffix("…")
+
+    before = [""]
+
+    def line(request) -> str:
+        words = " ".join(request[1].split())
+        shared, before[0] = _shared_start(words, before[0]), words
+        if title and words.startswith(title):
+            said = "(the title)" + (" …" if len(words) > len(title) else "")
+        elif shared == len(words):
+            said = "(the same again)"
+        elif shared >= SHARED_START:  # a template typed again: what differs says which
+            said = "(as above) …" + _one_line(words[shared:], REQUEST_CHARS)
+        else:
+            said = _one_line(words, REQUEST_CHARS)
+        return f"- {request[0]}: {said}"
+    return _section("Requests", found["requests"], REQUESTS_SHOWN, line,
                     ": `jq -r '.steps[] | select(.source == \"user\") | .message' FILE`")
+
+
+def _shared_start(text: str, other: str) -> int:
+    """How many characters `text` shares with `other` from the start, back to a word's start."""
+    n = len(os.path.commonprefix([text, other]))
+    if n == len(text) or n < SHARED_START:
+        return 0 if n < SHARED_START else n
+    return text.rfind(" ", 0, n) + 1
 
 
 def _section(title: str, items: list, shown: int, line, hint: str = "") -> str:
@@ -347,25 +594,52 @@ def _section(title: str, items: list, shown: int, line, hint: str = "") -> str:
     lines = [line(item) for item in items[:shown]]
     if len(items) > shown:
         lines.append(f"- … {len(items) - shown} more{hint}")
-    return f"## {title} ({len(items)})\n\n" + "\n".join(lines) + "\n"
+    return f"## {title} ({len(items)})\n" + "\n".join(lines) + "\n"
 
 
 def _commits_section(found: dict) -> str:
-    commits = found["commits"]
-    if not commits:
-        return "## Commits\n\nNone reported by git in this session.\n"
-    lines = []
-    for c in commits:
-        files = ", ".join(c["files"][:8]) + (f" (+{len(c['files']) - 8} more)" if len(c["files"]) > 8 else "")
-        lines.append(f"- `{c['hash'][:10]}` on {_one_line(c['branch'], 60)}: {_one_line(c['subject'], 120)} "
-                     f"({where_short(c['step'], c['path'])})" + (f" — {files}" if files else ""))
-    return f"## Commits ({len(commits)})\n\n" + "\n".join(lines) + "\n"
+    return _section("Commits", found["commits"], COMMITS_SHOWN, _commit_line)
+
+
+def _commit_line(c: dict) -> str:
+    """`hash` on branch: subject (step) — git's count, then the files named (K of N when git
+    counted more than are named)."""
+    changed = c.get("changed")
+    files = c["files"]
+    count = (f"{changed[0]} file{'s' if changed[0] != 1 else ''} changed, +{changed[1]} -{changed[2]}"
+             if changed else "")
+    if changed and len(files) < changed[0]:
+        count += f"; {len(files)} of {changed[0]} named"
+    names = ", ".join(files[:COMMIT_FILES]) + (f" (+{len(files) - COMMIT_FILES} more)" if len(files) > COMMIT_FILES else "")
+    tail = "; ".join(t for t in (count, names) if t)
+    return (f"- `{c['hash'][:10]}`{' on ' + _one_line(c['branch'], 60) if c['branch'] else ''}: {_one_line(c['subject'], 100)} "
+            f"({where_short(c['step'], c['path'])})" + (f" — {tail}" if tail else ""))
 
 
 def _files_section(found: dict) -> str:
-    return _section("Files written or edited", found["files"], FILES_SHOWN,
-                    lambda f: f"- {_one_line(f['path'], 160)} (step {', '.join(f['steps'][:6])}"
-                              f"{', …' if len(f['steps']) > 6 else ''})")
+    inside, outside, attempted = found["files"], found.get("outside") or [], found.get("attempted") or []
+    if not (inside or outside or attempted):
+        return ""
+    lines = _file_lines(inside, FILES_SHOWN)
+    if outside:
+        lines.append("- outside the directory: " + ", ".join(_file_lines(outside, 4, bare=True)))
+    if attempted:
+        lines.append("- attempted, not written (refused or failed): " + ", ".join(_file_lines(attempted, 6, bare=True)))
+    return f"## Files written or edited ({len(inside)})\n" + "\n".join(lines) + "\n"
+
+
+def _file_lines(files: list, shown: int, bare: bool = False) -> list[str]:
+    """The first `shown` files, those of one folder on one line (`dir/: a.py (3), b.py (4, …)`;
+    `bare`: whole paths, on one line), each with the steps that wrote it; then how many more."""
+    groups: dict = {}
+    for f in files[:shown]:
+        folder, name = os.path.split(f["path"]) if not bare else ("", f["path"])
+        groups.setdefault(folder, []).append(f"{name} ({', '.join(f['steps'][:2])}{', …' if len(f['steps']) > 2 else ''})")
+    lines = [f"{'' if bare else '- '}{_one_line((folder + '/: ' if folder else '') + ', '.join(names), 300)}"
+             for folder, names in groups.items()]
+    if len(files) > shown:
+        lines.append(f"{'' if bare else '- '}… {len(files) - shown} more")
+    return lines
 
 
 def _commands_section(found: dict) -> str:
@@ -373,22 +647,13 @@ def _commands_section(found: dict) -> str:
     if not commands:
         return ""
     failed = [c for c in commands if c["status"] not in ("ok", 0, "no output")]
-    lines = [f"{len(commands)} run, {len(failed)} failed.", ""]
+    lines = []
     for c in failed[:FAILURES_SHOWN]:
         lines.append(f"- ✗ {where_short(c['step'], c['path'])} exit {c['status']}: `{_one_line(c['command'], COMMAND_CHARS)}`"
                      + (f" — {_one_line(c['error'], ERROR_CHARS)}" if c.get("error") else ""))
     if len(failed) > FAILURES_SHOWN:
         lines.append(f"- … {len(failed) - FAILURES_SHOWN} more failures")
-    distinct, seen = [], set()
-    for c in commands:
-        if c["status"] in ("ok", 0, "no output") and c["command"] not in seen:
-            seen.add(c["command"])
-            distinct.append(c)
-    for c in distinct[:COMMANDS_SHOWN]:
-        lines.append(f"- ✓ {where_short(c['step'], c['path'])}: `{_one_line(c['command'], COMMAND_CHARS)}`")
-    if len(distinct) > COMMANDS_SHOWN:
-        lines.append(f"- … {len(distinct) - COMMANDS_SHOWN} more that succeeded")
-    return "## Commands\n\n" + "\n".join(lines) + "\n"
+    return f"## Failed commands ({len(failed)} of {len(commands)})\n" + "\n".join(lines) + "\n" if failed else ""
 
 
 def _answer_section(found: dict) -> str:
@@ -397,7 +662,7 @@ def _answer_section(found: dict) -> str:
         return ""
     step, text, more = answer
     quoted = "\n".join("> " + line for line in text.splitlines())
-    return f"## Final answer (step {step})\n\n{quoted}\n" + ("> …\n" if more else "")
+    return f"## Final answer (step {step})\n{quoted}" + (" …\n" if more else "\n")
 
 
 def _bounded(text: str) -> bytes:
@@ -407,3 +672,54 @@ def _bounded(text: str) -> bytes:
     note = f"\n… (card cut at {CARD_LIMIT // 1024} KB: the document has the rest)\n".encode()
     cut = data[: CARD_LIMIT - len(note)].decode("utf-8", "ignore")
     return cut[: cut.rfind("\n") + 1].encode("utf-8", "surrogatepass") + note
+
+
+# sessions that belong together -------------------------------------------------------------------
+def related(own: dict, others: list[tuple[str, dict]], cwd=None) -> str:
+    """The card's last section: the other sessions of the project (`others`: (file name, facts)
+    of each) that changed one of the same files or ran on the same branch (other than a trunk,
+    TRUNKS) within RELATED_HOURS of this one (`own`: its facts), nearest in time first; "" when
+    none. Made of facts only, so that the mount and `export` agree on it without rendering."""
+    span_own = own.get("span") if isinstance(own.get("span"), list) else None
+    if not span_own:
+        return ""
+    files = set(_strings(own.get("files")))
+    mine = set(_strings(own.get("branches")))
+    found = []
+    for name, other in others:
+        span_other = other.get("span") if isinstance(other, dict) and isinstance(other.get("span"), list) else None
+        if not span_other or other is own:
+            continue
+        gap = max(span_other[0] - span_own[1], span_own[0] - span_other[1], 0)
+        if gap > RELATED_HOURS * 3600:
+            continue
+        shared = sorted(files & set(_strings(other.get("files"))))
+        branch = sorted((mine - TRUNKS) & set(_strings(other.get("branches"))))
+        if not shared and not branch:
+            continue
+        why = []
+        if shared:
+            named = ", ".join(relative(p, cwd) for p in shared[:3]) + (f" +{len(shared) - 3}" if len(shared) > 3 else "")
+            why.append(f"same files: {named}")
+        if branch:
+            why.append(f"same branch: {', '.join(branch[:2])}")
+        why.append(_when(span_other[0] - span_own[0]))
+        found.append((not shared, gap, span_other[0], name, "; ".join(why)))
+    if not found:
+        return ""
+    found.sort(key=lambda f: f[:4])  # those that changed the same files first, then the nearest in time
+    lines = [f"- {_one_line(name.removesuffix('.atif.json').rsplit('_', 1)[-1], 60)}: {_one_line(why, 200)}"
+             for *_, name, why in found[:RELATED_SHOWN]]
+    if len(found) > RELATED_SHOWN:
+        lines.append(f"- … {len(found) - RELATED_SHOWN} more")
+    return f"\n## Related sessions ({len(found)})\n" + "\n".join(lines) + "\n"
+
+
+def _strings(value) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _when(seconds: float) -> str:
+    hours = abs(seconds) / 3600
+    amount = f"{round(hours)} h" if hours >= 1 else f"{max(1, round(abs(seconds) / 60))} min"
+    return "same time" if abs(seconds) < 60 else f"{amount} {'later' if seconds > 0 else 'earlier'}"

@@ -29,8 +29,9 @@ from core.jsonlib import orjson
 
 FOLDER = cache.named("documents-v3")  # older ones hold documents redacted by older rules (cache.is_obsolete)
 LIMIT_BYTES = 2 * 1024 ** 3
-COMPRESSED = ".zst"  # the document compressed as a push sends it (sharing/remote.py)
-SUFFIXES = (".json", ".search", COMPRESSED)  # the document, its searchable text, compressed
+COMPRESSED = ".zst"  # the document compressed as a push sends it (sharing/push.py)
+SUFFIXES = (".json", ".search", COMPRESSED, ".card", ".transcript")  # the document, its searchable text,
+# compressed, and the views memory/ shows beside it (rendering/views.py)
 REFRESH_AFTER = 600  # seconds: a hit refreshes an mtime older than this (not every read writes the inode)
 _known_total: dict = {}  # folder -> bytes this process believes it holds
 
@@ -46,10 +47,11 @@ def path_of(env, key: str, short_id: str, stamp: list, suffix: str = ".json", ba
     return os.path.join(base or cache.cache_dir(env), FOLDER, name + suffix)
 
 
-def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json") -> bytes | None:
+def get(env, key: str, short_id: str, stamp: list, suffix: str = ".json", base: str | None = None) -> bytes | None:
     """The file's bytes, read without Python's file objects (a repeated `search --content`
-    reads thousands of them)."""
-    base = cache.cache_dir(env)
+    reads thousands of them). `base`: the cache folder (`cache.cache_dir`), when the caller
+    has it."""
+    base = base or cache.cache_dir(env)
     if not cache.usable(base):
         return None
     path = path_of(env, key, short_id, stamp, suffix, base)

@@ -8,6 +8,8 @@ becomes a valid document that says what went wrong.
 
 from __future__ import annotations
 
+import time
+
 from agents.base import Session
 from atif.serialize import dumps, loads
 from core import cache
@@ -15,7 +17,7 @@ from discovery import catalog
 from rendering import toolkinds
 
 SHORT_HASH = 7  # of a commit, in INDEX.md
-FACTS_FILE = cache.named("facts-v5", python=True, ext=".bin")  # marshal (cache._decode): keys are paths, which need not be UTF-8
+FACTS_FILE = cache.named("facts-v6", python=True, ext=".bin")  # marshal (cache._decode): keys are paths, which need not be UTF-8
 
 
 def document(session: Session, env, redact: bool = True, stamp: list | None = None) -> tuple[dict, bytes]:
@@ -118,7 +120,8 @@ def totals(doc: dict, data: bytes, stamp: list) -> dict:
     """What `list`, `stats` and the mount need to know of a document without translating it
     again: its size and steps, the totals `stats` adds up (tokens and cost from
     `final_metrics`, tool calls counted with the sub-agents', like the tokens), and the files its
-    tool calls wrote (`blame`, INDEX.md)."""
+    tool calls wrote (`blame`, INDEX.md; not those a refused or failed call only attempted), the
+    branches it ran on and its first and last step times (`span`: a card's related sessions)."""
     from rendering import cards
 
     fm = doc.get("final_metrics") or {}
@@ -130,6 +133,7 @@ def totals(doc: dict, data: bytes, stamp: list) -> dict:
             "files": sorted({path for write in toolkinds.writes(doc) for path in write["paths"]}),
             "title": card["title"], "outcome": card["outcome"],
             "commits": [commit["hash"][:SHORT_HASH] for commit in card["commits"]],
+            "branches": card["branches"], "span": card["span"],
             "requests": cards.request_text(card),
             "card_size": len(cards.render(doc, card))}
 
@@ -233,6 +237,30 @@ class Facts:
         finally:
             progress.clear()
         return found
+
+    def fill(self, sessions: list[Session], seconds: float) -> list[Session]:
+        """Render, on every core, the sessions that no redacted rendering has facts of (in the
+        order given: newest first), for at most about `seconds` (the result of the pool's chunk in
+        hand is waited for), and keep their facts; the sessions left without any."""
+        from core import parallel
+
+        missing = [s for s in sessions if self.latest(s) is None]
+        if not missing:
+            return []
+        deadline = time.monotonic() + seconds
+        progress = parallel.Progress(len(missing), "reading sessions")
+        done = 0
+        try:
+            for facts in parallel.ordered(fresh_totals, missing, (self.env, self.redact)):
+                self.put(missing[done], facts)
+                done += 1
+                progress.step()
+                if time.monotonic() >= deadline:
+                    break
+        finally:
+            progress.clear()
+            self.save()
+        return missing[done:]
 
     def save(self) -> None:
         unsaved, self._unsaved = self._unsaved, {}

@@ -26,7 +26,7 @@ import re
 
 from atif.serialize import dumps_text
 from rendering import cards
-from rendering.transcript import content_text, tokens_line
+from rendering.transcript import content_text
 
 INLINE_CHARS = 1500   # a call's arguments or output longer than this waits, as data, until it is opened
 SUMMARY_CHARS = 160   # a folded call's one line
@@ -333,3 +333,16 @@ def _subagent(path: str, sub: dict, subs: dict, shown: set, data: list) -> str:
                + (f' · <span class="note">{esc(_one_line(first, 120))}</span>' if first.strip() else ""))
     inner = "".join(_step(step, path, subs, shown, data) for step in steps)
     return f'<details class="subagent" id="sub-{esc(path)}"><summary>{summary}</summary>{inner}</details>'
+
+
+def tokens_line(fm: dict) -> str | None:
+    """A session's token counts (and cost) from its `final_metrics`, in one line."""
+    parts = []
+    if fm.get("total_prompt_tokens") is not None:
+        cached = fm.get("total_cached_tokens")
+        parts.append(f"{fm['total_prompt_tokens']:,} prompt" + (f" ({cached:,} cached)" if cached is not None else ""))
+    if fm.get("total_completion_tokens") is not None:
+        parts.append(f"{fm['total_completion_tokens']:,} completion")
+    if fm.get("total_cost_usd") is not None:
+        parts.append(f"${fm['total_cost_usd']:.4f}")
+    return ", ".join(parts) or None

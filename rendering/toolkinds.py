@@ -111,10 +111,12 @@ _WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 _PATCH_KEYS = ("input", "patch", "diff", "patchText", "patch_text")
 _PATCH_FILE = compiledre.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$|^\+\+\+ (?:b/)?(.+)$",
                                  re.M)
+_APPLY_PATCH_FILE = compiledre.compile(r"^\*\*\* (?:(?:Add|Update) File|Move to): (.+)$", re.M)
 _REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _OPERATOR = set("|&;<>()")
 _WRITERS = ("tee", "mv", "cp", "sed")
 _UNQUOTED = str.maketrans("", "", "'\"\\")  # what shlex removes from a word: quotes, backslashes
+_NULL_DEVICES = ("nul", "nul:", "con", "con:")  # Windows' /dev/null (cmd's `> nul`), its console
 _SHELL_WRAPPERS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh")
 
 
@@ -135,10 +137,20 @@ def kind_of(agent: str, name, arguments) -> str:
 
 def annotate(doc: dict, agent: str, cwd: str | None) -> None:
     """Add kind, command and paths to every tool call of a document and of its sub-agents, and
-    the absolute paths of Aider's applied edits to the steps that report them."""
+    the absolute paths of Aider's applied edits to the steps that report them. A write, edit
+    or shell call whose result says it was refused (or, for a write or an edit, that it failed)
+    wrote nothing: its files are its `attempted_paths`, and `refused` or `failed` says why."""
     for step in doc.get("steps") or ():
+        results = (step.get("observation") or {}).get("results") or ()
         for call in step.get("tool_calls") or ():
-            call["extra"] = {**(call.get("extra") or {}), **meaning(agent, call, cwd)}
+            found = meaning(agent, call, cwd)
+            if found.get("paths") and found["kind"] in WRITING:
+                outcome = write_outcome(found["kind"], [r for r in results if isinstance(r, dict)
+                                                         and r.get("source_call_id") == call.get("tool_call_id")])
+                if outcome:
+                    found["attempted_paths"] = found.pop("paths")
+                    found[outcome] = True
+            call["extra"] = {**(call.get("extra") or {}), **found}
         edits = (step.get("extra") or {}).get("applied_edits")
         if isinstance(edits, list):
             step["extra"]["paths"] = absolute([e for e in edits if isinstance(e, str)], cwd)
@@ -178,10 +190,53 @@ def command_of(arguments: dict) -> str | None:
     return None
 
 
+# what a tool's result says when nothing was done: the user refused it (Claude Code, Codex,
+# Gemini CLI, Cline...), or the tool failed before writing
+_REFUSED = compiledre.compile(
+    r"doesn't want to proceed with this tool use|tool use was rejected|was NOT written|user rejected|"
+    r"user denied|denied by the user|declined by the user|rejected by the user|user refused|"
+    r"operation was cancell?ed by the user", re.I)
+_REFUSED_FIRST = compiledre.compile(
+    r"(?:error:\s*)?(?:the user doesn't want to proceed|user (?:rejected|denied|refused|declined)|"
+    r"exec command rejected|(?:the )?(?:tool call|tool use|command|operation) (?:was )?(?:rejected|denied|"
+    r"declined|cancell?ed) by (?:the )?user)", re.I)
+_FAILED = compiledre.compile(
+    r"^\s*(?:error|failed|failure)\b|verification failed|no such file|permission denied|"
+    r"string to replace not found|old_string not found|could not (?:find|apply|write)|"
+    r"file has not been read yet|file has been modified since", re.I)
+
+
+def write_outcome(kind: str, results: list) -> str | None:
+    """`refused` when a call's result says the user refused it, `failed` when the result of a
+    write or an edit says it failed (an error flagged, or its text); else None (it wrote)."""
+    text = "\n".join(_result_text(r.get("content"))[:2048] for r in results)
+    if _REFUSED_FIRST.match(text.lstrip()) or (kind != "shell" and _REFUSED.search(text[:400])):
+        return "refused"  # said first (a command's output may quote the words), or by a write's short result
+    if kind == "shell" or not results:
+        return None  # a command that failed may have written before it did
+    flagged = any((r.get("extra") or {}).get("is_error") for r in results)
+    codes = [(r.get("extra") or {}).get("exit_code") for r in results]
+    if flagged or any(isinstance(c, int) and not isinstance(c, bool) and c != 0 for c in codes) \
+            or _FAILED.search(text[:300]):
+        return "failed"
+    return None
+
+
+def _result_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
 def shell_writes(command: str) -> list[str]:
     """The files a command line writes: the targets of `>` and `>>`, the files of `tee`, the
-    destination of `mv`, `git mv` and `cp`, the files `sed -i` edits (unparsable quoting: none)."""
+    destination of `mv`, `git mv` and `cp`, the files `sed -i` edits (unparsable quoting: none),
+    the files an `apply_patch` (Codex's patch tool, run as a command) adds or updates."""
     command = command[:MAX_PARSED]
+    if "*** Begin Patch" in command and "apply_patch" in command:  # Codex's patch tool run as a command
+        return [m.group(1).strip() for m in _APPLY_PATCH_FILE.finditer(command)]
     if ">" not in command and not any(word in command.translate(_UNQUOTED) for word in _WRITERS):
         return []  # most commands: no redirection, and no writer even once its quotes are gone
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
@@ -204,7 +259,31 @@ def shell_writes(command: str) -> list[str]:
         else:
             words.append(token)
         previous = token
-    return [p for p in found if not p.startswith("/dev/")]
+    folders = {w.rstrip("/") for w in _made_folders(tokens)}
+    return [p for p in found if not p.startswith("/dev/") and p.lower() not in _NULL_DEVICES and is_file_path(p)
+            and p.rstrip("/") not in folders]
+
+
+def is_file_path(word: str) -> bool:
+    """Whether a word of a command line names a file as written: not an unexpanded variable
+    (`$f`, `${OUT}`), a command substitution, a glob or a brace list, and not a folder (`x/`,
+    `.`, `..`)."""
+    return bool(word) and not any(c in word for c in "$`*?[{") and not word.endswith("/") \
+        and word.rsplit("/", 1)[-1] not in (".", "..", "~")
+
+
+def _made_folders(tokens: list[str]) -> list[str]:
+    """The folders `mkdir` makes in a command line: a path written there is a folder."""
+    found, making = [], False
+    for token in tokens:
+        if set(token) <= _OPERATOR:
+            making = False
+        elif making:
+            if not token.startswith("-"):
+                found.append(token)
+        else:
+            making = token == "mkdir"
+    return found
 
 
 def _written_by(words: list[str]) -> list[str]:
@@ -213,7 +292,12 @@ def _written_by(words: list[str]) -> list[str]:
     arguments = [w for w in words[1:] if not w.startswith("-")]
     if words[:1] == ["tee"]:
         return arguments
+    recursive = any(w.startswith("-") and not w.startswith("--") and ("r" in w or "R" in w or "a" in w)
+                    or w in ("--recursive", "--archive", "-t") or w.startswith("--target-directory")
+                    for w in words[1:])
     if words[:1] in (["mv"], ["cp"]) and len(arguments) >= 2:
+        if recursive or len(arguments) > 2:  # a folder copied, or files copied into a folder
+            return []
         return arguments[-1:]
     if words[:1] == ["sed"]:
         return _edited_by_sed(words[1:])

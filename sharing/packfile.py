@@ -1,4 +1,4 @@
-"""Git objects as one pack, for `git index-pack --stdin` (sharing.remote), which stores it as a
+"""Git objects as one pack, for `git index-pack --stdin` (`Indexed`), which stores it as a
 fetch stores what it receives: git checks every object it indexes (each id, each zlib stream,
 the trailer) and writes the pack and its index itself, so a mistake here is refused, never
 stored.
@@ -20,12 +20,28 @@ import hashlib
 import struct
 import zlib
 
+from sharing import git
+
 TYPES = {"commit": 1, "tree": 2, "blob": 3}
 
 
 def object_id(kind: str, body: bytes) -> str:
     """The id git gives an object of this kind and body."""
     return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(body)) + body).hexdigest()
+
+
+def blob_id(data: bytes) -> str:
+    return object_id("blob", data)
+
+
+def tree_body(entries: dict) -> bytes:
+    """A tree of `entries` (name -> (mode, hex id)) as git writes it: entries sorted by name, a
+    folder's name compared as if it ended with '/'."""
+    def order(name: str) -> bytes:
+        return name.encode() + (b"/" if entries[name][0] == "40000" else b"")
+
+    return b"".join(f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1])
+                    for n in sorted(entries, key=order))
 
 
 def object_header(kind: str, size: int) -> bytes:
@@ -64,3 +80,46 @@ class Writer:
     def _put(self, data: bytes) -> None:
         self.trailer.update(data)
         self.out.write(data)
+
+
+class Indexed:
+    """A pack stored by `git index-pack --stdin` as it is written (`packfile.Writer`): git
+    checks every object as it reads it, on another core than the one making them."""
+
+    INDEXING = ["index-pack", "--stdin"]
+
+    def __init__(self, repo: "git.Repository", count: int):
+        import subprocess
+
+        self.process = git.git_started(self.INDEXING, repo.root, repo.env, feeding=True, stdout=subprocess.DEVNULL)
+        self._widen_pipe()
+        self.writer = self._writing(lambda: Writer(self.process.stdin, count))
+
+    def _widen_pipe(self) -> None:
+        """A 1 MB pipe to git where the system allows (Linux; else its 64 KB): the blobs are
+        read on while git catches up."""
+        try:
+            import fcntl
+
+            fcntl.fcntl(self.process.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        except (ImportError, AttributeError, OSError):
+            pass
+
+    def add(self, kind: str, body: bytes, level: int = 0) -> None:
+        """One more object (`level`: its zlib level, 0 for the zstd documents)."""
+        if self.writer is not None:
+            self._writing(lambda: self.writer.add(kind, body, level))
+
+    def _writing(self, write):
+        try:
+            return write()
+        except BrokenPipeError:  # git stopped reading: `stored` says why
+            self.writer = None
+
+    def stored(self) -> None:
+        """Once every object is added: git's check done, the pack stored (GitFailed if not)."""
+        git.git_finished(self.process, self.INDEXING)
+
+    def abandon(self) -> None:
+        self.process.kill()
+        self.process.communicate()

@@ -203,7 +203,7 @@ def observed(env, cwd: str, anchor: str, tmp_path, round_name: str) -> SimpleNam
     hit_records = [orjson.loads(line) for line in hits.stdout.splitlines()]
     out = tmp_path / f"export-{round_name}"
     ok(env, "export", "--all", "--out", str(out), cwd=cwd)
-    exported = {p.name: p.read_bytes() for p in out.iterdir()}
+    exported = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     projects = {r["cwd"] for r in records if r["cwd"]}
     return SimpleNamespace(records=records, flags=flags, shown=shown, hits=hit_records,
                            exported=exported, mounted=mount_files(env, projects))
@@ -691,7 +691,7 @@ def test_a_mounted_memory_serves_archived_sessions_as_it_served_them_live(tmp_pa
         names = sorted(n for n in os.listdir(point) if n.endswith(".atif.json"))
         assert names == sorted(before)
         assert {n: open(os.path.join(point, n), "rb").read() for n in names} == before
-        listing = client("ls", "-l", point)
+        listing = client("ls", "-lL", point)  # the documents' sizes, through their symlinks
         assert all(f" {len(data)} " in listing.stdout for data in before.values())
     finally:
         cli("memory", "--unmount", point, env=env, cwd=project)

@@ -259,8 +259,9 @@ def test_secrets_in_structured_tool_arguments_stay_out(tmp_path):
         result = run_main(env, args, cwd=project)
         assert result.returncode == 0, (args, result.stderr)
         outputs[" ".join(args)] = result.stdout
-    for name in os.listdir(tmp_path / "out"):
-        outputs[name] = (tmp_path / "out" / name).read_bytes()
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            outputs[str(path)] = path.read_bytes()
     for folder, _, files in os.walk(tmp_path / "cache"):
         for name in files:
             outputs[os.path.join(folder, name)] = open(os.path.join(folder, name), "rb").read()

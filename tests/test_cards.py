@@ -28,7 +28,7 @@ def claude_home(env, files) -> str:
 def exported(env, out) -> dict:
     result = cli("export", "--all", "--out", str(out), env=env)
     assert result.returncode == 0, result.stderr
-    return {name: (out / name).read_bytes() for name in os.listdir(out)}
+    return {name: (out / name).read_bytes() for name in os.listdir(out) if (out / name).is_file()}
 
 
 def test_the_card_of_a_real_session_names_its_requests_outcome_files_and_failures(tmp_path):
@@ -39,12 +39,12 @@ def test_the_card_of_a_real_session_names_its_requests_outcome_files_and_failure
     assert name.replace(".card.md", ".atif.json") in files  # beside its document, named alike
     card = files[name].decode()
     assert card.startswith("# 优化后段服务使用uv管理\n")
-    assert "- Outcome: interrupted" in card  # ended on "[Request interrupted by user for tool use]"
-    assert "- step 2: 优化后段服务使用uv管理" in card and "- step 24: make里的命令如何使用 .venv 环境" in card
-    assert "- step 1:" not in card  # "." carries no task
+    assert " · outcome: interrupted · " in card  # ended on "[Request interrupted by user for tool use]"
+    assert "\n- 2: (the title)\n" in card and "\n- 24: make里的命令如何使用 .venv 环境\n" in card
+    assert "\n- 1:" not in card  # "." carries no task
     assert "- ✗ 8 exit 127: `uv sync --all-extras 2>&1` — (eval):1: command not found: uv" in card
-    assert "- pyproject.toml (step 6, 15)" in card and "- Makefile (step 7)" in card
-    assert "- Model: claude-sonnet-4-6" in card and "- Tokens: prompt 572,621" in card
+    assert "pyproject.toml (6, 15)" in card and "Makefile (7)" in card  # a folder's files on one line
+    assert "claude-sonnet-4-6" not in card  # the model answers no question a card is read for (INDEX.md, the document have it)
     doc = json.loads(files[name.replace(".card.md", ".atif.json")])
     assert doc["steps"][7]["step_id"] == 8 and "uv sync" in json.dumps(doc["steps"][7]["tool_calls"])
 
@@ -118,19 +118,23 @@ def test_a_card_names_every_commit_from_gits_own_output_and_every_failure(tmp_pa
     (card,) = [data.decode() for name, data in files.items() if name.endswith(".card.md")]
     assert f"- `{hashes[1]}" in card and f"- `{hashes[0]}" in card
     lines = {line.split("`")[1][:7]: line for line in card.splitlines() if line.startswith("- `")}
-    assert "on main: Add the app (2) — app.py, util.py" in lines[hashes[1][:7]]  # staged by `git add`
-    assert "on main: Move the helpers (3) — helpers.py, new.py" in lines[hashes[0][:7]]  # --stat's lines
+    assert "on main: Add the app (2) — 2 files changed, +2 -0; app.py, util.py" in lines[hashes[1][:7]]
+    assert "on main: Move the helpers (3) — 2 files changed, +1 -0; helpers.py, new.py" in lines[hashes[0][:7]]
     assert "- ✗ 4 exit 1: `python3 -c 'import nope_not_here'` — ModuleNotFoundError: No module named " \
            "'nope_not_here'" in card
-    assert "- Outcome: completed" in card and "> Committed both.\n> The import fails." in card
+    assert " · outcome: completed" in card and "> Committed both.\n> The import fails." in card
     index = files["INDEX.md"].decode()
     assert f"{hashes[0][:7]}, {hashes[1][:7]}" in index or f"{hashes[1][:7]}, {hashes[0][:7]}" in index
 
 
-def test_a_card_is_cut_with_a_note_and_stays_valid_utf8():
+def test_a_card_is_cut_with_a_note_and_stays_valid_utf8(monkeypatch):
+    monkeypatch.setattr(cards, "CARD_LIMIT", 2048)  # each section is bounded well under 8 KB now
     steps = [{"step_id": i + 1, "source": "user", "message": f"请求 {i} " + "词" * 300} for i in range(40)]
-    data = cards.render({"steps": steps, "extra": {}})
-    assert len(data) <= cards.CARD_LIMIT and data.endswith(b"(card cut at 8 KB: the document has the rest)\n")
+    steps.append({"step_id": 41, "source": "agent", "message": "",
+                  "tool_calls": [{"tool_call_id": str(i), "function_name": "Write",
+                                  "extra": {"kind": "write", "paths": [f"/w/{'目录' * 40}/{i}.txt"]}} for i in range(30)]})
+    data = cards.render({"steps": steps, "extra": {"cwd": "/w"}})
+    assert len(data) <= cards.CARD_LIMIT and data.endswith(b"(card cut at 2 KB: the document has the rest)\n")
     many = [{"step_id": 1, "source": "agent", "message": "",
              "tool_calls": [{"tool_call_id": str(i), "function_name": "Bash",
                              "extra": {"kind": "shell", "command": f"false {i} " + "x" * 200}}

@@ -241,9 +241,12 @@ def test_handoff_starts_the_target_with_the_briefing(tmp_path):
     where, argv = _ran(record)
     assert os.path.realpath(where) == os.path.realpath(session["cwd"])
     assert argv[0] == "-i" and session["id"] in argv[1] and "What was asked" in argv[1]
-    document = re.search(r"its document \(ATIF JSON, for jq\): (\S+)", argv[1]).group(1)
+    document = re.search(r"its document \(ATIF JSON[^)]*\): (\S+)", argv[1]).group(1)
     assert json.load(open(document))["session_id"]
-    assert stat.S_IMODE(os.stat(document).st_mode) == 0o600
+    text = re.search(r"its transcript \(markdown[^)]*\): (\S+)", argv[1]).group(1)
+    assert open(text, encoding="utf-8").read().startswith("# ") and text.endswith(".transcript.md")
+    for path in (document, text):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
 def test_handoff_to_an_agent_that_takes_no_prompt_lists_those_that_do(tmp_path):

@@ -59,8 +59,11 @@ def test_show_export_and_ids_compose(store, tmp_path):
     exported = cli("export", "--all", "--out", str(out), env=env)
     assert exported.returncode == 0, exported.stderr
     names = sorted(os.listdir(out))
-    documents = [r["file"] for r in records]  # and each one's card beside it
-    assert names == sorted(["README.md", "INDEX.md"] + documents + [d.replace(".atif.json", ".card.md") for d in documents])
+    documents = [r["file"] for r in records]  # and each one's card and transcript beside it, in `.atif/`
+    assert names == sorted(["README.md", "INDEX.md", ".atif"] + documents + [d.replace(".atif.json", ".card.md") for d in documents]
+                           + [d.replace(".atif.json", ".transcript.md") for d in documents])
+    assert sorted(os.listdir(out / ".atif")) == sorted(documents)
+    assert all(os.readlink(out / d) == os.path.join(".atif", d) for d in documents)
     for record in records:
         assert re.fullmatch(r"2026-11-29_claude_cl-[0-9a-f]{8}\.atif\.json", record["file"])
         shown = cli("show", record["id"], env=env)
@@ -92,9 +95,10 @@ def test_export_adds_and_updates_and_removes_only_with_delete(store, tmp_path):
     assert set(sessions) <= set(os.listdir(out)), "export removed a file without --delete"
     assert "3 session(s)" in (out / "README.md").read_text()
     done = cli("export", "--all", "--delete", "--out", str(out), env=env)
-    assert done.returncode == 0 and b"removed 2" in done.stderr  # the deleted session's document and card
+    assert done.returncode == 0 and b"removed 3" in done.stderr  # the deleted session's document, card, transcript
     left = sorted(n for n in os.listdir(out) if n.endswith(".atif.json"))
     assert len(left) == 3 and "2026-01-01_claude_cl-00000000.atif.json" in left
+    assert sorted(os.listdir(out / ".atif")) == [n for n in left if n != "2026-01-01_claude_cl-00000000.atif.json"]
     assert (out / "notes.txt").read_text() == "mine"
     readme = (out / "README.md").read_text()
     assert "2 session(s)" in readme and "jq" in readme
@@ -121,8 +125,8 @@ def test_export_on_every_core_writes_what_one_process_writes(store, tmp_path, mo
         out = tmp_path / f"out-{cores}"
         assert run_main(here, ["export", "--all", "--out", str(out)]).returncode == 0
         rows = [json.loads(line) for line in run_main(here, ["list", "--all", "--json"]).stdout.splitlines()]
-        done[cores] = {n: (out / n).read_bytes() for n in os.listdir(out)}, rows
-    assert len(done[1][0]) == 8 and all(r["steps"] for r in done[1][1])  # 3 sessions, 3 cards, README, INDEX
+        done[cores] = {n: (out / n).read_bytes() for n in os.listdir(out) if (out / n).is_file()}, rows
+    assert len(done[1][0]) == 11 and all(r["steps"] for r in done[1][1])  # 3 sessions, cards, transcripts, README, INDEX
     assert done[2] == done[1]
 
 

@@ -363,7 +363,7 @@ def test_the_mount_serves_every_file_of_a_damaged_store(tmp_path):
     point = os.path.join(proj, "memory")
     try:
         mount(env, proj)
-        cards = {name.replace(".atif.json", ".card.md") for name in listed}
+        cards = {name.replace(".atif.json", kind) for name in listed for kind in (".card.md", ".transcript.md")}
         assert set(client("ls", point).stdout.split()) == set(listed) | cards | {"README.md", "INDEX.md"}
         for name, record in listed.items():
             served = client("cat", os.path.join(point, name))

@@ -126,7 +126,7 @@ def test_files_gives_each_cache_its_bound_and_the_archive_its_place():
     assert "small" not in section.lower()
     assert f"at most {doccache.LIMIT_BYTES // 1024 ** 3} GiB together" in section
     assert re.search(r"\.I \$\{XDG_DATA_HOME:-~/\.local/share\}/trajectoriz/archive/ .* no bound", section)
-    for name in ("index-v5-r*-py*.bin", "facts-v5-r*-py*.bin", "exports-v1-py*.bin"):
+    for name in ("index-v5-r*-py*.bin", "facts-v6-r*-py*.bin", "exports-v1-py*.bin"):
         entry = section[section.index(f".I {name}"):].split(".TP")[0]
         assert re.search(r"about \d|one entry per", entry), name  # what it grows with
 

@@ -30,7 +30,7 @@ import pytest
 from core import cache, mounts
 from discovery import archive, catalog
 from mount import memory, memoryfs, memoryindex
-from rendering import cards, documents
+from rendering import cards, documents, views
 from helpers import LIVE, ROOT, base_env, cli, needs
 
 GIT = shutil.which("git")
@@ -157,29 +157,61 @@ def test_listing_sizes_and_bytes_match_show(store):
     assert len(wanted) >= 2
     entries = fs.readdir("/", 0)
     assert [e[0] for e in entries[:4]] == [".", "..", memoryfs.README, memoryindex.INDEX]
-    assert sorted(e[0] for e in entries[4:]) == sorted([*wanted, *map(cards.card_name, wanted)])
-    assert fs.getattr("/")["st_mode"] == memoryfs.DIR_MODE
+    transcripts = [views.name_of(n, "transcript") for n in wanted]
+    assert sorted(e[0] for e in entries[4:]) == sorted([*wanted, *map(cards.card_name, wanted), *transcripts])
+    assert {e[1] for e in entries[4:] if e[0] in wanted} == {memoryfs.LINK_MODE}  # documents: symlinks
+    assert memoryfs.DOCUMENTS not in {e[0] for e in entries}  # found by name, never listed
+    assert fs.getattr("/")["st_mode"] == fs.getattr("/" + memoryfs.DOCUMENTS)["st_mode"] == memoryfs.DIR_MODE
+    assert sorted(e[0] for e in fs.readdir("/" + memoryfs.DOCUMENTS, 0)[2:]) == sorted(wanted)
     for name, session in wanted.items():
         card = cards.card_name(name)  # its size before its document was rendered: made to answer
-        assert fs.getattr("/" + card)["st_size"] == len(cards.render(documents.translate(session, env)))
+        before = fs.getattr("/" + card)["st_size"]
         rendered = documents.render(session, env)
-        attrs = fs.getattr("/" + name)
+        link = fs.getattr("/" + name)
+        assert link["st_mode"] == memoryfs.LINK_MODE and fs.readlink("/" + name) == f".atif/{name}"
+        assert link["st_size"] == len(f".atif/{name}")
+        attrs = fs.getattr("/" + memoryfs.document_path(name))
         assert attrs["st_mode"] == memoryfs.FILE_MODE and attrs["st_size"] == len(rendered)
         assert attrs["st_blocks"] * 512 >= len(rendered)
-        assert read_all(fs, name)[0] == rendered
+        assert read_all(fs, memoryfs.document_path(name))[0] == rendered
         card_bytes = read_all(fs, card)[0]  # its size from the document's facts now
-        assert card_bytes == cards.render(documents.translate(session, env)) and fs.getattr("/" + card)["st_size"] == len(card_bytes)
-        assert card_bytes.startswith(b"# SCENARIO ") and b"- Outcome: completed" in card_bytes
+        bare = cards.render(documents.translate(session, env))  # then its related sessions, from facts
+        rest = card_bytes[len(bare):]
+        assert card_bytes.startswith(bare) and (rest == b"" or rest.startswith(b"\n## Related sessions ("))
+        assert fs.getattr("/" + card)["st_size"] == len(card_bytes) and before <= len(card_bytes)
+        assert card_bytes.startswith(b"# SCENARIO ") and " · outcome: completed · ".encode() in card_bytes
+        transcript = views.name_of(name, "transcript")
+        transcript_bytes = read_all(fs, transcript)[0]
+        assert transcript_bytes == views.made("transcript", documents.translate(session, env))
+        assert fs.getattr("/" + transcript)["st_size"] == len(transcript_bytes) and b"SCENARIO-DONE" in transcript_bytes
     readme, _ = read_all(fs, memoryfs.README)
     assert fs.getattr("/" + memoryfs.README)["st_size"] == len(readme)
     assert f"({len(wanted)} session(s))" in readme.decode() and "generates when a file is read" in readme.decode()
+
+
+def test_cards_and_transcripts_are_kept_beside_the_documents(store, monkeypatch):
+    """Made once, then kept on disk beside the cached document with their sizes among the
+    facts: a later mount stats and reads every card and transcript without making one, nor
+    parsing a document."""
+    env, proj, _ = store
+    fs = new_fs(env, proj)
+    names = [views.name_of(n, kind) for n in expected_sessions(env, proj) for kind in views.KINDS]
+    first = {name: read_all(fs, name)[0] for name in names}
+    fs.destroy("/")
+    monkeypatch.setattr(views, "made", lambda *a: pytest.fail("a view was made again"))
+    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("a document was rendered again"))
+    import atif.serialize
+    monkeypatch.setattr(atif.serialize, "loads", lambda *a: pytest.fail("a document was parsed"))
+    again = new_fs(env, proj)
+    assert {name: again.getattr("/" + name)["st_size"] for name in names} == {n: len(d) for n, d in first.items()}
+    assert {name: read_all(again, name)[0] for name in names} == first
 
 
 def test_listing_translates_nothing(store, monkeypatch):
     env, proj, _ = store
     fs = new_fs(env, proj)
     monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("listing translated"))
-    assert len(fs.readdir("/", 0)) == 4 + 2 * len(expected_sessions(env, proj))  # documents and cards
+    assert len(fs.readdir("/", 0)) == 4 + 3 * len(expected_sessions(env, proj))  # documents, cards, transcripts
 
 
 def index_rows(data: bytes) -> dict:
@@ -189,22 +221,39 @@ def index_rows(data: bytes) -> dict:
     return {cells[0][1:-1]: cells[1:] for cells in rows}
 
 
-def test_index_lists_every_session_and_renders_none(store, monkeypatch):
+def test_index_s_first_read_has_every_session_s_facts_and_the_next_mount_renders_none(store, monkeypatch):
+    """The first read of INDEX.md on a fresh cache renders the sessions it knows no facts of
+    before answering (here, without workers, in the server), so every row has its steps and
+    outcome; the facts are kept: a later mount's INDEX.md renders nothing and is the same."""
     env, proj, _ = store
     fs = new_fs(env, proj)
     wanted = expected_sessions(env, proj)
-    first, *others = sorted(wanted)
-    read_all(fs, first)  # rendered: its steps, tool calls and files are known
-    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("the index rendered a session"))
     index, _ = read_all(fs, memoryindex.INDEX)
     assert fs.getattr("/" + memoryindex.INDEX)["st_size"] == len(index)
     rows = index_rows(index)
     assert list(rows) == [n for n in (catalog.file_name(s) for s in catalog.discover(env).sessions) if n in wanted]
-    doc = documents.translate(wanted[first], env)
-    assert rows[first][2] == str(len(doc["steps"])) and rows[first][4] == "completed"
-    assert others and all(rows[n][2] == rows[n][4] == rows[n][6] == "" for n in others)
-    assert rows[first][6] == "note.txt"  # it wrote it, in its cwd
+    for name, row in rows.items():
+        doc = documents.translate(wanted[name], env)
+        assert row[2] == str(len(doc["steps"])) and row[4] == "completed" and row[6] == "note.txt", name
     assert all(r[1] == wanted[n].agent and r[3].startswith("SCENARIO") for n, r in rows.items())
+    assert b"still being read" not in index and b"blank" not in index
+    fs.destroy("/")
+    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("the index rendered a session"))
+    assert read_all(new_fs(env, proj), memoryindex.INDEX)[0] == index
+
+
+def test_past_its_bound_index_says_which_rows_are_pending(store, monkeypatch):
+    """Rendering past INDEX_SECONDS: the rows not rendered yet are blank and INDEX.md says how many
+    and to read it again; each version of a session is waited for once."""
+    env, proj, _ = store
+    monkeypatch.setattr(memoryfs, "INDEX_SECONDS", 0.0)
+    fs = new_fs(env, proj)
+    index = read_all(fs, memoryindex.INDEX)[0].decode()
+    wanted = expected_sessions(env, proj)
+    assert f"{len(wanted)} session(s) are still being read" in index and "read INDEX.md again" in index
+    assert all(r[2] == "" for r in index_rows(index.encode()).values())
+    monkeypatch.setattr(documents, "_rendered", lambda *a: pytest.fail("waited twice for one version"))
+    assert read_all(fs, memoryindex.INDEX)[0].decode() == index
 
 
 def test_writes_fail_with_erofs(store):
@@ -226,7 +275,7 @@ def test_only_operations_are_public():
     """mfusepy registers any attribute named like a FUSE operation as one (`lock`, `flush`...)."""
     public = {n for n in dir(memoryfs.MemoryFS) if not n.startswith("_")}
     assert public == {"use_ns", "init_with_config", "destroy", "getattr", "getxattr", "opendir", "readdir",
-                      "statfs",
+                      "readlink", "statfs",
                       "open", "read", "release", "chmod", "chown", "create", "fallocate", "link", "mkdir",
                       "mknod", "removexattr", "rename", "rmdir", "setxattr", "symlink", "truncate", "unlink",
                       "utimens", "write"}
@@ -306,7 +355,7 @@ def test_sizes_and_bytes_agree_while_a_session_grows(store):
     fs = new_fs(env, proj)
     source = claude_sessions(env)[0]
     name, session = next((n, s) for n, s in expected_sessions(env, proj).items() if s.source == source)
-    path = "/" + name
+    path = "/" + memoryfs.document_path(name)
     before = documents.render(session, env)
     fi = opened(fs, name)
     assert fi.direct_io == 0  # settled: read through the page cache
@@ -338,7 +387,7 @@ def test_a_change_is_served_once_the_page_cache_readers_are_gone(store):
     fs = memoryfs.MemoryFS(proj, env, caller=lambda: asking[-1])
     source = claude_sessions(env)[0]
     name, session = next((n, s) for n, s in expected_sessions(env, proj).items() if s.source == source)
-    path = "/" + name
+    path = "/" + memoryfs.document_path(name)
     before = documents.render(session, env)
     asking.append(101)
     reading = opened(fs, name)
@@ -365,14 +414,14 @@ def test_sizes_persist_and_are_saved_in_batches(store, monkeypatch):
     facts_file = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", documents.FACTS_FILE)
     fs = new_fs(env, proj)
     names = list(expected_sessions(env, proj))
-    sizes = {n: fs.getattr("/" + n)["st_size"] for n in names}
+    sizes = {n: fs.getattr("/" + memoryfs.document_path(n))["st_size"] for n in names}
     assert not os.path.exists(facts_file)  # no write per stat
     fs.destroy("/")
     saved = cache.load(env, documents.FACTS_FILE)
     assert len(saved) == len(names)
     monkeypatch.setattr(documents, "translate", lambda *a: pytest.fail("translated a cached size"))
     fresh = new_fs(env, proj)
-    assert {n: fresh.getattr("/" + n)["st_size"] for n in names} == sizes
+    assert {n: fresh.getattr("/" + memoryfs.document_path(n))["st_size"] for n in names} == sizes
 
 
 def test_byte_cache_is_bounded_by_bytes():
@@ -472,9 +521,9 @@ FUSE_PROBLEM = memory.fuse_problem() or (None if shutil.which("fusermount3") or 
 needs_fuse = pytest.mark.skipif(FUSE_PROBLEM is not None, reason=f"FUSE unavailable: {FUSE_PROBLEM}")
 
 
-def client(*command, cwd=None, seconds=CLIENT_SECONDS) -> subprocess.CompletedProcess:
+def client(*command, cwd=None, seconds=CLIENT_SECONDS, input=None) -> subprocess.CompletedProcess:
     return subprocess.run(["timeout", "-s", "KILL", str(seconds), *command], cwd=cwd,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, input=input.decode() if isinstance(input, bytes) else input)
 
 
 def servers_of(point: str) -> list[int]:
@@ -549,7 +598,8 @@ def mounted(tmp_path_factory):
 
 
 def sizes_seen_by_ls(point: str) -> dict:
-    listing = client("ls", "-l", "--time-style=+", point)
+    """name -> size as `ls -lL` gives them (a document's, through its symlink)."""
+    listing = client("ls", "-lL", "--time-style=+", point)
     assert listing.returncode == 0, listing.stderr
     found = {}
     for line in listing.stdout.splitlines()[1:]:
@@ -559,6 +609,14 @@ def sizes_seen_by_ls(point: str) -> dict:
     return found
 
 
+def links_seen_by_ls(point: str) -> dict:
+    """name -> (mode, size, target) of what `ls -l` shows as symlinks."""
+    listing = client("ls", "-l", "--time-style=+", point)
+    assert listing.returncode == 0, listing.stderr
+    return {fields[-3]: (fields[0], int(fields[4]), fields[-1]) for fields in map(str.split, listing.stdout.splitlines()[1:])
+            if fields[0].startswith("l")}
+
+
 @needs_fuse
 def test_ls_shows_this_projects_sessions_with_the_sizes_show_prints(mounted):
     env, point = mounted.env, mounted.point
@@ -566,6 +624,10 @@ def test_ls_shows_this_projects_sessions_with_the_sizes_show_prints(mounted):
     wanted = listed(env, mounted.proj)
     assert len(wanted) >= 2 and {n: s for n, s in seen.items() if n.endswith(".atif.json")} == wanted
     assert {n for n in seen if n.endswith(".card.md")} == {cards.card_name(n) for n in wanted}  # one each
+    assert {n for n in seen if n.endswith(".transcript.md")} == {views.name_of(n, "transcript") for n in wanted}
+    assert links_seen_by_ls(point) == {n: ("lrwxrwxrwx", len(f".atif/{n}"), f".atif/{n}") for n in wanted}
+    assert ".atif" not in client("ls", "-a", point).stdout.split()  # found by name, never listed
+    assert sorted(client("ls", os.path.join(point, ".atif")).stdout.split()) == sorted(wanted)
     assert not set(seen) & set(listed(env, mounted.proj2))  # proj-2 shares the prefix, not the project
     for name, size in wanted.items():
         shown = cli("show", name, env=env)
@@ -582,10 +644,13 @@ def test_tools_read_complete_correct_content(mounted):
     files = [os.path.join(point, n) for n in sorted(wanted)]
     counts = client("wc", "-c", *files).stdout.splitlines()
     assert [int(line.split()[0]) for line in counts[:-1]] == [wanted[n] for n in sorted(wanted)]
-    done = client("grep", "-r", "-l", "SCENARIO-DONE", point).stdout.split()
     card_files = [cards.card_name(f) for f in files]  # which quote the final answer
-    assert sorted(done) == sorted(files + card_files)
-    assert sorted(client("rg", "-l", "SCENARIO-DONE", point).stdout.split()) == sorted(files + card_files)
+    transcript_files = [views.name_of(f, "transcript") for f in files]
+    done = client("grep", "-r", "-l", "SCENARIO-DONE", point).stdout.split()  # the documents are symlinks,
+    assert sorted(done) == sorted(card_files + transcript_files)  # which grep -r and rg skip when recursing
+    assert sorted(client("rg", "-l", "SCENARIO-DONE", point).stdout.split()) == sorted(card_files + transcript_files)
+    named = client("grep", "-l", "SCENARIO-DONE", *files).stdout.split()  # named, they are followed
+    assert sorted(named) == sorted(files) == sorted(client("rg", "-l", "SCENARIO-DONE", *files).stdout.split())
     ids = client("jq", "-r", ".extra.short_id", *files).stdout.split()
     assert ids == [n.rsplit("_", 1)[1][: -len(".atif.json")] for n in sorted(wanted)]
     loaded = client("python3", "-c", "import json, sys; print(sum(len(json.load(open(f))['steps']) for f in sys.argv[1:]))", *files)
@@ -595,11 +660,37 @@ def test_tools_read_complete_correct_content(mounted):
     assert open(copy, "rb").read() == cli("show", sorted(wanted)[0], env=env).stdout
     os.remove(copy)
     total = sum(wanted.values()) + sum(os.path.getsize(os.path.join(point, n)) for n in ("README.md", "INDEX.md")) \
-        + sum(len(client("cat", f).stdout.encode()) for f in card_files)
-    assert int(client("du", "-s", "-b", point).stdout.split()[0]) == total
+        + sum(len(client("cat", f).stdout.encode()) for f in card_files + transcript_files)
+    assert int(client("du", "-s", "-b", "-L", point).stdout.split()[0]) == total
+    links = sum(len(f".atif/{n}") for n in wanted)  # without -L, du counts the symlinks, not their documents
+    assert int(client("du", "-s", "-b", point).stdout.split()[0]) == total - sum(wanted.values()) + links
     big = max(wanted.values())
-    found = client("find", point, "-size", f"+{big - 1}c", "-name", "*.atif.json").stdout.split()
+    found = client("find", "-L", point, "-size", f"+{big - 1}c", "-name", "*.atif.json").stdout.split()
     assert [os.path.basename(f) for f in found] == [n for n, s in wanted.items() if s == big]
+    assert sorted(client("find", point, "-name", "*.atif.json").stdout.split()) == sorted(files)
+
+
+@needs_fuse
+@needs("rg")
+def test_grep_and_rg_over_the_mount_return_lines_of_cards_and_transcripts_not_json(mounted):
+    """What an agent's first `grep -rn WORDS memory/` or `rg -n WORDS memory/` returns: lines of
+    the cards and transcripts, never a line of a document (a JSON line can hold tens of KB);
+    the documents stay one read away by their names (jq, cat, Python)."""
+    env, point = mounted.env, mounted.point
+    wanted = listed(env, mounted.proj)
+    for command in (["grep", "-rn", "note.txt", point], ["rg", "-n", "note.txt", point]):
+        lines = client(*command).stdout.splitlines()
+        hit_files = {line.split(":", 1)[0] for line in lines}
+        kinds = {f.rsplit(".", 2)[-2] for f in hit_files if os.path.basename(f) != "INDEX.md"}
+        assert lines and kinds == {"card", "transcript"} and not any(".atif" in f for f in hit_files), command
+    name = sorted(wanted)[0]
+    path = os.path.join(point, name)
+    shown = cli("show", name, env=env).stdout
+    assert client("cat", path).stdout.encode() == shown
+    assert client("jq", "-c", ".", path).stdout.encode() == client("jq", "-c", ".", "-", input=shown).stdout.encode()
+    loaded = client("python3", "-c", "import json, sys; print(json.load(open(sys.argv[1]))['extra']['short_id'])", path)
+    assert loaded.stdout.strip() == name.rsplit("_", 1)[1][: -len(".atif.json")]
+    assert os.path.realpath(path) == os.path.join(point, ".atif", name) and os.path.getsize(path) == len(shown)
 
 
 @needs_fuse
@@ -699,7 +790,7 @@ def test_live_sessions_grow_appear_and_disappear(mounted):
     assert cli("forget", added, env=env).returncode == 0  # gone for good
     assert wait_for(lambda: added not in client("ls", point).stdout.split(), 10)
     seen = sizes_seen_by_ls(point)
-    assert {n: size for n, size in seen.items() if not n.endswith(".card.md")} == {
+    assert {n: size for n, size in seen.items() if not n.endswith((".card.md", ".transcript.md"))} == {
         **listed(env, proj), **{n: os.path.getsize(os.path.join(point, n)) for n in ("README.md", "INDEX.md")}}
 
 

@@ -18,6 +18,8 @@ import time
 import pytest
 
 from helpers import ROOT, cli
+from mount import memoryfs
+from rendering import documents, views
 from test_memory import (CLIENT_SECONDS, FUSE_PROBLEM, LONG_AGO_NS, append_user_message, claude_sessions,
                          expected_sessions, make_store, needs_fuse, settle, take_down, wait_for)
 
@@ -71,8 +73,8 @@ def counted(tmp_path):
 
 
 def stat_size(path: str) -> int:
-    """`stat` in another process (a client of the mount, as in use)."""
-    done = subprocess.run(["timeout", "-s", "KILL", str(CLIENT_SECONDS), "stat", "-c", "%s", path],
+    """`stat -L` in another process (a client of the mount, as in use; a document through its symlink)."""
+    done = subprocess.run(["timeout", "-s", "KILL", str(CLIENT_SECONDS), "stat", "-L", "-c", "%s", path],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return int(done.stdout)
@@ -92,8 +94,20 @@ def test_a_settled_sessions_attributes_are_kept_a_live_ones_are_not(counted):
     for name in (settled, live):
         sizes = [stat_size(os.path.join(point, name)) for _ in range(3)]
         assert sizes == [len(cli("show", name, env=env).stdout)] * 3
-    assert asked(settled) == 1  # the lookup; the kernel answered the other two
-    assert asked(live) >= 3  # each stat asks
+    assert asked(memoryfs.document_path(settled)) == 1  # the lookup; the kernel answered the other two
+    assert asked(memoryfs.document_path(live)) >= 3  # each stat asks
+    sessions = expected_sessions(env, proj)
+    for kind in views.KINDS:  # a settled session's card and transcript: kept as its document is
+        for name in (settled, live):
+            made = views.made(kind, documents.translate(sessions[name], env))
+            sizes = [stat_size(os.path.join(point, views.name_of(name, kind))) for _ in range(3)]
+            assert len(set(sizes)) == 1 and sizes[0] >= len(made), (kind, sizes, len(made))
+        assert asked(views.name_of(settled, kind)) == 1, kind
+        assert asked(views.name_of(live, kind)) >= 3, kind
+        for name in (settled, live):  # a card ends with its related sessions' section, from facts
+            served = open(os.path.join(point, views.name_of(name, kind)), "rb").read()
+            made = views.made(kind, documents.translate(sessions[name], env))
+            assert served == made or served.startswith(made + b"\n## Related sessions (") and kind == "card"
     for name in ("README.md", "INDEX.md"):
         before = asked(name)
         stat_size(os.path.join(point, name))
@@ -111,6 +125,14 @@ def test_a_settled_session_appended_to_shows_its_new_size_and_bytes(counted):
     append_user_message(source, "RESUMED-MARKER one more thing")  # resumed: modified now
     grown = cli("show", name, env=env).stdout
     assert wait_for(lambda: stat_size(path) == len(grown), 5)  # told by the rescan, nobody opened it
+    grown_doc = documents.translate(expected_sessions(env, proj)[name], env)
+    for kind in views.KINDS:  # and so are its card and transcript
+        view = os.path.join(point, views.name_of(name, kind))
+        made = views.made(kind, grown_doc)
+        assert wait_for(lambda: open(view, "rb").read().startswith(made), 5), kind
+        served = open(view, "rb").read()
+        assert stat_size(view) == len(served) and (served == made or kind == "card" and
+                                                   served.startswith(made + b"\n## Related sessions ("))
     with open(path, "rb") as handle:
         assert os.fstat(handle.fileno()).st_size == len(grown) and handle.read() == grown
 
@@ -118,7 +140,7 @@ def test_a_settled_session_appended_to_shows_its_new_size_and_bytes(counted):
     # opener's fstat already has the new size (an old mtime, as `cp -p` leaves, keeps it settled)
     other_path = os.path.join(point, other)
     assert stat_size(other_path) == len(cli("show", other, env=env).stdout)
-    before = asked(other)
+    before = asked(memoryfs.document_path(other))
     append_user_message(other_source, "RESUMED-MARKER again")
     os.utime(other_source, ns=(LONG_AGO_NS, LONG_AGO_NS + 1))
     with open(other_path, "rb") as handle:
@@ -126,7 +148,7 @@ def test_a_settled_session_appended_to_shows_its_new_size_and_bytes(counted):
     changed = cli("show", other, env=env).stdout
     assert size == len(changed) and data == changed
     assert stat_size(other_path) == len(changed)
-    assert asked(other) > before
+    assert asked(memoryfs.document_path(other)) > before
 
 
 

@@ -42,6 +42,11 @@ def wait_idle(fs, seconds: float = 30) -> None:
         time.sleep(0.05)
 
 
+def doc(name: str) -> str:
+    """The path of a document (its name in memory/ is a symlink to it)."""
+    return "/" + memoryfs.document_path(name)
+
+
 def session_names(fs) -> list[str]:
     """The listing, in the directory's order (as `ls -l` and `grep -r` walk it)."""
     return [entry[0] for entry in fs.readdir("/", 0) if entry[0].endswith(".atif.json")]
@@ -54,9 +59,9 @@ def test_a_walk_is_rendered_by_the_workers_ahead_of_it(store, monkeypatch):
     try:
         names = session_names(fs)
         assert set(wanted) <= set(names) and len(names) >= 3
-        sizes = {names[0]: fs.getattr("/" + names[0])["st_size"]}  # rendered here: no walk yet
+        sizes = {names[0]: fs.getattr(doc(names[0]))["st_size"]}  # rendered here: no walk yet
         no_translation_here(monkeypatch)
-        sizes.update((name, fs.getattr("/" + name)["st_size"]) for name in names[1:])  # before they are done
+        sizes.update((name, fs.getattr(doc(name))["st_size"]) for name in names[1:])  # before they are done
         for name in wanted:
             data, _ = read_all(fs, name)
             assert sizes[name] == len(data) and data == shown(env, name)
@@ -70,7 +75,7 @@ def test_a_listing_or_files_asked_about_out_of_order_start_no_worker(store):
     try:
         names = session_names(fs)
         for name in (names[0], names[2]):  # not neighbours
-            assert fs.getattr("/" + name)["st_size"] == len(shown(env, name))
+            assert fs.getattr(doc(name))["st_size"] == len(shown(env, name))
         assert read_all(fs, names[-1])[0] == shown(env, names[-1])
         assert fs._warmer.idle() and fs._warmer._processes == []
     finally:
@@ -91,23 +96,21 @@ def test_a_walk_backwards_is_rendered_ahead_of_it_too(store, monkeypatch):
 
 
 def test_the_first_read_of_the_index_has_the_workers_fill_it(store, monkeypatch):
-    """INDEX.md's first read renders nothing here: the workers render the sessions it knows
-    nothing of, and the next read has every session's steps and outcome."""
+    """INDEX.md's first read waits for the workers to render the sessions it knows nothing of
+    (the server renders nothing): every row has its steps and outcome at once."""
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
     try:
         no_translation_here(monkeypatch)
         first = index_rows(read_all(fs, memoryindex.INDEX)[0])
-        assert first and all(row[2] == row[4] == "" for row in first.values())
-        wait_idle(fs)
-        filled = index_rows(read_all(fs, memoryindex.INDEX)[0])
-        assert list(filled) == list(first) and all(row[2] and row[4] == "completed" for row in filled.values())
+        assert first and all(row[2] and row[4] == "completed" for row in first.values())
+        assert set(first) == set(expected_sessions(env, proj))
     finally:
         fs.destroy("/")
 
 
 def walk_all(fs) -> dict:
-    return {name: fs.getattr("/" + name)["st_size"] for name in session_names(fs)}
+    return {name: fs.getattr(doc(name))["st_size"] for name in session_names(fs)}
 
 
 def test_a_session_that_grows_after_the_warm_up_shows_its_new_size(store):
@@ -118,10 +121,10 @@ def test_a_session_that_grows_after_the_warm_up_shows_its_new_size(store):
         wait_idle(fs)
         first = claude_sessions(env)[0]
         name = next(n for n, s in expected_sessions(env, proj).items() if s.source == first)
-        before = fs.getattr("/" + name)["st_size"]
+        before = fs.getattr(doc(name))["st_size"]
         append_user_message(first, "GROWN after the warm-up")
         after = shown(env, name)
-        assert len(after) > before and fs.getattr("/" + name)["st_size"] == len(after)
+        assert len(after) > before and fs.getattr(doc(name))["st_size"] == len(after)
         assert read_all(fs, name)[0] == after
     finally:
         fs.destroy("/")
@@ -132,7 +135,7 @@ def test_no_worker_outlives_the_mount(store):
     fs = memoryfs.MemoryFS(proj, env, worker_command=WORKER, workers=2)
     names = session_names(fs)
     for name in names[:2]:
-        fs.getattr("/" + name)
+        fs.getattr(doc(name))
     workers = list(fs._warmer._processes)
     assert workers  # a walk over a cold cache: there is work
     fs.destroy("/")
@@ -148,6 +151,19 @@ def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
     try:
         for name, size in walk_all(fs).items():
             assert size == len(shown(env, name))
+    finally:
+        fs.destroy("/")
+
+
+@pytest.mark.parametrize("broken", [[sys.executable, "-c", "pass"],  # exits before answering
+                                    ["/nonexistent/trajectoriz"]])     # cannot even start
+def test_without_workers_the_server_fills_the_index_s_first_read(store, broken):
+    env, proj, _ = store
+    fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
+    try:
+        rows = index_rows(read_all(fs, memoryindex.INDEX)[0])
+        assert set(rows) == set(expected_sessions(env, proj))
+        assert all(row[2] and row[4] == "completed" for row in rows.values())
     finally:
         fs.destroy("/")
 

@@ -641,7 +641,7 @@ def test_no_planted_secret_survives_in_the_mount(tmp_path):
         assert served.count(b"REDACTED:openai") >= len(files) - 1
         assert_no_secret(served, "the mount")
         for secret in SURVIVORS:
-            assert client("grep", "-r", "-l", "-F", secret, point).stdout == "", secret
+            assert client("grep", "-R", "-l", "-F", secret, point).stdout == "", secret  # -R: the documents too
     finally:
         take_down(point)
 

@@ -224,7 +224,7 @@ def channels(env, cwd: str, ids: list[str], tmp_path) -> dict:
         run("show", session_id)
         run("show", "--markdown", "--max-chars", "0", session_id)
     run("export", "--all", "--out", str(tmp_path / "export"))
-    outputs["export files"] = b"".join(p.read_bytes() for p in (tmp_path / "export").iterdir())
+    outputs["export files"] = b"".join(p.read_bytes() for p in (tmp_path / "export").rglob("*") if p.is_file())
     cache = os.path.join(env["XDG_CACHE_HOME"], "trajectoriz")
     for folder, _, names in os.walk(cache):
         for name in names:
@@ -288,6 +288,6 @@ def test_no_planted_secret_comes_out_of_the_mount(tmp_path):
         assert MARK.encode() in served
         assert leaks(served) == []
         for _, secret, _ in SECRETS.values():
-            assert client("grep", "-r", "-l", "-F", secret[-12:], point).stdout == "", secret
+            assert client("grep", "-R", "-l", "-F", secret[-12:], point).stdout == "", secret  # -R: the documents too
     finally:
         take_down(point)

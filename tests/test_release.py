@@ -128,7 +128,7 @@ def test_commands_print_what_the_source_tree_prints(case, store, tmp_path):
     assert cli("export", "--all", "--out", str(reference), env=env, cwd=project).returncode == 0
     assert sorted(os.listdir(out)) == sorted(os.listdir(reference))
     assert len(os.listdir(os.path.join(env["XDG_CACHE_HOME"], "trajectoriz", "app"))) == 1  # unpacked once
-    for entry in os.listdir(out):
+    for entry in [n for n in os.listdir(out) if (out / n).is_file()]:
         frozen, source = (out / entry).read_bytes(), (reference / entry).read_bytes()
         if entry == "README.md":  # each names the program as the user runs it (core/invocation.py)
             source = source.replace(invocation.shown_command().encode(), release.encode())

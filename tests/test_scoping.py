@@ -161,8 +161,8 @@ def test_the_mount_shows_exactly_the_projects_sessions(tmp_path):
     point = str(tmp_path / "memory")
     try:
         mount(env, str(project), point)
-        cards = {name.replace(".atif.json", ".card.md") for name in wanted}
+        cards = {name.replace(".atif.json", kind) for name in wanted for kind in (".card.md", ".transcript.md")}
         assert set(client("ls", point).stdout.split()) == wanted | cards | {"README.md", "INDEX.md"}
-        assert client("grep", "-r", "-l", "-F", str(sibling), point).stdout == ""
+        assert client("grep", "-R", "-l", "-F", str(sibling), point).stdout == ""  # -R: the documents too
     finally:
         take_down(point)

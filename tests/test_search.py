@@ -45,15 +45,17 @@ def scenario(record: dict) -> str:
 
 # the query ------------------------------------------------------------------------------------------
 def test_words_must_all_match_in_any_order_and_any_case(store):
-    hits = found(store, "claude-2 NOTE.TXT")
-    assert [scenario(h) for h in hits] == ["claude-2"]
+    work = store[1]  # the folder of every project: its first search reads them all (issue 36)
+    hits = found(store, "claude-2 NOTE.TXT", cwd=work)  # and the PIPECHECK copy of its request (stores.py),
+    assert [scenario(h) for h in hits] == ["claude-2", ""]  # whose words are past its first message's cut:
+    assert hits[1]["first_message"].startswith("PIPECHECK")  # every request is matched whole
     assert found(store, "note.txt claude-2") == hits
     assert found(store, "claude-2 nowhere-to-be-found") == []
 
 
 def test_alternatives_are_separated_by_backslash_pipe(store):
-    hits = found(store, r"claude-2 note.txt \| claude-3")
-    assert sorted(scenario(h) for h in hits) == ["claude-2", "claude-3"]
+    hits = found(store, r"claude-2 note.txt \| claude-3", cwd=store[1])
+    assert sorted(scenario(h) for h in hits) == ["", "claude-2", "claude-3"]  # "": the PIPECHECK copy
     every = found(store, r"SCENARIO \| repository", "--limit", "0")   # more than a page
     expected = [r["id"] for r in sessions(store)
                 if "scenario" in r["first_message"].lower() or "repository" in r["first_message"].lower()]
@@ -182,7 +184,7 @@ def test_json_records(store):
     (record,) = found(store, "claude-3")
     listed = {r["id"]: r for r in sessions(store)}[record["id"]]
     assert set(record) == {"id", "agent", "date", "started", "native_id", "cwd", "model",
-                           "title", "first_message", "file", "source", "archived", "shared_by"}
+                           "title", "first_message", "file", "source", "archived", "shared_by", "branch", "branches"}
     assert record == {k: listed[k] for k in record}
 
 
@@ -197,7 +199,8 @@ def test_ids_compose_with_show_and_the_mount_file_names(store, tmp_path):
         session = catalog.find(every, hit["id"])
         assert hit["file"] == catalog.file_name(session)
         card = hit["file"].replace(".atif.json", ".card.md")
-        assert sorted(n for n in names if hit["id"] in n) == sorted([hit["file"], card])  # ls memory | grep ID
+        transcript = hit["file"].replace(".atif.json", ".transcript.md")
+        assert sorted(n for n in names if hit["id"] in n) == sorted([hit["file"], card, transcript])  # ls memory | grep ID
         shown = run_main(env, ["show", hit["id"]])
         assert json.loads(shown.stdout)["extra"]["short_id"] == hit["id"]
         assert shown.stdout == (tmp_path / "memory" / hit["file"]).read_bytes()
@@ -219,29 +222,43 @@ def steps_holding(doc: dict, word: str, path: str = ""):
 
 def test_a_tool_output_is_found_by_content_only(store):
     """The live scenarios list their directory (`ls` prints README.md) and no prompt mentions
-    README: the default mode finds nothing, --content finds exactly the steps whose documents
-    hold it, mostly in tool outputs."""
+    README: the default mode finds nothing, --content --system finds exactly the steps whose
+    documents hold it, mostly in tool outputs; without --system, all but the steps of source
+    system that the agents wrote for themselves (Codex's base instructions, Gemini's session
+    context, system prompts, Droid's reminders), which the count line counts."""
     env, _ = store
     default = run(store, "search", "README.md")
     assert default.returncode == 1
-    content = run(store, "search", "--content", "--json", "README.md", "--limit", "0")
-    assert content.returncode == 0, content.stderr
-    hits = [json.loads(line) for line in content.stdout.splitlines()]
-    expected = [(r["id"], step, path) for r in sessions(store)
-                for step, path in steps_holding(json.loads(run_main(env, ["show", r["id"]]).stdout), "README.md")]
+    every = run(store, "search", "--content", "--json", "--system", "README.md", "--limit", "0")
+    assert every.returncode == 0, every.stderr
+    hits = [json.loads(line) for line in every.stdout.splitlines()]
+    documents = {r["id"]: json.loads(run_main(env, ["show", r["id"]]).stdout) for r in sessions(store)}
+    expected = [(id_, step, path) for id_, doc in documents.items() for step, path in steps_holding(doc, "README.md")]
     assert [(h["id"], h["step"], h["subagent"]) for h in hits] == expected
     outputs = {h["id"] for h in hits if h["field"] == "output"}
     assert len(outputs) >= 3
     for hit in hits:
-        assert set(hit) == {"id", "agent", "date", "step", "subagent", "jq", "field", "snippet", "file"}
+        assert set(hit) == {"id", "agent", "date", "step", "subagent", "jq", "field", "snippet", "file",
+                            "transcript", "line"}
         assert "readme.md" in hit["snippet"].lower() and hit["snippet"].startswith(hit["field"] + ": ")
     for hit in hits[:8]:  # the jq path printed is the step numbered: one numbering everywhere
-        doc = json.loads(run_main(env, ["show", hit["id"]]).stdout)
-        assert at_jq_path(doc, hit["jq"])["step_id"] == hit["step"]
+        assert at_jq_path(documents[hit["id"]], hit["jq"])["step_id"] == hit["step"]
+        lines = run_main(env, ["show", hit["id"], "--markdown"]).stdout.decode().split("\n")  # the transcript's bytes
+        label = f"{hit['subagent']}:{hit['step']}" if hit["subagent"] else str(hit["step"])
+        assert hit["transcript"] == hit["file"].replace(".atif.json", ".transcript.md")
+        assert lines[hit["line"] - 1].startswith(f"## {label} · ")
     for hit in [h for h in hits if h["field"] == "output" and not h["subagent"]][:5]:
         step = json.loads(run_main(env, ["show", hit["id"], "--step", str(hit["step"])]).stdout)
         outputs = [r.get("content") for r in step.get("observation", {}).get("results", [])]
         assert any("README.md" in json.dumps(o) for o in outputs)
+    content = run(store, "search", "--content", "--json", "README.md", "--limit", "0")
+    kept = [json.loads(line) for line in content.stdout.splitlines()]
+    assert kept == [h for h in hits if at_jq_path(documents[h["id"]], h["jq"])["source"] != "system"]
+    left = [h for h in hits if h not in kept]
+    assert {at_jq_path(documents[h["id"]], h["jq"])["extra"]["kind"] for h in left} == {
+        "base_instructions", "session_context", "system_prompt", "reminder"}
+    assert content.stderr.decode().splitlines()[-1].startswith(
+        f"{len(left)} result(s) in steps the agents wrote for themselves (instructions, injected context) left out")
 
 
 def at_jq_path(doc: dict, path: str):
@@ -259,13 +276,19 @@ def test_content_matches_per_step_with_snippets_and_sub_agents(store):
     lines = result.stdout.decode().splitlines()
     sessions_count = len(sessions(store))
     assert lines[:4] == [f"## Search: `survey src/web` — content of {sessions_count} session(s)", "",
-                         "| ID | Agent | Date | Project | Step | Snippet |", "|---|---|---|---|---|---|"]
+                         "| ID | Agent | Date | Project | Steps | Snippet |", "|---|---|---|---|---|---|"]
     rows = [line for line in lines if line.startswith("| `")]
-    assert [row.split(" | ")[4] for row in rows] == [
-        "5 (`.steps[4]`)", "1 (sub-agent 1: `.subagent_trajectories[0].steps[0]`)"]
-    # the snippet: where it matched, then up to 50 characters before and 80 after the first word
-    assert rows[0].endswith("| call: Agent description: Survey the web module subagent_type: "
-                            "general-purpose prompt: Survey src/web and report… |")
+    (hit_id,) = {row.split("`")[1] for row in rows}
+    headers = {line.split(" · ")[0][3:]: n for n, line in
+               enumerate(run_main(env, ["show", hit_id, "--markdown"]).stdout.decode().split("\n"), 1)
+               if line.startswith("## ")}
+    name = next(r["file"] for r in sessions(store) if r["id"] == hit_id).replace(".atif.json", ".transcript.md")
+    # one row per session: its best hit (both words as whole words in one field; the first of
+    # equals) with its transcript's line (`sed -n` reads around it), then the other hits' steps
+    assert [row.split(" | ")[4] for row in rows] == [f"5 (`.steps[4]`, `{name}:{headers['5']}`); also sub-agent 1: 1"]
+    # the snippet: where the words are, then up to 50 characters before and 80 after them
+    assert rows[0].endswith("| call: …web module subagent_type: general-purpose prompt: Survey src/web "
+                            "and report its layout, with a screenshot. |")
     assert lines[-1] == "2 result(s) in 1 session(s)."
     (hit_id,) = {row.split("`")[1] for row in rows}
     step = json.loads(run_main(env, ["show", hit_id, "--subagent", "1", "--step", "1"]).stdout)
@@ -273,17 +296,20 @@ def test_content_matches_per_step_with_snippets_and_sub_agents(store):
 
 
 def test_content_regex_offset_limit_and_the_count(store):
+    """--limit and --offset count sessions (rows); --json gives every hit of each."""
     hits = [json.loads(line) for line in
             run(store, "search", "--content", "--json", "--regex", r"hello-claude-\d", "--limit", "0").stdout.splitlines()]
-    assert len(hits) > 6
+    ids = list(dict.fromkeys(h["id"] for h in hits))
+    assert len(hits) > 6 and len(ids) >= 4
     page = [json.loads(line) for line in
             run(store, "search", "--content", "--json", "--regex", r"hello-claude-\d",
-                "--offset", "3", "--limit", "4").stdout.splitlines()]
-    assert page == hits[3:7]
-    markdown = run(store, "search", "--content", "--regex", r"hello-claude-\d", "--limit", "4")
+                "--offset", "1", "--limit", "2").stdout.splitlines()]
+    assert page == [h for h in hits if h["id"] in ids[1:3]]
+    markdown = run(store, "search", "--content", "--regex", r"hello-claude-\d", "--limit", "2")
     lines = markdown.stdout.decode().splitlines()
-    assert lines[-3:] == [f"{len(hits)} result(s) in {len({h['id'] for h in hits})} session(s).", "",
-                          f"{len(hits) - 4} more result(s) after row 4: add `--offset 4` for the next "
+    assert [line.split("`")[1] for line in lines if line.startswith("| `")] == ids[:2]
+    assert lines[-3:] == [f"{len(hits)} result(s) in {len(ids)} session(s).", "",
+                          f"{len(ids) - 2} more session(s) after row 2: add `--offset 2` for the next "
                           f"ones, or `--limit N` for more rows."]
 
 

@@ -89,6 +89,9 @@ def test_a_warm_word_search_reads_only_the_documents_whose_hits_it_prints(store,
     code, out = content(store, "note.txt", "--limit", "1")
     assert code == 0 and out.count(b"\n| `") == 1 and len(parsed) == 1
     parsed.clear()
+    code, out = content(store, "note.txt", "--offset", "3", "--limit", "2")  # rows 4 and 5 only
+    assert code == 0 and out.count(b"\n| `") == 2 and len(parsed) == 2
+    parsed.clear()
     assert content(store, "zyzzyva-not-here")[0] == 1 and parsed == []
 
 
@@ -130,7 +133,8 @@ def test_a_damaged_search_text_is_a_miss():
     steps = searchtext.steps_text([searchtext.lowered_text([("message", "Read note.txt")]), b""])
     facts = {"size": 10, "steps": 2}
     data = searchtext.pack_search_text(steps, facts)
-    assert searchtext.search_text_count(data, query) == (1, facts)
+    count, left, packed = searchtext.search_text_count(data, query)
+    assert (count, left, searchtext.facts(packed)) == (1, 0, facts)
     for bad in damaged(data):
         assert searchtext.search_text_count(bad, query) is None, bad
     unended = searchtext.pack_search_text(steps.rstrip(searchtext.STEP_END), facts)  # steps without their ends
@@ -161,17 +165,23 @@ field_text = st.text(alphabet=st.sampled_from(TRICKY + "ab .\n"), max_size=12)
 
 
 @settings(max_examples=400, deadline=None)
-@given(steps=st.lists(st.lists(field_text, max_size=3), max_size=4),
-       query=st.text(alphabet=st.sampled_from(TRICKY + "ab .\\|"), min_size=1, max_size=8))
-def test_counting_in_search_texts_agrees_with_locate(steps, query):
+@given(steps=st.lists(st.tuples(st.lists(field_text, max_size=3), st.booleans()), max_size=4),
+       query=st.text(alphabet=st.sampled_from(TRICKY + 'ab .\\|"'), min_size=1, max_size=8),
+       system=st.booleans())
+def test_counting_in_search_texts_agrees_with_locate(steps, query, system):
+    """Words, quoted phrases and alternatives; the steps an agent wrote for itself (the
+    booleans) counted apart, or with the others when `system`."""
     try:
-        compiled = search.Query(query)
+        compiled = search.Query(query, system=system)
     except Exception:  # an empty query is refused before any search
         return
-    fields = [[("message", text) for text in texts if text] for texts in steps]
-    expected = sum(1 for f in fields if f and compiled.locate(f))
-    packed = searchtext.pack_search_text(searchtext.steps_text([searchtext.lowered_text(f) for f in fields]), {})
-    assert searchtext.search_text_count(packed, compiled) == (expected, {})
+    fields = [([("message", text) for text in texts if text], own) for texts, own in steps]
+    found = [sum(1 for f, own in fields if f and own == mine and compiled.locate(f)) for mine in (False, True)]
+    expected = (sum(found), 0) if system else tuple(found)
+    documented = [(n, "", f, own) for n, (f, own) in enumerate(fields, 1)]
+    others, own = searchtext.split_texts(documented)
+    packed = searchtext.pack_search_text(others, {}, own)
+    assert searchtext.search_text_count(packed, compiled)[:2] == expected
 
 
 # bounded with the documents ----------------------------------------------------------------------

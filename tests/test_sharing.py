@@ -1,8 +1,8 @@
 """`trajectoriz push` and `pull` through a real bare repository as the remote, with two or three
 HOMEs as teammates and CI, each with a clone of the project at another path: the pushed
-sessions listed, shown (the same bytes), searched and blamed in the other clones with their
-contributor; incremental pushes; forget; hostile refs; a remote that refuses; no secret in any
-pushed object."""
+sessions listed, shown (the bytes pushed: the pusher's, paths made shareable), searched and
+blamed in the other clones with their contributor; incremental pushes; forget; hostile refs; a
+remote that refuses; no secret in any pushed object."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_pushed_sessions_are_listed_shown_searched_and_blamed_in_another_clone(t
     assert {r["shared_by"] for r in mine.values()} == {contributor} and contributor.startswith("alice-")
     assert {r["cwd"] for r in mine.values()} == {b, f"{b}/src"}
     for short_id in theirs:
-        assert run_main(bob, ["show", short_id], cwd=b).stdout == run_main(alice, ["show", short_id], cwd=a).stdout
+        assert run_main(bob, ["show", short_id], cwd=b).stdout == shown_as_shared(alice, a, short_id)
     assert contributor in run_main(bob, ["list"], cwd=b).stdout.decode()
 
     found = run_main(bob, ["search", "--content", "make f return", "--local", "--json"], cwd=b)
@@ -103,6 +103,16 @@ def test_pushed_sessions_are_listed_shown_searched_and_blamed_in_another_clone(t
         sorted(theirs, key=lambda i: theirs[i]["started"])
     line = run_main(bob, ["blame", "src/app.py:2"], cwd=b).stdout.decode()  # "    return 2": the Edit wrote it
     assert f"`{[i for i in theirs if theirs[i]['native_id'] == 'c2'][0]}` step 2 (Edit, shared by {contributor})" in line
+
+
+def shown_as_shared(env, cwd, short_id: str) -> bytes:
+    """`show` of a session as its pusher sees it, then as a push shares it: paths inside the work
+    tree relative to its top (the top itself `.`), the home directory `~`, the native file by its
+    name."""
+    shown = run_main(env, ["show", short_id], cwd=cwd).stdout.decode()
+    source = json.loads(shown)["extra"]["source"]
+    shown = shown.replace(f'"source": "{source}"', f'"source": "{os.path.basename(source)}"')
+    return shown.replace(cwd + "/", "").replace(cwd, ".").replace(env["HOME"], "~").encode()
 
 
 def pushed_ref(env, cwd) -> str:
@@ -141,7 +151,7 @@ def test_a_push_with_nothing_new_writes_and_sends_nothing_and_a_grown_session_se
 def test_a_push_without_its_state_reuses_the_compressed_documents_an_earlier_push_kept(team, monkeypatch):
     """As a first push to another remote, or from another project holding the same sessions: no
     document is compressed again, the blobs are the same."""
-    from sharing import remote as sharing
+    from sharing import push as sharing
 
     remote, (alice, a), _ = team
     assert run_main(alice, ["push", "--remote", "origin"], cwd=a).returncode == 0
@@ -260,7 +270,7 @@ def test_errors_are_one_line(team, tmp_path):
     nowhere = str(tmp_path / "not-a-repository")
     os.makedirs(nowhere)
     for args, cwd, said in [(["push", "--remote", "origin"], nowhere, b"not in a git work tree"),
-                            (["pull"], a, b"no remote named yet"),
+                            (["push"], a, b"no remote named yet"),
                             (["pull", "--remote", "upstream"], a, b"no remote 'upstream'")]:
         result = run_main(alice, args, cwd=cwd)
         assert result.returncode == 2 and said in result.stderr and result.stderr.count(b"\n") == 1, result.stderr
@@ -382,14 +392,14 @@ def test_a_teammates_sessions_are_in_the_mount_of_another_clone(team):
     try:
         names = sorted(os.listdir(point))
         theirs = records(bob, b)
-        from rendering.cards import card_name
+        from rendering import views
 
         assert names == sorted(["README.md", "INDEX.md", *(r["file"] for r in theirs),
-                                *(card_name(r["file"]) for r in theirs)])
+                                *(views.name_of(r["file"], kind) for r in theirs for kind in views.KINDS)])
         for r in theirs:
             assert client("cat", os.path.join(point, r["file"])).stdout.encode() == \
-                run_main(alice, ["show", r["id"]], cwd=a).stdout
-            assert "## Requests (" in client("cat", os.path.join(point, card_name(r["file"]))).stdout
+                run_main(bob, ["show", r["id"]], cwd=b).stdout == shown_as_shared(alice, a, r["id"])
+            assert "## Requests (" in client("cat", os.path.join(point, views.name_of(r["file"], "card"))).stdout
         assert "Shared by" in client("cat", os.path.join(point, "INDEX.md")).stdout
     finally:
         take_down(point)
@@ -455,4 +465,4 @@ def test_a_pull_keeps_documents_in_git_and_a_document_that_is_not_one_is_refused
     with open(written["cl-00000002.atif.json"], "rb") as handle:  # (said on stderr by the pool's worker)
         assert "not zstd" in json.loads(handle.read())["extra"]["error"]
     with open(written["cl-00000001.atif.json"], "rb") as handle:
-        assert json.loads(handle.read())["steps"] == json.loads(run_main(alice, ["show", good["id"]], cwd=a).stdout)["steps"]
+        assert json.loads(handle.read())["steps"] == json.loads(shown_as_shared(alice, a, good["id"]))["steps"]

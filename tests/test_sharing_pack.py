@@ -18,11 +18,11 @@ from helpers import run_main
 from test_blame import claude_session
 from test_sharing import git, pushed_ref, team  # noqa: F401  (team: the fixture)
 
-from sharing import packfile, remote
+from sharing import git as plumbing, packfile, push
 
 
 def fsck(env, where: str) -> None:
-    checked = remote.git_output(["fsck", "--full", "--strict", "--no-dangling"], where, env)
+    checked = plumbing.git_output(["fsck", "--full", "--strict", "--no-dangling"], where, env)
     assert checked == b""
 
 
@@ -64,7 +64,7 @@ def test_a_first_push_of_blobs_the_repository_holds_already(team):
     tree = git(alice, a, "rev-parse", f"{ref}^{{tree}}")
     for name in (ref, ref.replace("refs/trajectoriz/", "refs/trajectoriz/remote/")):
         git(alice, a, "update-ref", "-d", name)
-    os.remove(os.path.join(alice["XDG_CACHE_HOME"], "trajectoriz", remote.STATE_FILE))
+    os.remove(os.path.join(alice["XDG_CACHE_HOME"], "trajectoriz", push.STATE_FILE))
     again = run_main(alice, ["push"], cwd=a)
     assert again.returncode == 0, again.stderr
     assert git(alice, a, "rev-parse", f"{ref}^{{tree}}") == tree
@@ -104,26 +104,26 @@ def test_an_empty_project_pushes_a_manifest_that_passes_fsck(team):
 def test_every_size_of_header_is_read_back_by_git(tmp_path, size):
     where = str(tmp_path / "repo")
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
-    remote.git_output(["init", "-q", where], str(tmp_path), env)
+    plumbing.git_output(["init", "-q", where], str(tmp_path), env)
     body = os.urandom(size)
     stream = io.BytesIO()
     packfile.Writer(stream, 1).add("blob", body, 0)
-    remote.git_output(["index-pack", "--stdin"], where, env, stream.getvalue())
-    assert remote.git_output(["cat-file", "blob", remote.blob_id(body)], where, env) == body
+    plumbing.git_output(["index-pack", "--stdin"], where, env, stream.getvalue())
+    assert plumbing.git_output(["cat-file", "blob", packfile.blob_id(body)], where, env) == body
 
 
 def test_a_pack_that_is_not_what_its_header_says_is_refused(tmp_path):
     where = str(tmp_path / "repo")
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
-    remote.git_output(["init", "-q", where], str(tmp_path), env)
+    plumbing.git_output(["init", "-q", where], str(tmp_path), env)
     writer = packfile.Writer(io.BytesIO(), 1)
     writer.add("blob", b"one", 0)
     with pytest.raises(ValueError):
         writer.add("blob", b"two", 0)
     short = io.BytesIO()
     packfile.Writer(short, 2).add("blob", b"one", 0)
-    with pytest.raises(remote.GitFailed):
-        remote.git_output(["index-pack", "--stdin"], where, env, short.getvalue())
+    with pytest.raises(plumbing.GitFailed):
+        plumbing.git_output(["index-pack", "--stdin"], where, env, short.getvalue())
     packs = os.path.join(where, ".git", "objects", "pack")
     assert not [name for name in os.listdir(packs) if name.endswith((".pack", ".idx"))]
 
@@ -131,7 +131,7 @@ def test_a_pack_that_is_not_what_its_header_says_is_refused(tmp_path):
 def test_a_push_that_fails_while_its_pack_is_written_leaves_no_git_running_and_no_ref(team, monkeypatch):
     _, (alice, a), _ = team
     started = []
-    real = remote._Pack.__init__
+    real = packfile.Indexed.__init__
 
     def watched(self, *args):
         real(self, *args)
@@ -140,8 +140,8 @@ def test_a_push_that_fails_while_its_pack_is_written_leaves_no_git_running_and_n
     def failing(*args):
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(remote._Pack, "__init__", watched)
-    monkeypatch.setattr(remote, "manifest_entry", failing)
+    monkeypatch.setattr(packfile.Indexed, "__init__", watched)
+    monkeypatch.setattr(push, "manifest_entry", failing)
     failed = run_main(alice, ["push", "--remote", "origin"], cwd=a)
     assert failed.returncode != 0
     assert started and all(process.returncode is not None for process in started)

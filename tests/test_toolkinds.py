@@ -129,7 +129,7 @@ def test_shell_argv_and_workdir():
     assert toolkinds.meaning("codex", call, "/w") == {"kind": "shell", "command": "cat a | tee -a b > c",
                                                       "paths": ["/w/sub/c", "/w/sub/b"]}
     call = {"function_name": "Bash", "arguments": {"command": "git mv a.py b.py && cp -r x y 2> err"}}
-    assert toolkinds.meaning("claude", call, "/w")["paths"] == ["/w/b.py", "/w/err", "/w/y"]
+    assert toolkinds.meaning("claude", call, "/w")["paths"] == ["/w/b.py", "/w/err"]  # `cp -r`: y is a folder
     call = {"function_name": "shell", "arguments": {"command": ["ls", "-l", "a b"]}}
     assert toolkinds.meaning("codex", call, "/w") == {"kind": "shell", "command": "ls -l 'a b'"}
 
@@ -181,3 +181,27 @@ def test_a_name_in_another_case_has_its_kind():
 def test_shell_writes_sees_writers_through_their_quotes(command, written):
     """The quick test that spares parsing most commands must not miss a quoted writer."""
     assert toolkinds.shell_writes(command) == written
+
+
+# The two shapes Codex CLI (September 2025) recorded its patch tool run as a command in, as the
+# rollout `rollout-2025-09-19T14-29-01-f1b47c12-…` of the public soichiro-nitta/dotfiles
+# (bench/qa: project aburi-all) has them: `apply_patch` as the command's first word, and as a
+# heredoc of `bash -lc`. Both edited a file: neither was counted as a write.
+APPLY_PATCH_CALLS = [
+    {"command": ["apply_patch", "*** Begin Patch\n*** Update File: modules/backend/src/config/hono.ts\n@@\n"
+                 "-export class ConfiguredHono<T = {}> extends Hono<\n"
+                 "+export class ConfiguredHono<T = Record<string, never>> extends Hono<\n   {\n"
+                 "     Bindings: typeof env\n   } & T\n > {}\n*** End Patch"]},
+    {"command": ["bash", "-lc", "apply_patch << 'PATCH'\n*** Begin Patch\n*** Update File: "
+                 "modules/backend/src/middleware/auth.ts\n@@\n-import {\n+import {\n*** End Patch\nPATCH"]},
+]
+
+
+@pytest.mark.parametrize("arguments, written", list(zip(APPLY_PATCH_CALLS, [
+    "modules/backend/src/config/hono.ts", "modules/backend/src/middleware/auth.ts"])))
+def test_an_apply_patch_run_as_a_command_writes_its_files(arguments, written):
+    found = toolkinds.meaning("codex", {"function_name": "shell", "arguments": arguments}, "/w/aburi-all")
+    assert found["kind"] == "shell" and found["paths"] == [f"/w/aburi-all/{written}"]
+    doc = {"steps": [{"step_id": 1, "source": "agent", "tool_calls": [
+        {"tool_call_id": "c", "function_name": "shell", "arguments": arguments, "extra": found}]}]}
+    assert [w["paths"] for w in toolkinds.writes(doc)] == [[f"/w/aburi-all/{written}"]]
