@@ -36,6 +36,16 @@ def plain_or_parts(parts: list[dict], sep: str = "\n") -> str | list[dict]:
     return parts
 
 
+def parts_text(content) -> str:
+    """The text of a message or a tool result as documents hold it: a string, or its text parts
+    joined by newlines (other parts and other types: none)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
 def image_part(media_type: str | None, data: str | bytes | None = None, url: str | None = None,
                label: str = "image") -> dict:
     """An image content part. ATIF stores images as files or URLs, never inline base64, so an

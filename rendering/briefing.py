@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import secrets
 
+from atif.build import parts_text
 from rendering import cards
+from rendering.cards import _cut, _one_line
 
 DEFAULT_BUDGET = 4000          # tokens: about 12,000 bytes, within any agent's first prompt
 MIN_BUDGET = 500
@@ -109,7 +111,7 @@ def _exchanges(doc: dict) -> list[tuple]:
     found = []
     for step in doc.get("steps") or ():
         if isinstance(step, dict) and step.get("source") in ("user", "agent"):
-            text = cards._text(step.get("message")).strip()
+            text = parts_text(step.get("message")).strip()
             if text:
                 found.append((step.get("step_id"), step["source"], text))
     return found
@@ -121,14 +123,6 @@ def _whole(where: list[str]) -> str:
 
 def _more(count: int, shown: int) -> str:
     return f"\n(and {count - shown} more)" if count > shown else ""
-
-
-def _one_line(text: str, limit: int) -> str:
-    return _cut(" ".join(str(text).split()), limit)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
 
 
 def _cut_to(text: str, budget: int, nonce: str) -> str:

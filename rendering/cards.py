@@ -27,6 +27,7 @@ import os
 import shlex
 
 from agents import titles
+from atif.build import parts_text
 from core import compiledre
 
 CARD_SUFFIX = ".card.md"
@@ -101,18 +102,10 @@ def jq_path(step_id, path: str = "") -> str:
     return f"{subs}.steps[{index}]"
 
 
-def _text(value) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(p.get("text", "") for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def _requests(doc: dict) -> list[tuple[int, str]]:
     """(step, text) of every user step of the session itself, as typed."""
-    return [(step.get("step_id"), _text(step.get("message"))) for step in doc.get("steps") or ()
-            if isinstance(step, dict) and step.get("source") == "user" and _text(step.get("message")).strip()]
+    return [(step.get("step_id"), parts_text(step.get("message"))) for step in doc.get("steps") or ()
+            if isinstance(step, dict) and step.get("source") == "user" and parts_text(step.get("message")).strip()]
 
 
 def _asked(requests: list[tuple[int, str]], decided: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -246,14 +239,14 @@ def outcome(doc: dict) -> str:
     said_after = False  # whether the tool itself printed something after (Aider's `/commit`)
     for at in range(len(steps) - 1, -1, -1):
         step = steps[at]
-        text = _text(step.get("message")).strip()
+        text = parts_text(step.get("message")).strip()
         kind = (step.get("extra") or {}).get("kind")
         if step.get("source") == "user":
             if _INTERRUPT.search(text[:200]):
                 return "interrupted"
             if said_after and text.startswith("/"):
                 return "completed"  # a command the tool ran and answered itself
-            answered = any(s.get("source") == "agent" and _text(s.get("message")).strip() for s in steps[:at])
+            answered = any(s.get("source") == "agent" and parts_text(s.get("message")).strip() for s in steps[:at])
             return f"answered, then a request left unanswered (step {step.get('step_id')})" if answered \
                 else "no answer"
         if kind == "api_error" or (step.get("source") == "system" and _PROBLEM.search(text[:300])) \
@@ -280,7 +273,7 @@ def _calls(trajectory: dict):
             if not isinstance(call, dict):
                 continue
             own = [r for r in results if isinstance(r, dict) and r.get("source_call_id") == call.get("tool_call_id")]
-            text = "\n".join(_text(r.get("content"))[:OUTPUT_SCANNED] for r in own)
+            text = "\n".join(parts_text(r.get("content"))[:OUTPUT_SCANNED] for r in own)
             yield step, call, text, own
 
 
@@ -361,7 +354,7 @@ def _commits(trajectory: dict, path: str) -> list[dict]:
         edits = (step.get("extra") or {}).get("paths")
         if step.get("source") == "system" and isinstance(edits, list):  # Aider's applied edits
             written += [relative(p, cwd) for p in edits if isinstance(p, str)]
-        made = _AGENT_COMMIT.match(_text(step.get("message"))) if step.get("source") == "system" else None
+        made = _AGENT_COMMIT.match(parts_text(step.get("message"))) if step.get("source") == "system" else None
         if made:
             found.append({"hash": made.group(1), "branch": "", "subject": made.group(2).strip(),
                           "files": _in_order(written), "changed": None, "step": step.get("step_id"), "path": path})
@@ -499,8 +492,8 @@ def _models(doc: dict) -> list[str]:
 def _answer(doc: dict) -> tuple | None:
     """(step, first lines) of the agent's last message."""
     for step in reversed(doc.get("steps") or ()):
-        if isinstance(step, dict) and step.get("source") == "agent" and _text(step.get("message")).strip():
-            lines = [line.rstrip() for line in _text(step["message"]).strip().splitlines() if line.strip()]
+        if isinstance(step, dict) and step.get("source") == "agent" and parts_text(step.get("message")).strip():
+            lines = [line.rstrip() for line in parts_text(step["message"]).strip().splitlines() if line.strip()]
             shown = "\n".join(lines[:ANSWER_LINES])
             return step.get("step_id"), _cut(shown, ANSWER_CHARS), len(lines) > ANSWER_LINES or len(shown) > ANSWER_CHARS
     return None

@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 
+from atif.build import parts_text
 from core import compiledre
 
 KINDS = ("shell", "read", "write", "edit", "search", "fetch", "task", "plan", "other")
@@ -209,7 +210,7 @@ _FAILED = compiledre.compile(
 def write_outcome(kind: str, results: list) -> str | None:
     """`refused` when a call's result says the user refused it, `failed` when the result of a
     write or an edit says it failed (an error flagged, or its text); else None (it wrote)."""
-    text = "\n".join(_result_text(r.get("content"))[:2048] for r in results)
+    text = "\n".join(parts_text(r.get("content"))[:2048] for r in results)
     if _REFUSED_FIRST.match(text.lstrip()) or (kind != "shell" and _REFUSED.search(text[:400])):
         return "refused"  # said first (a command's output may quote the words), or by a write's short result
     if kind == "shell" or not results:
@@ -220,14 +221,6 @@ def write_outcome(kind: str, results: list) -> str | None:
             or _FAILED.search(text[:300]):
         return "failed"
     return None
-
-
-def _result_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
 
 
 def shell_writes(command: str) -> list[str]:

@@ -79,6 +79,15 @@ def _stand_in(tmp_path, program: str) -> tuple[dict, str]:
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, str(record)
 
 
+def _ran_through(tmp_path, env: dict, program: str, *args: str) -> tuple[str, list[str]]:
+    """`trajectoriz ARGS` run with a stand-in for `program`: the directory it was started in, and
+    its arguments."""
+    path, record = _stand_in(tmp_path, program)
+    result = cli(*args, env={**env, **path})
+    assert result.returncode == 0, result.stderr
+    return _ran(record)
+
+
 def _ran(record: str) -> tuple[str, list[str]]:
     text = open(record, encoding="utf-8").read()
     where, _, args = text.partition("\n")
@@ -97,10 +106,7 @@ def _claude_in(tmp_path) -> dict:
 def test_resume_runs_the_agent_in_the_sessions_directory(tmp_path):
     env = _claude_in(tmp_path)
     session = _listed(env)[0]
-    path, record = _stand_in(tmp_path, "claude")
-    result = cli("resume", session["id"], "--prompt", "carry on", env={**env, **path})
-    assert result.returncode == 0, result.stderr
-    where, argv = _ran(record)
+    where, argv = _ran_through(tmp_path, env, "claude", "resume", session["id"], "--prompt", "carry on")
     assert os.path.realpath(where) == os.path.realpath(session["cwd"])
     assert argv[:2] == ["-p", "--resume"] and argv[3] == "carry on"
     assert argv[2] == session["native_id"] == os.path.basename(session["source"])[:-len(".jsonl")]
@@ -235,10 +241,7 @@ def test_the_briefing_is_redacted(tmp_path):
 def test_handoff_starts_the_target_with_the_briefing(tmp_path):
     env = _claude_in(tmp_path)
     session = _listed(env)[0]
-    path, record = _stand_in(tmp_path, "gemini")
-    result = cli("handoff", session["id"], "--to", "gemini", env={**env, **path})
-    assert result.returncode == 0, result.stderr
-    where, argv = _ran(record)
+    where, argv = _ran_through(tmp_path, env, "gemini", "handoff", session["id"], "--to", "gemini")
     assert os.path.realpath(where) == os.path.realpath(session["cwd"])
     assert argv[0] == "-i" and session["id"] in argv[1] and "What was asked" in argv[1]
     document = re.search(r"its document \(ATIF JSON[^)]*\): (\S+)", argv[1]).group(1)
