@@ -157,19 +157,10 @@ def test_each_agent_says_how_long_it_keeps_sessions(tmp_path):
 def test_shared_sessions_without_a_store_are_not_called_not_found(tmp_path):
     """Issue 42: a teammate who pulled sessions and has no agent store of their own read "0 of 23
     found" above a table listing those sessions; the heading says what was found where."""
-    from test_sharing import claude_session, clone, git, teammate
-    import subprocess
+    from test_sharing import claude_session, clone, seeded_remote, teammate
 
-    remote = str(tmp_path / "remote.git")
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
     alice, bob = teammate(tmp_path, "alice"), teammate(tmp_path, "bob")
-    seed = str(tmp_path / "seed")
-    git(alice, tmp_path, "init", "-q", seed)
-    with open(f"{seed}/notes.txt", "w") as handle:
-        handle.write("notes\n")
-    git(alice, seed, "add", ".")
-    git(alice, seed, "commit", "-qm", "first")
-    git(alice, seed, "push", "-q", remote, "main")
+    remote = seeded_remote(tmp_path, alice, {"notes.txt": "notes\n"})
     a = clone(alice, remote, os.path.join(alice["HOME"], "src", "proj"))
     claude_session(alice["HOME"], a, "c1", 1, "write the notes", [
         ("Write", {"file_path": f"{a}/notes.txt", "content": "notes\n"})])

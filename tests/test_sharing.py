@@ -41,21 +41,29 @@ def clone(env, remote: str, where: str) -> str:
     return where
 
 
+def seeded_remote(tmp_path, env: dict, files: dict) -> str:
+    """A bare remote at tmp_path/remote.git whose main branch holds one commit of `files`
+    (path -> text), made and pushed by `env`."""
+    remote = str(tmp_path / "remote.git")
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
+    seed = str(tmp_path / "seed")
+    git(env, tmp_path, "init", "-q", "--initial-branch=main", seed)
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(seed, name)), exist_ok=True)
+        with open(os.path.join(seed, name), "w") as handle:
+            handle.write(text)
+    git(env, seed, "add", ".")
+    git(env, seed, "commit", "-qm", "first")
+    git(env, seed, "push", "-q", remote, "main")
+    return remote
+
+
 @pytest.fixture
 def team(tmp_path):
     """A bare remote; Alice's project (a clone at ~/src/proj) with two Claude sessions that wrote
     src/app.py; Bob's clone at another path, with no session."""
-    remote = str(tmp_path / "remote.git")
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
     alice = teammate(tmp_path, "alice")
-    seed = str(tmp_path / "seed")
-    git(alice, tmp_path, "init", "-q", seed)
-    os.makedirs(f"{seed}/src")
-    with open(f"{seed}/src/app.py", "w") as handle:
-        handle.write("def f():\n    return 2\n")
-    git(alice, seed, "add", ".")
-    git(alice, seed, "commit", "-qm", "first")
-    git(alice, seed, "push", "-q", remote, "main")
+    remote = seeded_remote(tmp_path, alice, {"src/app.py": "def f():\n    return 2\n"})
     a = clone(alice, remote, os.path.join(alice["HOME"], "src", "proj"))
     claude_session(alice["HOME"], a, "c1", 1, f"create the app {SECRET}", [
         ("Write", {"file_path": f"{a}/src/app.py", "content": "def f():\n    return 1\n"})])

@@ -17,7 +17,7 @@ import pytest
 
 from helpers import base_env, needs, run_main
 from test_blame import claude_session
-from test_sharing import clone, git, pushed_ref, records, teammate
+from test_sharing import clone, git, pushed_ref, records, seeded_remote, teammate
 
 from sharing import push as sharing_push
 
@@ -37,16 +37,8 @@ def machine(tmp_path, name: str) -> dict:
 def dana(tmp_path):
     """A bare remote holding a project; Dana's laptop and desktop, each with a clone at its own
     path and one session of its own."""
-    remote = str(tmp_path / "remote.git")
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
     laptop, desktop = machine(tmp_path, "laptop"), machine(tmp_path, "desktop")
-    seed = str(tmp_path / "seed")
-    git(laptop, tmp_path, "init", "-q", "--initial-branch=main", seed)
-    with open(f"{seed}/README", "w") as handle:
-        handle.write("a project\n")
-    git(laptop, seed, "add", ".")
-    git(laptop, seed, "commit", "-qm", "first")
-    git(laptop, seed, "push", "-q", remote, "main")
+    remote = seeded_remote(tmp_path, laptop, {"README": "a project\n"})
     one = clone(laptop, remote, os.path.join(laptop["HOME"], "src", "proj"))
     two = clone(desktop, remote, os.path.join(desktop["HOME"], "work", "proj"))
     claude_session(laptop["HOME"], one, "l1", 1, "on the laptop", [])
@@ -230,16 +222,8 @@ def test_what_is_shared_names_work_tree_paths_relatively_and_no_home(tmp_path):
     tree, her home as `~`, and `blame` in Bob's clone still finds the session."""
     import zstandard
 
-    remote = str(tmp_path / "remote.git")
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", remote], check=True)
     alice, bob = teammate(tmp_path, "alice"), teammate(tmp_path, "bob")
-    seed = str(tmp_path / "seed")
-    git(alice, tmp_path, "init", "-q", seed)
-    with open(f"{seed}/result.txt", "w") as handle:
-        handle.write("42\n")
-    git(alice, seed, "add", ".")
-    git(alice, seed, "commit", "-qm", "first")
-    git(alice, seed, "push", "-q", remote, "main")
+    remote = seeded_remote(tmp_path, alice, {"result.txt": "42\n"})
     a = clone(alice, remote, os.path.join(alice["HOME"], "agents", "work", "alpha-claude"))
     b = clone(bob, remote, str(tmp_path / "bob" / "checkouts" / "alpha"))
     home = alice["HOME"]
