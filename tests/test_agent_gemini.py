@@ -386,23 +386,29 @@ def test_a_subagent_folder_named_after_no_chat_is_listed_with_a_warning(tmp_path
         "project: it is listed as a session of its own"]
 
 
+def chat(chats, name: str, session_id: str, started: str, task: str, **meta):
+    """A chat file of one user message, `task`, sent a second after `started` (an ISO time)."""
+    from datetime import datetime, timedelta
+
+    sent = (datetime.fromisoformat(started.replace("Z", "+00:00")) + timedelta(seconds=1)) \
+        .isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return write_jsonl(chats / name, [{**META, "sessionId": session_id, "startTime": started, **meta},
+                                      user("m1", task, sent)])
+
+
 def test_two_chats_of_one_session_id_started_apart_are_two_sessions(tmp_path):
     """Cloud Shell's a2a-server records each conversation of its process in a chat file of its
     own under the process's one `sessionId`: both are listed, with ids that stay apart and
     stay the same when a third file appears."""
     chats = tmp_path / "home/.gemini/tmp/p/chats"
-    first = write_jsonl(chats / "session-2026-01-01T00-00-a2a00001.jsonl", [
-        {**META, "sessionId": "a2a00001-cafe", "startTime": "2026-01-01T00:00:00.000Z"},
-        user("m1", "first task", "2026-01-01T00:00:01.000Z")])
-    second = write_jsonl(chats / "session-2026-01-01T09-30-a2a00001.jsonl", [
-        {**META, "sessionId": "a2a00001-cafe", "startTime": "2026-01-01T09:30:05.000Z"},
-        user("m1", "second task", "2026-01-01T09:30:06.000Z")])
+    first = chat(chats, "session-2026-01-01T00-00-a2a00001.jsonl", "a2a00001-cafe", "2026-01-01T00:00:00.000Z",
+                 "first task")
+    second = chat(chats, "session-2026-01-01T09-30-a2a00001.jsonl", "a2a00001-cafe", "2026-01-01T09:30:05.000Z",
+                  "second task")
     env = base_env(tmp_path)
     ids = {s.title: s.native_id for s in scan_all(gemini, env)}
     assert ids == {"first task": "a2a00001-cafe", "second task": "a2a00001-cafe-20260101T093005"}
-    write_jsonl(chats / "session-2026-01-02T10-00-a2a00001.jsonl", [
-        {**META, "sessionId": "a2a00001-cafe", "startTime": "2026-01-02T10:00:00.000Z"},
-        user("m1", "third task", "2026-01-02T10:00:01.000Z")])
+    chat(chats, "session-2026-01-02T10-00-a2a00001.jsonl", "a2a00001-cafe", "2026-01-02T10:00:00.000Z", "third task")
     later = {s.title: s.native_id for s in scan_all(gemini, env)}
     assert later == {**ids, "third task": "a2a00001-cafe-20260102T100000"}
     listed = catalog.discover(env).sessions
@@ -419,15 +425,12 @@ def test_the_a2a_servers_real_chat_names_are_two_sessions(tmp_path):
     included; each file is its own session, and a sub-agent folder of that sessionId is
     claimed by them."""
     chats = tmp_path / "home/.gemini/tmp/p/chats"
-    first = write_jsonl(chats / "session-2026-08-13T04-43-a2a-serv.jsonl", [
-        {**META, "sessionId": "a2a-server", "startTime": "2026-08-13T04:43:10.000Z"},
-        user("m1", "fix the login page", "2026-08-13T04:43:11.000Z")])
-    second = write_jsonl(chats / "session-2026-08-16T07-02-a2a-serv.jsonl", [
-        {**META, "sessionId": "a2a-server", "startTime": "2026-08-16T07:02:40.000Z"},
-        user("m1", "add a test for the parser", "2026-08-16T07:02:41.000Z")])
-    write_jsonl(chats / "a2a-server" / "helper-1.jsonl", [
-        {**META, "sessionId": "helper-1", "kind": "subagent", "startTime": "2026-08-16T07:03:00.000Z"},
-        user("m1", "look up the parser", "2026-08-16T07:03:01.000Z")])
+    first = chat(chats, "session-2026-08-13T04-43-a2a-serv.jsonl", "a2a-server", "2026-08-13T04:43:10.000Z",
+                 "fix the login page")
+    second = chat(chats, "session-2026-08-16T07-02-a2a-serv.jsonl", "a2a-server", "2026-08-16T07:02:40.000Z",
+                  "add a test for the parser")
+    chat(chats, "a2a-server/helper-1.jsonl", "helper-1", "2026-08-16T07:03:00.000Z", "look up the parser",
+         kind="subagent")
     env = base_env(tmp_path)
     ids = {s.title: s.native_id for s in scan_all(gemini, env)}
     assert ids == {"fix the login page": "a2a-server",
