@@ -143,8 +143,11 @@ def test_no_worker_outlives_the_mount(store):
     assert fs._warmer._processes == []
 
 
-@pytest.mark.parametrize("broken", [[sys.executable, "-c", "pass"],  # exits before answering
-                                    ["/nonexistent/trajectoriz"]])     # cannot even start
+BROKEN_WORKERS = [[sys.executable, "-c", "pass"],  # exits before answering
+                  ["/nonexistent/trajectoriz"]]     # cannot even start
+
+
+@pytest.mark.parametrize("broken", BROKEN_WORKERS)
 def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
@@ -155,8 +158,7 @@ def test_dead_workers_leave_the_rendering_to_the_server(store, broken):
         fs.destroy("/")
 
 
-@pytest.mark.parametrize("broken", [[sys.executable, "-c", "pass"],  # exits before answering
-                                    ["/nonexistent/trajectoriz"]])     # cannot even start
+@pytest.mark.parametrize("broken", BROKEN_WORKERS)
 def test_without_workers_the_server_fills_the_index_s_first_read(store, broken):
     env, proj, _ = store
     fs = memoryfs.MemoryFS(proj, env, worker_command=broken, workers=2)
