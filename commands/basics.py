@@ -278,10 +278,11 @@ def export_one(session, out: str, env, redact: bool) -> tuple[tuple, dict]:
     stamp = documents.cache_stamp(session, env, redact)
     doc, data = documents.document(session, env, redact)
     card, text = cards.card_name(name), transcript.transcript_name(name)
+    found = cards.facts(doc)  # once, for the card and the facts
     write_document(out, name, data)
-    cache.write_private(os.path.join(out, card), cards.render(doc))
+    cache.write_private(os.path.join(out, card), cards.render(doc, found))
     cache.write_private(os.path.join(out, text), transcript.memory_transcript(doc))
-    return (name, card, text), documents.totals(doc, data, stamp)
+    return (name, card, text), documents.totals(doc, data, stamp, found)
 
 
 def write_document(out: str, name: str, data: bytes) -> None:

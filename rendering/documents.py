@@ -116,16 +116,17 @@ def cache_stamp(session: Session, env, redact: bool = True, known: tuple | None 
     return catalog.origin(session).stamp(env, redact, known)
 
 
-def totals(doc: dict, data: bytes, stamp: list) -> dict:
+def totals(doc: dict, data: bytes, stamp: list, card: dict | None = None) -> dict:
     """What `list`, `stats` and the mount need to know of a document without translating it
     again: its size and steps, the totals `stats` adds up (tokens and cost from
     `final_metrics`, tool calls counted with the sub-agents', like the tokens), and the files its
     tool calls wrote (`blame`, INDEX.md; not those a refused or failed call only attempted), the
-    branches it ran on and its first and last step times (`span`: a card's related sessions)."""
+    branches it ran on and its first and last step times (`span`: a card's related sessions).
+    `card`: the document's `cards.facts`, when the caller has them."""
     from rendering import cards
 
     fm = doc.get("final_metrics") or {}
-    card = cards.facts(doc)
+    card = card if card is not None else cards.facts(doc)
     return {"stamp": stamp, "size": len(data), "steps": len(doc["steps"]),
             "tool_calls": tool_calls(doc), "prompt": fm.get("total_prompt_tokens"),
             "completion": fm.get("total_completion_tokens"), "cached": fm.get("total_cached_tokens"),

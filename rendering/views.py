@@ -22,8 +22,9 @@ def name_of(document_name: str, kind: str) -> str:
     return document_name[: -len(".atif.json")] + NAME_SUFFIX[kind]
 
 
-def made(kind: str, doc: dict) -> bytes:
-    return cards.render(doc) if kind == "card" else transcript.memory_transcript(doc)
+def made(kind: str, doc: dict, found: dict | None = None) -> bytes:
+    """The view of a document (`found`: its `cards.facts`, when the caller has them)."""
+    return cards.render(doc, found) if kind == "card" else transcript.memory_transcript(doc)
 
 
 def kept(env, session, stamp: list, kind: str) -> bytes | None:
@@ -35,11 +36,11 @@ def keep(env, session, stamp: list, kind: str, data: bytes) -> None:
     doccache.put(env, documents.cache_key(session), session.short_id, stamp, data, _SIDE[kind])
 
 
-def made_and_kept(env, session, stamp: list, doc: dict) -> dict:
+def made_and_kept(env, session, stamp: list, doc: dict, found: dict | None = None) -> dict:
     """Every view of the document of `stamp`, kept; their sizes, as facts name them."""
     sizes = {}
     for kind in KINDS:
-        data = made(kind, doc)
+        data = made(kind, doc, found)
         keep(env, session, stamp, kind, data)
         sizes[SIZE_FACT[kind]] = len(data)
     return sizes
@@ -50,4 +51,5 @@ def fresh_totals(session, env) -> dict:
     job): the sizes of the views join the facts."""
     stamp = documents.cache_stamp(session, env)
     doc, data = documents.document(session, env)
-    return {**documents.totals(doc, data, stamp), **made_and_kept(env, session, stamp, doc)}
+    found = cards.facts(doc)  # once, for the facts and the card
+    return {**documents.totals(doc, data, stamp, found), **made_and_kept(env, session, stamp, doc, found)}
